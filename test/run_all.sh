@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The one test command: installs the build dependencies (Debian 12, as root), checks formatting,
+# builds the core with CMake and runs its unit tests, builds and installs the extension with PGXS,
+# then runs the pg_regress suites and the multi-node TAP tests as an unprivileged user.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+JOBS=${JOBS:-2}
+RUN_USER=${PICOROUTE_TEST_USER:-postgres}
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "dependencies"
+if [ "$(id -u)" -eq 0 ]; then
+    scripts/install-deps.sh
+else
+    scripts/install-deps.sh || { echo "run as root to install dependencies" >&2; exit 1; }
+fi
+
+step "formatting (clang-format --dry-run --Werror)"
+mapfile -t sources < <(find src test bench -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null | sort)
+clang-format --dry-run --Werror "${sources[@]}"
+echo "formatting: ${#sources[@]} files clean"
+
+step "core library and unit tests (CMake + ctest)"
+cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/cmake -j "$JOBS"
+(cd build/cmake && ctest --output-on-failure -j "$JOBS")
+
+step "hash cross-check against the independent Python reference"
+python3 test/tools/bucket_hash_reference.py --self-test
+python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
+
+step "extension (PGXS make, make install)"
+make -j "$JOBS"
+if [ "$(id -u)" -eq 0 ]; then make install; else sudo make install; fi
+
+# PostgreSQL refuses to run as root: the server-based suites run as $RUN_USER from a scratch copy.
+WORK=$(mktemp -d /tmp/picoroute-test.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+tar --exclude=./build --exclude=./.git -cf - . | tar -C "$WORK" -xf -
+as_user() {
+    if [ "$(id -u)" -eq 0 ]; then
+        chown -R "$RUN_USER" "$WORK"
+        runuser -u "$RUN_USER" -- env PATH="$PATH" "$@"
+    else
+        "$@"
+    fi
+}
+
+step "pg_regress suites (make installcheck on a temporary instance)"
+if ! as_user make -C "$WORK" installcheck; then
+    cat "$WORK/regression.diffs" 2>/dev/null | head -200
+    exit 1
+fi
+
+if [ -d test/t ] && ls test/t/*.pl >/dev/null 2>&1; then
+    step "multi-node TAP tests (prove)"
+    as_user bash -c "cd '$WORK' && prove -v test/t/"
+fi
+
+step "emulator self-test"
+if [ -x test/emulator/selftest.sh ]; then
+    as_user bash -c "cd '$WORK' && test/emulator/selftest.sh"
+fi
+
+echo
+echo "all suites passed"
