@@ -1,0 +1,122 @@
+// The flat, position-independent image of a topology that the worker copies into shared memory and
+// that every backend reads. Fixed-size records addressed by index plus one string pool; no
+// pointers, so the bytes mean the same at any address. Lookups run directly on the bytes
+// (SnapshotView).
+//
+// Layout (all little-endian host order, 8-byte aligned sections):
+//   SnapshotHeader
+//   TierRecord[n_tiers]            sorted by name
+//   ReplicasetRecord[n_replicasets] sorted by uuid
+//   InstanceRecord[n_instances]     sorted by uuid
+//   RangeRecord[n_ranges]           grouped by tier (tier order), sorted by start within a tier
+//   char strings[strings_size]      string pool (strings are not NUL-terminated; ref = offset+len)
+#pragma once
+#include "core/firewall.h"
+
+#include "core/topology.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace picoroute {
+
+inline constexpr uint32_t kSnapshotMagic = 0x50525431;  // "PRT1"
+inline constexpr int32_t kNone = -1;
+
+struct StringRef {
+    uint32_t offset = 0;
+    uint32_t length = 0;
+};
+
+struct SnapshotHeader {
+    uint32_t magic;
+    uint32_t n_tiers;
+    uint32_t n_replicasets;
+    uint32_t n_instances;
+    uint32_t n_ranges;
+    uint32_t strings_size;
+    uint64_t total_size;  // bytes of the whole image, header included
+};
+
+struct TierRecord {
+    StringRef name;
+    uint32_t bucket_count;
+    uint32_t first_range;  // index into RangeRecord[]
+    uint32_t n_ranges;
+};
+
+struct ReplicasetRecord {
+    StringRef uuid, name, tier;  // empty ref = unknown
+    int32_t master;              // index into InstanceRecord[] or kNone
+    int32_t tier_index;          // index into TierRecord[] or kNone
+};
+
+struct InstanceRecord {
+    StringRef uuid, name, replicaset_uuid, state, address;
+    int32_t replicaset;  // index into ReplicasetRecord[] or kNone
+    uint32_t online;     // 1 when state is Online
+};
+
+struct RangeRecord {
+    uint32_t start, end;
+    int32_t replicaset;  // index into ReplicasetRecord[] or kNone when the replicaset is unknown
+    StringRef replicaset_uuid;
+    StringRef state;
+};
+
+// Capacities, from the picoroute.max_* settings.
+struct SnapshotLimits {
+    uint32_t max_instances = 0;
+    uint32_t max_replicasets = 0;  // also bounds the number of tiers
+    uint32_t max_bucket_ranges = 0;
+};
+
+// The largest image that `limits` allow (records plus a string budget); the size of one
+// shared-memory slot.
+size_t snapshot_capacity(const SnapshotLimits &limits);
+
+// Serializes `topology` into a new image. Throws Error(CapacityExceeded) naming the capacity that
+// is too small ("picoroute.max_bucket_ranges is 1024 but the topology has 3000 bucket ranges") when
+// it does not fit `limits`.
+std::string build_snapshot(const Topology &topology, const SnapshotLimits &limits);
+
+// Read-only access to an image. The constructor validates the header and every index and string
+// reference against `size`, throwing Error(InvalidInput) for a damaged image, so the accessors
+// below need no further checks.
+class SnapshotView {
+  public:
+    SnapshotView(const void *data, size_t size);
+
+    uint32_t n_tiers() const { return header_->n_tiers; }
+    uint32_t n_replicasets() const { return header_->n_replicasets; }
+    uint32_t n_instances() const { return header_->n_instances; }
+    uint32_t n_ranges() const { return header_->n_ranges; }
+
+    const TierRecord &tier(uint32_t i) const { return tiers_[i]; }
+    const ReplicasetRecord &replicaset(uint32_t i) const { return replicasets_[i]; }
+    const InstanceRecord &instance(uint32_t i) const { return instances_[i]; }
+    const RangeRecord &range(uint32_t i) const { return ranges_[i]; }
+    std::string_view str(StringRef ref) const { return {strings_ + ref.offset, ref.length}; }
+
+    // Index of the tier named `name` or kNone. O(log tiers).
+    int32_t find_tier(std::string_view name) const;
+    // Index of the range of tier `tier_index` holding `bucket_id` or kNone. O(log ranges).
+    int32_t find_range(int32_t tier_index, uint32_t bucket_id) const;
+    // Index of the master instance of the bucket's owner or kNone (same rules as
+    // Topology::find_bucket_master).
+    int32_t find_master(int32_t tier_index, uint32_t bucket_id) const;
+    // Index of the instance with this uuid or kNone.
+    int32_t find_instance(std::string_view uuid) const;
+
+  private:
+    const SnapshotHeader *header_;
+    const TierRecord *tiers_;
+    const ReplicasetRecord *replicasets_;
+    const InstanceRecord *instances_;
+    const RangeRecord *ranges_;
+    const char *strings_;
+};
+
+}  // namespace picoroute
