@@ -3,11 +3,13 @@
 
 EXTENSION = picoroute
 MODULE_big = picoroute
-DATA = sql/picoroute--0.1.sql
+# The install script is assembled from its parts: the topology surface, then routing and the FDW.
+DATA_built = picoroute--0.1.sql
+SCRIPT_PARTS = sql/picoroute--0.1.sql $(sort $(wildcard src/sql/*.sql))
 PGFILEDESC = "picoroute - bucket-aware routing to Picodata"
 
 CORE_SRCS := $(sort $(wildcard src/core/*.cpp))
-PG_SRCS := $(sort $(wildcard src/pg/*.cpp))
+PG_SRCS := $(sort $(wildcard src/pg/*.cpp) $(wildcard src/pg/fdw/*.cpp))
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 # pg_regress suites, on a temporary instance that preloads the library (see test/regress.conf).
@@ -32,3 +34,6 @@ src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
 	$(CXX) $(CXXFLAGS) -DPICOROUTE_CORE -I$(srcdir)/src -c -o $@ $<
 
 $(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/pg/*.h)
+
+picoroute--0.1.sql: $(SCRIPT_PARTS)
+	cat $^ > $@

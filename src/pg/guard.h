@@ -1,0 +1,100 @@
+// The C++ / PostgreSQL boundary.
+//
+// guarded(fn): runs fn() and turns any C++ exception into a PostgreSQL ERROR raised after the try
+// scope has ended, so no exception ever unwinds through a PostgreSQL frame. Every SQL-callable
+// function, FDW callback and hook enters C++ through it.
+//
+// pg_call(fn): runs PostgreSQL code that may ereport() from inside C++; the PostgreSQL error is
+// caught with PG_TRY and rethrown as a C++ PgError, so the longjmp never crosses a live C++
+// destructor. guarded() re-raises a PgError as the original PostgreSQL error.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "utils/elog.h"
+}
+
+#include "core/errors.h"
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <utility>
+
+namespace picoroute::pg {
+
+// A PostgreSQL error caught by pg_call, carried through C++ frames.
+class PgError : public std::exception {
+  public:
+    explicit PgError(ErrorData *data) : data_(data) {}
+    ErrorData *data() const { return data_; }
+    const char *what() const noexcept override {
+        return data_ ? data_->message : "PostgreSQL error";
+    }
+
+  private:
+    ErrorData *data_;
+};
+
+// A C++-side error that already knows its SQLSTATE, message, detail and hint.
+class SqlError : public std::exception {
+  public:
+    SqlError(int sqlstate, std::string message, std::string detail = {}, std::string hint = {})
+        : sqlstate_(sqlstate),
+          message_(std::move(message)),
+          detail_(std::move(detail)),
+          hint_(std::move(hint)) {}
+    int sqlstate() const { return sqlstate_; }
+    const char *what() const noexcept override { return message_.c_str(); }
+    const std::string &detail() const { return detail_; }
+    const std::string &hint() const { return hint_; }
+
+  private:
+    int sqlstate_;
+    std::string message_, detail_, hint_;
+};
+
+int sqlstate_for(ErrorKind kind);
+
+// Plain buffers describing an error to raise once every C++ object is gone.
+struct PendingError {
+    int sqlstate = 0;
+    ErrorData *pg = nullptr;
+    char message[2048] = {0};
+    char detail[1024] = {0};
+    char hint[1024] = {0};
+};
+
+void capture_current_exception(PendingError &out) noexcept;
+[[noreturn]] void raise_pending(const PendingError &error);
+
+template <typename Fn>
+auto guarded(Fn &&fn) -> decltype(fn()) {
+    PendingError pending;
+    try {
+        return fn();
+    } catch (...) {
+        capture_current_exception(pending);
+    }
+    raise_pending(pending);
+}
+
+template <typename Fn>
+void pg_call(Fn &&fn) {
+    MemoryContext oldcontext = CurrentMemoryContext;
+    ErrorData *caught = nullptr;
+    PG_TRY();
+    { fn(); }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(oldcontext);
+        caught = CopyErrorData();
+        FlushErrorState();
+    }
+    PG_END_TRY();
+    if (caught != nullptr)
+        throw PgError(caught);
+}
+
+}  // namespace picoroute::pg

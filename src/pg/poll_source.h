@@ -1,0 +1,36 @@
+// The poll source: reads Picodata's catalog over libpq (facts, sections 1 and 2) and turns the rows
+// into events with the core library.
+#pragma once
+
+extern "C" {
+#include "libpq-fe.h"
+}
+
+#include "core/catalog.h"
+#include "core/source.h"
+
+#include <string>
+
+namespace picoroute::pg {
+
+class PollSource : public TopologySource {
+  public:
+    ~PollSource() override;
+    SourceUpdate fetch(const Topology &current) override;
+    void reset() override;
+
+    // Set by the worker's latch callback when SIGTERM arrived during a network wait.
+    static bool shutdown_requested();
+
+  private:
+    void connect(const Topology &current);
+    PGresult *run(const char *sql, int nparams, const char *const *params);
+    CatalogRows read_catalog(std::vector<std::string> &warnings);
+    void drop_connection();
+
+    PGconn *conn_ = nullptr;
+    std::string conn_instance_;  // "host:port" of conn_
+    std::string last_instance_;  // the instance the last successful fetch read from
+};
+
+}  // namespace picoroute::pg

@@ -1,0 +1,64 @@
+// Definitions of the picoroute.* settings.
+extern "C" {
+#include "postgres.h"
+#include "utils/guc.h"
+}
+
+#include "pg/settings.h"
+
+namespace picoroute::pg {
+
+char *setting_conninfo = nullptr;
+int setting_source = SOURCE_POLL;
+int setting_refresh_interval = 1000;
+int setting_connect_timeout = 5;
+int setting_max_instances = 256;
+int setting_max_replicasets = 128;
+int setting_max_bucket_ranges = 16384;
+
+static const struct config_enum_entry source_options[] = {
+    {"poll", SOURCE_POLL, false},
+    {"push", SOURCE_PUSH, false},
+    {nullptr, 0, false},
+};
+
+const char *source_mode_name(int mode) {
+    return mode == SOURCE_PUSH ? "push" : "poll";
+}
+
+void define_settings() {
+    DefineCustomStringVariable(
+        "picoroute.conninfo", "libpq connection string of the Picodata cluster.",
+        "Several hosts may be listed as libpq allows (host=a,b port=1,2). A password may also come "
+        "from a passfile. Empty: the worker stays idle.",
+        &setting_conninfo, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "picoroute.source", "Where topology changes come from: poll or push.",
+        "poll: the background worker reads the Picodata catalog every refresh_interval. push: "
+        "changes arrive through picoroute_apply_events().",
+        &setting_source, SOURCE_POLL, source_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.refresh_interval",
+                            "Time between two topology refreshes of the background worker.",
+                            nullptr, &setting_refresh_interval, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+                            GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.connect_timeout",
+                            "Time allowed to connect to a Picodata instance or to run a catalog "
+                            "query.",
+                            nullptr, &setting_connect_timeout, 5, 1, 600, PGC_SIGHUP, GUC_UNIT_S,
+                            nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.max_instances", "Capacity of the shared topology map in instances.", nullptr,
+        &setting_max_instances, 256, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.max_replicasets",
+                            "Capacity of the shared topology map in replicasets (and tiers).",
+                            nullptr, &setting_max_replicasets, 128, 1, 100000, PGC_POSTMASTER, 0,
+                            nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.max_bucket_ranges",
+                            "Capacity of the shared topology map in bucket ranges, all tiers "
+                            "together.",
+                            nullptr, &setting_max_bucket_ranges, 16384, 1, 10000000, PGC_POSTMASTER,
+                            0, nullptr, nullptr, nullptr);
+    MarkGUCPrefixReserved("picoroute");
+}
+
+}  // namespace picoroute::pg

@@ -1,0 +1,20 @@
+// picoroute.* settings (GUCs). Documented in README.md, section "Settings".
+#pragma once
+
+namespace picoroute::pg {
+
+enum SourceMode { SOURCE_POLL = 0, SOURCE_PUSH = 1 };
+
+extern char *setting_conninfo;         // picoroute.conninfo (superuser only)
+extern int setting_source;             // picoroute.source
+extern int setting_refresh_interval;   // picoroute.refresh_interval, milliseconds
+extern int setting_connect_timeout;    // picoroute.connect_timeout, seconds
+extern int setting_max_instances;      // picoroute.max_instances (postmaster)
+extern int setting_max_replicasets;    // picoroute.max_replicasets (postmaster)
+extern int setting_max_bucket_ranges;  // picoroute.max_bucket_ranges (postmaster)
+
+void define_settings();
+
+const char *source_mode_name(int mode);
+
+}  // namespace picoroute::pg

@@ -1,0 +1,66 @@
+// Shared pieces of the SQL-callable functions: turning plain C++ values into result rows, reading
+// text arguments, finding a tier in the shared map with errors that name it, and hashing a
+// VARIADIC "any" sharding key.
+//
+// Everything here is meant to be called inside guarded(): PostgreSQL calls that may ereport run
+// through pg_call, so a PostgreSQL error becomes a C++ exception and never jumps over a destructor.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "datatype/timestamp.h"
+}
+
+#include "core/snapshot.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace picoroute::pg {
+
+// One column value of a result row, as plain data.
+struct Cell {
+    enum class Kind { Null, Text, Int4, Int8, Bool, Timestamp };
+    Kind kind = Kind::Null;
+    std::string text;
+    int64_t number = 0;
+    bool flag = false;
+
+    static Cell null() { return Cell{}; }
+    static Cell str(std::string_view value);
+    // An empty string becomes NULL (the snapshot does not tell "unknown" from "empty").
+    static Cell str_or_null(std::string_view value);
+    static Cell int4(int32_t value);
+    static Cell int8(int64_t value);
+    static Cell boolean(bool value);
+    // 0 (never set) becomes NULL.
+    static Cell timestamptz(TimestampTz value);
+};
+using Row = std::vector<Cell>;
+
+// The composite result of a function declared with OUT parameters, as one Datum.
+Datum make_result_row(FunctionCallInfo fcinfo, const Row &row);
+// Materialized set-returning result: every row at once.
+void return_rows(FunctionCallInfo fcinfo, const std::vector<Row> &rows);
+
+// The bytes of a text argument (detoasted); valid until the end of the call.
+std::string_view text_arg(FunctionCallInfo fcinfo, int argno);
+
+// The tier called `name` in `view`; ERROR 42704 naming it, with a hint listing the known tiers (or
+// saying the map is not loaded yet) when it is unknown.
+int32_t require_tier(const SnapshotView &view, uint64_t generation, std::string_view name);
+// The tier's bucket_count; ERROR 55000 when it is 0 (not known yet).
+uint32_t require_bucket_count(const SnapshotView &view, int32_t tier_index);
+// ERROR 22003 with the valid range unless 1 <= bucket_id <= the tier's bucket_count (only the lower
+// bound when the bucket_count is not known yet).
+uint32_t require_bucket_in_range(const SnapshotView &view, int32_t tier_index, int32_t bucket_id);
+
+// Hashes the VARIADIC "any" arguments from `first_argno` on (or the explicit VARIADIC array) as
+// Picodata does. Sets *key_is_null and returns 0 when the whole key is an explicit NULL array.
+uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
+                            bool *key_is_null);
+
+}  // namespace picoroute::pg

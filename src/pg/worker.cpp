@@ -1,0 +1,230 @@
+// The background worker: refreshes the topology from its source and publishes it to shared memory.
+extern "C" {
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+}
+
+#include "core/errors.h"
+#include "core/snapshot_restore.h"
+#include "pg/map_store.h"
+#include "pg/poll_source.h"
+#include "pg/settings.h"
+#include "pg/worker.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace picoroute::pg {
+
+bool worker_wake_pending = false;
+
+namespace {
+
+constexpr long kMaxBackoffMs = 30000;
+constexpr long kIdleWaitMs = 60000;
+
+// The worker's model of the cluster and the generation it last published (or adopted).
+Topology *model = nullptr;
+uint64_t model_generation = 0;
+PollSource *source = nullptr;
+std::string last_logged_warning;
+
+// Brings the model in line with the shared map when somebody else published since (push mode,
+// or a restart of this worker with the map still in shared memory).
+void adopt_shared_map() {
+    MapRef map = current_map();
+    if (map.generation == model_generation)
+        return;
+    *model = topology_from_snapshot(*map.view);
+    model_generation = map.generation;
+}
+
+// One refresh; returns an empty string on success, else the error.
+std::string refresh_once() {
+    std::string error;
+    std::string hint;
+    try {
+        adopt_shared_map();
+        status_set_state(WorkerState::Refreshing);
+        SourceUpdate update = source->fetch(*model);
+        status_set_source(update.instance.c_str());
+
+        Topology next = *model;
+        if (update.reset) {
+            ereport(LOG, (errmsg("picoroute: now reading the topology from %s; the topology is "
+                                 "cleared and rebuilt",
+                                 update.instance.c_str())));
+            next.clear();
+        }
+        next.apply_all(update.events);
+
+        std::string warning;
+        for (const std::string &w : update.warnings)
+            warning += (warning.empty() ? "" : "; ") + w;
+        status_set_warning(warning.c_str());
+        if (!warning.empty() && warning != last_logged_warning)
+            ereport(WARNING, (errmsg("picoroute: %s", warning.c_str())));
+        last_logged_warning = warning;
+
+        std::string image;
+        try {
+            image = build_snapshot(next, configured_limits());
+        } catch (const Error &e) {
+            if (e.kind() != ErrorKind::CapacityExceeded)
+                throw;
+            status_set_capacity_exceeded(true);
+            throw;
+        }
+        status_set_capacity_exceeded(false);
+        publish_lock();
+        bool changed = false;
+        try {
+            changed = publish(image);
+        } catch (...) {
+            publish_unlock();
+            throw;
+        }
+        publish_unlock();
+        *model = std::move(next);
+        if (changed)
+            model_generation = current_map().generation;
+        return {};
+    } catch (const SourceError &e) {
+        error = e.what();
+        hint = e.hint();
+    } catch (const Error &e) {
+        error = e.what();
+        hint = e.hint();
+    } catch (const std::exception &e) {
+        error = std::string("internal error: ") + e.what();
+    }
+    if (!hint.empty())
+        error += " (" + hint + ")";
+    return error;
+}
+
+long backoff_ms(int failures) {
+    long base = std::max(100L, std::min<long>(setting_refresh_interval, 1000L));
+    long wait = base;
+    for (int i = 1; i < failures && wait < kMaxBackoffMs; i++)
+        wait *= 2;
+    return std::min(wait, kMaxBackoffMs);
+}
+
+void worker_loop() {
+    int failures = 0;
+    std::string last_logged_error;
+    int last_source = -1;
+    std::string last_conninfo;
+
+    while (!ShutdownRequestPending) {
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        std::string conninfo = setting_conninfo ? setting_conninfo : "";
+        if (setting_source != last_source || conninfo != last_conninfo) {
+            source->reset();
+            failures = 0;
+            last_source = setting_source;
+            last_conninfo = conninfo;
+        }
+
+        long wait_ms;
+        if (setting_source == SOURCE_PUSH || conninfo.empty()) {
+            // Push mode: picoroute_apply_events() publishes. No conninfo: nothing to poll.
+            status_set_state(WorkerState::Idle);
+            status_set_source("");
+            wait_ms = kIdleWaitMs;
+        } else {
+            worker_wake_pending = false;
+            uint64_t seq = status_refresh_begin();
+            std::string error = refresh_once();
+            bool ok = error.empty();
+            status_set_error(error.c_str());
+            status_refresh_end(seq, ok);
+            if (ok) {
+                if (failures > 0)
+                    ereport(LOG, (errmsg("picoroute: topology refresh succeeded again")));
+                failures = 0;
+                last_logged_error.clear();
+                status_set_state(WorkerState::Waiting);
+                wait_ms = setting_refresh_interval;
+            } else {
+                failures++;
+                if (error != last_logged_error)
+                    ereport(LOG, (errmsg("picoroute: topology refresh failed: %s", error.c_str())));
+                last_logged_error = error;
+                status_set_state(WorkerState::Backoff);
+                wait_ms = backoff_ms(failures);
+            }
+            if (worker_wake_pending)
+                wait_ms = 0;  // a refresh was requested while this one ran
+        }
+        if (ShutdownRequestPending)
+            break;
+        int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms,
+                           PG_WAIT_EXTENSION);
+        if (rc & WL_LATCH_SET)
+            ResetLatch(MyLatch);
+    }
+}
+
+}  // namespace
+
+void register_worker() {
+    BackgroundWorker worker;
+    memset(&worker, 0, sizeof(worker));
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = 5;
+    strlcpy(worker.bgw_library_name, "picoroute", sizeof(worker.bgw_library_name));
+    strlcpy(worker.bgw_function_name, "picoroute_worker_main", sizeof(worker.bgw_function_name));
+    strlcpy(worker.bgw_name, "picoroute topology worker", sizeof(worker.bgw_name));
+    strlcpy(worker.bgw_type, "picoroute topology worker", sizeof(worker.bgw_type));
+    RegisterBackgroundWorker(&worker);
+}
+
+}  // namespace picoroute::pg
+
+using namespace picoroute::pg;
+
+extern "C" PGDLLEXPORT void picoroute_worker_main(Datum) {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+    BackgroundWorkerUnblockSignals();
+
+    status_worker_started(MyProcPid);
+    ereport(LOG, (errmsg("picoroute: topology worker started (source %s)",
+                         source_mode_name(setting_source))));
+    // Plain pointers with process lifetime: no C++ destructor is pending when the process exits.
+    bool failed = false;
+    char message[1024] = {0};
+    try {
+        model = new picoroute::Topology();
+        source = new PollSource();
+        worker_loop();
+        delete source;
+        source = nullptr;
+    } catch (const std::exception &e) {
+        failed = true;
+        strlcpy(message, e.what(), sizeof(message));
+    } catch (...) {
+        failed = true;
+        strlcpy(message, "unknown exception", sizeof(message));
+    }
+    status_worker_stopped();
+    if (failed)
+        ereport(FATAL, (errmsg("picoroute: topology worker failed: %s", message)));
+    ereport(LOG, (errmsg("picoroute: topology worker stopped")));
+    proc_exit(0);
+}
