@@ -12,8 +12,8 @@
 namespace picoroute {
 
 static_assert(sizeof(SnapshotHeader) == 32 && alignof(SnapshotHeader) == 8);
-static_assert(sizeof(TierRecord) == 20 && alignof(TierRecord) <= 8);
-static_assert(sizeof(ReplicasetRecord) == 32 && alignof(ReplicasetRecord) <= 8);
+static_assert(sizeof(TierRecord) == 24 && alignof(TierRecord) <= 8);
+static_assert(sizeof(ReplicasetRecord) == 40 && alignof(ReplicasetRecord) <= 8);
 static_assert(sizeof(InstanceRecord) == 48 && alignof(InstanceRecord) <= 8);
 static_assert(sizeof(RangeRecord) == 28 && alignof(RangeRecord) <= 8);
 
@@ -167,6 +167,7 @@ std::string build_snapshot(const Topology &topology, const SnapshotLimits &limit
         tier.name = pool.add(std::string_view(name));
         auto count = topology.tiers().find(name);
         tier.bucket_count = count == topology.tiers().end() ? 0 : count->second;
+        tier.flags = count == topology.tiers().end() ? 0 : kTierCountKnown;
         tier.first_range = static_cast<uint32_t>(ranges.size());
         auto map = topology.buckets().find(name);
         if (map != topology.buckets().end()) {
@@ -190,6 +191,7 @@ std::string build_snapshot(const Topology &topology, const SnapshotLimits &limit
         record.uuid = pool.add(std::string_view(uuid));
         record.name = pool.add(replicaset.name);
         record.tier = pool.add(replicaset.tier);
+        record.master_uuid = pool.add(replicaset.current_master_uuid);
         record.master = lookup(instance_index, replicaset.current_master_uuid);
         record.tier_index = lookup(tier_index, replicaset.tier);
         replicasets.push_back(record);
@@ -299,6 +301,7 @@ SnapshotView::SnapshotView(const void *data, size_t size) {
         check_ref(r.uuid, "replicaset", i);
         check_ref(r.name, "replicaset", i);
         check_ref(r.tier, "replicaset", i);
+        check_ref(r.master_uuid, "replicaset", i);
         check_index(r.master, h.n_instances, "replicaset", i);
         check_index(r.tier_index, h.n_tiers, "replicaset", i);
         if (i > 0 && !(str(replicasets_[i - 1].uuid) < str(r.uuid))) {

@@ -40,15 +40,20 @@ struct SnapshotHeader {
     uint64_t total_size;  // bytes of the whole image, header included
 };
 
+inline constexpr uint32_t kTierCountKnown =
+    1;  // TierRecord::flags: bucket_count came from the tier
+
 struct TierRecord {
     StringRef name;
     uint32_t bucket_count;
+    uint32_t flags;
     uint32_t first_range;  // index into RangeRecord[]
     uint32_t n_ranges;
 };
 
 struct ReplicasetRecord {
     StringRef uuid, name, tier;  // empty ref = unknown
+    StringRef master_uuid;       // kept even while the master instance itself is unknown
     int32_t master;              // index into InstanceRecord[] or kNone
     int32_t tier_index;          // index into TierRecord[] or kNone
 };

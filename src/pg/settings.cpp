@@ -1,6 +1,7 @@
 // Definitions of the picoroute.* settings.
 extern "C" {
 #include "postgres.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 }
 
@@ -46,18 +47,22 @@ void define_settings() {
                             "query.",
                             nullptr, &setting_connect_timeout, 5, 1, 600, PGC_SIGHUP, GUC_UNIT_S,
                             nullptr, nullptr, nullptr);
-    DefineCustomIntVariable(
-        "picoroute.max_instances", "Capacity of the shared topology map in instances.", nullptr,
-        &setting_max_instances, 256, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("picoroute.max_replicasets",
-                            "Capacity of the shared topology map in replicasets (and tiers).",
-                            nullptr, &setting_max_replicasets, 128, 1, 100000, PGC_POSTMASTER, 0,
-                            nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("picoroute.max_bucket_ranges",
-                            "Capacity of the shared topology map in bucket ranges, all tiers "
-                            "together.",
-                            nullptr, &setting_max_bucket_ranges, 16384, 1, 10000000, PGC_POSTMASTER,
-                            0, nullptr, nullptr, nullptr);
+    // Capacities size shared memory at server start; they can only be defined while preloading
+    // (a later load would end the session). Without preloading every function refuses to run.
+    if (process_shared_preload_libraries_in_progress) {
+        DefineCustomIntVariable(
+            "picoroute.max_instances", "Capacity of the shared topology map in instances.", nullptr,
+            &setting_max_instances, 256, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+        DefineCustomIntVariable("picoroute.max_replicasets",
+                                "Capacity of the shared topology map in replicasets (and tiers).",
+                                nullptr, &setting_max_replicasets, 128, 1, 100000, PGC_POSTMASTER,
+                                0, nullptr, nullptr, nullptr);
+        DefineCustomIntVariable("picoroute.max_bucket_ranges",
+                                "Capacity of the shared topology map in bucket ranges, all tiers "
+                                "together.",
+                                nullptr, &setting_max_bucket_ranges, 16384, 1, 10000000,
+                                PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    }
     MarkGUCPrefixReserved("picoroute");
 }
 

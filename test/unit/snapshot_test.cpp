@@ -294,15 +294,15 @@ TEST(Snapshot, CorruptedFieldsThrow) {
     expect_damaged(
         image, [&](char *b, const Sections &) { set32(b, 24, 8); }, "total_size");
     expect_damaged(
-        image, [&](char *b, const Sections &s) { set32(b, s.tiers + 12, 5); }, "tier first_range");
+        image, [&](char *b, const Sections &s) { set32(b, s.tiers + 16, 5); }, "tier first_range");
     expect_damaged(
         image, [&](char *b, const Sections &s) { set32(b, s.tiers, 1u << 20); },
         "tier name offset");
     expect_damaged(
-        image, [&](char *b, const Sections &s) { set32(b, s.replicasets + 24, 99); },
+        image, [&](char *b, const Sections &s) { set32(b, s.replicasets + 32, 99); },
         "replicaset master");
     expect_damaged(
-        image, [&](char *b, const Sections &s) { set32(b, s.replicasets + 28, 4); },
+        image, [&](char *b, const Sections &s) { set32(b, s.replicasets + 36, 4); },
         "replicaset tier_index");
     expect_damaged(
         image, [&](char *b, const Sections &s) { set32(b, s.instances + 40, 5); },
