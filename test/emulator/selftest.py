@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""Self-test of picoemu: exercises every command against real small clusters and checks the results.
+
+Usage: selftest.py [--keep]   (env PICOEMU_SELFTEST_PORT: first port, default 57400)
+Prints `ok`/`FAIL` lines and ends with `N passed, M failed`; exits 1 on any failure. Bounded: the
+whole run is aborted after 170 s (the clusters are removed in every case)."""
+
+import decimal
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # never leave __pycache__ in test/ (test/tools is read-only for us)
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+
+import bucket_hash_reference as ref  # noqa: E402
+import emu_pg as pg  # noqa: E402
+from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
+
+PICOEMU = os.path.join(HERE, "picoemu")
+BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
+TIME_LIMIT = 170
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok   %s" % name, flush=True)
+    else:
+        failed += 1
+        print("FAIL %s %s" % (name, detail), flush=True)
+    return cond
+
+
+def emu(d, *args, expect_ok=True):
+    res = subprocess.run([PICOEMU, "--dir", d] + list(args), capture_output=True, text=True, timeout=150)
+    if expect_ok and res.returncode != 0:
+        raise RuntimeError("picoemu %s failed: %s%s" % (" ".join(args), res.stdout, res.stderr))
+    return res
+
+
+def status(d):
+    return json.loads(emu(d, "status", "--json").stdout)
+
+
+def q(port, sql, user="admin"):
+    return pg.psql(port, sql, user=user, password=user)
+
+
+def q1(port, sql, user="admin"):
+    rows = q(port, sql, user)
+    return rows[0][0] if rows else None
+
+
+def qerr(port, sql, user="admin", options=None):
+    """Runs sql, returns the error text ('' when it succeeded)."""
+    env = dict(os.environ, PGPASSWORD=user)
+    if options:
+        env["PGOPTIONS"] = options
+    res = subprocess.run([pg.pgbin("psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+                          "-p", str(port), "-U", user, "-d", "picodata", "-c", sql],
+                         capture_output=True, text=True, timeout=60, env=env)
+    return res.stderr.strip() if res.returncode else ""
+
+
+CATALOG_DUMP = """
+SELECT 'i', name, uuid, raft_id::text, replicaset_name, replicaset_uuid, current_state::text, target_state::text,
+       failure_domain::text, tier FROM _pico_instance
+UNION ALL SELECT 'p', raft_id::text, address, connection_type, '', '', '', '', '', '' FROM _pico_peer_address
+UNION ALL SELECT 'r', name, uuid, current_master_name, target_master_name, tier, weight::text, state,
+       weight_origin, current_config_version::text FROM _pico_replicaset
+UNION ALL SELECT 't', name, replication_factor::text, bucket_count::text, is_default::text,
+       vshard_bootstrapped::text, current_vshard_config_version::text, '', '', '' FROM _pico_tier
+UNION ALL SELECT 'x', name, distribution::text, format::text, '', '', '', '', '', '' FROM _pico_table
+UNION ALL SELECT 'b', _pico_bucket(t.name)::text, '', '', '', '', '', '', '', '' FROM _pico_tier t
+ORDER BY 1, 2, 3, 4"""
+
+
+def running_ports(s):
+    return [i["port"] for i in s["instances"] if i["running"]]
+
+
+def catalog_consistent(d, name):
+    s = status(d)
+    dumps = {i["name"]: q(i["port"], CATALOG_DUMP, "picoroute") for i in s["instances"] if i["running"]}
+    first = next(iter(dumps.values()))
+    same = all(v == first for v in dumps.values())
+    check("%s: catalog identical on %d running instances" % (name, len(dumps)), same,
+          "" if same else json.dumps({k: v[:3] for k, v in dumps.items()})[:800])
+    return s, first
+
+
+def total_counts(s, table="users"):
+    return {i["name"]: int(q1(i["port"], "SELECT count(*) FROM %s" % table)) for i in s["instances"] if i["running"]}
+
+
+def storage_ok(s, table="users"):
+    """Every running instance stores only rows of buckets its replicaset owns."""
+    bad = {}
+    for i in s["instances"]:
+        if not i["running"]:
+            continue
+        n = q1(i["port"], "SELECT count(*) FROM _picoemu_local.%s x WHERE NOT EXISTS (SELECT 1 FROM "
+               "_picoemu.bucket_range r WHERE x.bucket_id BETWEEN r.bucket_start AND r.bucket_end AND "
+               "r.replicaset_name = %s)" % (table, "'%s'" % i["replicaset"]))
+        if n != "0":
+            bad[i["name"]] = n
+    return bad
+
+
+def master_port(s, rs):
+    m = next(r["master"] for r in s["replicasets"] if r["name"] == rs)
+    return next(i["port"] for i in s["instances"] if i["name"] == m)
+
+
+def port_of(s, name):
+    return next(i["port"] for i in s["instances"] if i["name"] == name)
+
+
+def test_bucket_math():
+    owners = expand(compress(rebalance([None] * 3001, target_counts(3000, [("a", 1), ("b", 1)]))), 3000)
+    check("math: initial split contiguous", compress(owners) == [[1, 1500, "a"], [1501, 3000, "b"]])
+    new = rebalance(owners, target_counts(3000, [("a", 1), ("b", 1), ("c", 1)]))
+    moved = sum(e - s + 1 for _, _, s, e in segments(owners, new))
+    check("math: adding a third replicaset moves the minimum (1000)", moved == 1000, str(moved))
+    check("math: weights 1:2 give 1000/2000", target_counts(3000, [("a", 1), ("b", 2)]) == {"a": 1000, "b": 2000})
+
+
+def test_hash(port):
+    D = decimal.Decimal
+    random.seed(7)
+    vals = [0, 1, -1, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, 2 ** 63 - 1, -32, -33, -128,
+            -129, -32768, -32769, -2 ** 31, -2 ** 31 - 1, -2 ** 63, "", "lol", "héllo ☃", "a" * 37, True,
+            False, None, 2.0, -0.0, 1.5e300, 3.14159, D("1"), D("1.0"), D("-12.340"), D("0.00"), D("007.5"),
+            D("123456789012345678901234567890.12345678"), D("-0.001"),
+            uuid.UUID("00112233-4455-6677-8899-aabbccddeeff"), uuid.uuid4()]
+    vals += [random.randint(-2 ** 63, 2 ** 63 - 1) for _ in range(20)]
+
+    def enc(v):
+        if v is None:
+            return "_picoemu.enc_int(NULL)"
+        if isinstance(v, bool):
+            return "_picoemu.enc_bool(%s)" % v
+        if isinstance(v, int):
+            return "_picoemu.enc_int('%d'::int8)" % v
+        if isinstance(v, float):
+            return "_picoemu.enc_double('%r'::float8)" % v
+        if isinstance(v, str):
+            return "_picoemu.enc_text('%s')" % v.replace("'", "''")
+        if isinstance(v, D):
+            return "_picoemu.enc_decimal('%s'::numeric)" % v
+        return "_picoemu.enc_uuid('%s'::uuid)" % v
+    keys = [[v] for v in vals] + [["lol", 5], [1, "x", D("2.5")], [uuid.uuid4(), -7, True]]
+    sql = "SELECT " + ", ".join("encode(%s, 'hex') || ':' || _picoemu.bucket_id(%s, 3000)"
+                                % (" || ".join(map(enc, k)), " || ".join(map(enc, k))) for k in keys)
+    row = q(port, sql)[0]
+    bad = [(k, got) for k, got in zip(keys, row)
+           if got != ref.encode_key(k).hex() + ":" + str(ref.bucket_id(k, 3000))]
+    check("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys" % len(keys), not bad,
+          repr(bad[:3]))
+    check("hash: verified examples 1 -> 1934, ('lol',5) -> 442, decimal 1 -> 2135",
+          q(port, "SELECT _picoemu.bucket_id(_picoemu.enc_int(1), 3000), _picoemu.bucket_id(_picoemu.enc_text('lol')"
+                  " || _picoemu.enc_int(5), 3000), _picoemu.bucket_id(_picoemu.enc_decimal(1::numeric), 3000)")[0]
+          == ["1934", "442", "2135"])
+
+
+def main_cluster(d):
+    t0 = time.time()
+    emu(d, "--base-port", str(BASE), "up")
+    up_time = time.time() - t0
+    s = status(d)
+    check("up: 2x2 cluster in %.1fs" % up_time, len(s["instances"]) == 4 and all(i["running"] for i in s["instances"]))
+    check("up: roles", [i["role"] for i in s["instances"]] == ["master", "replica", "master", "replica"])
+    check("up: bucket ranges", [(b["start"], b["end"], b["replicaset"]) for b in s["tiers"][0]["buckets"]]
+          == [(1, 1500, "default_1"), (1501, 3000, "default_2")])
+    uuids = [i["uuid"] for i in s["instances"]]
+    r = emu(d, "up")
+    check("up again: harmless", r.returncode == 0 and [i["uuid"] for i in status(d)["instances"]] == uuids)
+    s, dump = catalog_consistent(d, "up")
+    p1, p2, p3, p4 = [i["port"] for i in s["instances"]]
+
+    cols = {t: [r[0] for r in q(p2, "SELECT column_name FROM information_schema.columns WHERE table_name = '%s' "
+                                     "ORDER BY ordinal_position" % t)]
+            for t in ("_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table")}
+    check("catalog: _pico_instance columns", cols["_pico_instance"][:10] == [
+        "name", "uuid", "raft_id", "replicaset_name", "replicaset_uuid", "current_state", "target_state",
+        "failure_domain", "tier", "picodata_version"], str(cols["_pico_instance"]))
+    check("catalog: _pico_replicaset columns", cols["_pico_replicaset"][:11] == [
+        "name", "uuid", "current_master_name", "target_master_name", "tier", "weight", "weight_origin", "state",
+        "current_config_version", "target_config_version", "promotion_vclock"])
+    check("catalog: _pico_tier columns", cols["_pico_tier"][:8] == [
+        "name", "replication_factor", "can_vote", "current_vshard_config_version", "target_vshard_config_version",
+        "vshard_bootstrapped", "bucket_count", "is_default"])
+    check("catalog: _pico_peer_address/_pico_table columns",
+          cols["_pico_peer_address"] == ["raft_id", "address", "connection_type"]
+          and {"name", "distribution", "format"} <= set(cols["_pico_table"]))
+    check("catalog: current_state json text", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
+                                                       "'default_1_1'", "picoroute") == '["Online",1]')
+    peers = q(p2, "SELECT i.name, a.address FROM _pico_instance i JOIN _pico_peer_address a USING (raft_id) "
+                  "WHERE connection_type = 'pgproto' ORDER BY 1", "picoroute")
+    check("catalog: pgproto addresses", peers == [[i["name"], "127.0.0.1:%d" % i["port"]] for i in s["instances"]])
+    check("catalog: one iproto row per instance",
+          q1(p2, "SELECT count(*) FROM _pico_peer_address WHERE connection_type = 'iproto'", "picoroute") == "4")
+    check("catalog: master by name", q(p4, "SELECT name, current_master_name, target_master_name, state FROM "
+                                           "_pico_replicaset ORDER BY 1", "picoroute")
+          == [["default_1", "default_1_1", "default_1_1", "ready"], ["default_2", "default_2_1", "default_2_1", "ready"]])
+    bj = json.loads(q1(p4, "SELECT _pico_bucket('default')", "picoroute"))
+    rsu = {r["name"]: r["uuid"] for r in s["replicasets"]}
+    check("_pico_bucket: documented shape", bj == [
+        {"bucket_id_start": 1, "bucket_id_end": 1500, "current_replicaset_uuid": rsu["default_1"],
+         "target_replicaset_uuid": rsu["default_1"], "tier_name": "default", "state": "active"},
+        {"bucket_id_start": 1501, "bucket_id_end": 3000, "current_replicaset_uuid": rsu["default_2"],
+         "target_replicaset_uuid": rsu["default_2"], "tier_name": "default", "state": "active"}], str(bj))
+    check("_pico_bucket: null tier error", "ERROR:  _pico_bucket: tier name is null" in qerr(p2, "SELECT _pico_bucket(NULL)", "picoroute"))
+    check("_pico_bucket: unknown tier error",
+          "ERROR:  _pico_bucket: tier 'x' doesn't exist" in qerr(p2, "SELECT _pico_bucket('x')", "picoroute"))
+    check("replica: read-only hot standby", q1(p2, "SELECT pg_is_in_recovery()") == "t"
+          and "read-only transaction" in qerr(p2, "DELETE FROM _pico_tier"))
+    check("replica: streams from its master",
+          q1(p1, "SELECT application_name FROM pg_stat_replication") == "default_1_2")
+
+    ci = emu(d, "conninfo").stdout.strip()
+    check("conninfo: lists every instance", ci == "host=%s port=%s dbname=picodata user=picoroute password=picoroute"
+          % (",".join(["127.0.0.1"] * 4), ",".join(str(p) for p in (p1, p2, p3, p4))), ci)
+    res = subprocess.run([pg.pgbin("psql"), "-X", "-At", ci, "-c", "SELECT current_user"], capture_output=True,
+                         text=True, timeout=30)
+    check("conninfo: connects (password auth over TCP)", res.stdout.strip() == "picoroute", res.stderr)
+    check("conninfo --instance", emu(d, "conninfo", "--instance", "default_2_2", "--user", "admin").stdout.strip()
+          == "host=127.0.0.1 port=%d dbname=picodata user=admin password=admin" % p4)
+    check("auth: wrong password refused", "password authentication failed"
+          in qerr(p1, "SELECT 1", "nosuchuser") or "authentication failed" in qerr(p1, "SELECT 1", "nosuchuser"))
+
+    emu(d, "revoke", "_pico_replicaset")
+    check("revoke: permission denied for table _pico_replicaset on a replica",
+          "permission denied for table _pico_replicaset" in qerr(p4, "SELECT * FROM _pico_replicaset", "picoroute"))
+    emu(d, "grant", "_pico_replicaset")
+    check("grant: readable again", qerr(p4, "SELECT * FROM _pico_replicaset", "picoroute") == "")
+    emu(d, "drop-bucket-function")
+    check("drop-bucket-function: gone everywhere", all(
+        "function _pico_bucket(unknown) does not exist" in qerr(p, "SELECT _pico_bucket('default')", "picoroute")
+        for p in (p1, p2, p3, p4)))
+    emu(d, "restore-bucket-function")
+    check("restore-bucket-function", all(qerr(p, "SELECT _pico_bucket('default')", "picoroute") == ""
+                                         for p in (p1, p2, p3, p4)))
+    test_hash(p2)
+
+    # ---- sharded data --------------------------------------------------------------------------
+    emu(d, "create-table", "users", "--columns", "id int8, name text, amount numeric(12,2)")
+    res = json.loads(emu(d, "load", "users", "--rows", "2000").stdout)
+    check("load: rows spread over both replicasets", sum(res.values()) == 2000 and len(res) == 2, str(res))
+    emu(d, "insert", "users", "--values", '[100001, "alice", "12.5"]', "--values", '{"id": 100002, "name": "bob"}')
+    s = status(d)
+    counts = total_counts(s)
+    check("query: every instance sees all 2002 rows", set(counts.values()) == {2002}, str(counts))
+    check("storage: rows only on owners", not storage_ok(s), str(storage_ok(s)))
+    check("_pico_table: distribution", q1(p4, "SELECT distribution::text FROM _pico_table WHERE name = 'users'",
+                                         "picoroute") == '{"ShardedImplicitly":[["id"],"murmur3","default"]}')
+    loc = json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)
+    check("locate: id 1 -> bucket 1934 on default_2", loc["bucket_id"] == 1934 and loc["replicaset"] == "default_2")
+    check("storage: trigger refuses a row of a bucket not owned",
+          "does not own bucket 1934" in qerr(p1, "INSERT INTO _picoemu_local.users VALUES (1, 'x', 1, 1934)"))
+    check("storage: trigger refuses a wrong bucket_id",
+          "hashes to bucket" in qerr(p3, "INSERT INTO _picoemu_local.users VALUES (777777, 'x', 1, 1934)"))
+    check("view: id 1 read on default_1_2", q(p2, "SELECT id, name, bucket_id FROM users WHERE id = 1")
+          == [["1", "name_1", "1934"]])
+    # writes through a non-owner are forwarded to the owner
+    err = qerr(p1, "INSERT INTO users VALUES (424242, 'fwd', 1.5); UPDATE users SET name = 'upd' WHERE id = 1;")
+    b = ref.bucket_id([424242], 3000)
+    owner = "default_1" if b <= 1500 else "default_2"
+    check("view: insert/update forwarded to the owner", err == "" and q1(
+        master_port(s, owner), "SELECT count(*) FROM _picoemu_local.users WHERE id = 424242") == "1" and q1(
+        p3, "SELECT name FROM _picoemu_local.users WHERE id = 1") == "upd", err)
+    check("view: delete forwarded", qerr(p1, "DELETE FROM users WHERE id = 424242") == ""
+          and q1(p4, "SELECT count(*) FROM users WHERE id = 424242") == "0")
+    plan_local = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
+    plan_remote = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 1934"))
+    check("pruning: owned bucket_id = N never leaves the instance", "Foreign Scan" not in plan_local, plan_local)
+    check("pruning: foreign bucket_id = N skips local storage", "_picoemu_local" not in plan_remote
+          and "users_bucket_id" not in plan_remote and "Foreign Scan" in plan_remote, plan_remote)
+
+    # counters: a read of bucket 1934 coordinated by default_1_1 is served by default_2_1's storage
+    cq = ("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE schemaname = '_picoemu_local' "
+          "AND relname = 'users'")
+    before = int(q1(p3, cq))
+    q(p1, "SELECT * FROM users WHERE bucket_id = 1934")
+    deadline, after = time.time() + 5, before
+    while time.time() < deadline and after == before:
+        time.sleep(0.2)
+        after = int(q1(p3, cq))
+    check("counters: the owner's storage scan counter moved", after > before, "%d -> %d" % (before, after))
+    cj = json.loads(emu(d, "counters", "users", "--json").stdout)
+    check("counters command", set(cj) == {"default_1_1", "default_1_2", "default_2_1", "default_2_2"}
+          and "idx_scan" in cj["default_2_1"]["users"])
+
+    # strict mode
+    emu(d, "strict", "on")
+    e1 = qerr(p1, "SELECT * FROM users WHERE bucket_id = 1934", "picoroute")
+    wkey = next(k for k in range(1000001, 1000100) if ref.bucket_id([k], 3000) > 1500)
+    e2 = qerr(p1, "INSERT INTO users VALUES (%d, 'x', 1)" % wkey, "picoroute")
+    e3 = qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute")
+    check("strict: foreign bucket_id read refused", "forward=off" in e1 and "belongs to replicaset default_2" in e1, e1)
+    check("strict: foreign write refused", "forward=off" in e2, e2)
+    check("replica: writes refused (read-only, like Picodata replicas)",
+          "read-only transaction" in qerr(p2, "INSERT INTO users VALUES (%d, 'x', 1)" % wkey, "picoroute"))
+    check("strict: foreign row read by key refused", "forward=off" in e3, e3)
+    check("strict: owner serves its key", q(p3, "SELECT name FROM users WHERE id = 1", "picoroute") == [["upd"]]
+          and q(p4, "SELECT name FROM users WHERE bucket_id = 1934", "picoroute") == [["upd"]])
+    check("strict: full scan refused", "forward=off" in qerr(p4, "SELECT count(*) FROM users", "picoroute"))
+    check("strict: session override off", qerr(p1, "SELECT count(*) FROM users", "picoroute",
+                                               options="-c picoemu.strict=off") == "")
+    emu(d, "strict", "off")
+    check("strict off: coordinator again", qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute") == "")
+    check("strict: session option -c picoemu.strict=on",
+          "forward=off" in qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute", options="-c picoemu.strict=on"))
+
+    # ---- topology ---------------------------------------------------------------------------------
+    emu(d, "move", "default", "1901", "2000", "default_1")
+    s, _ = catalog_consistent(d, "move")
+    loc = json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)
+    check("move: bucket 1934 now on default_1", loc["replicaset"] == "default_1"
+          and q1(p1, "SELECT name FROM _picoemu_local.users WHERE id = 1") == "upd"
+          and q1(p3, "SELECT count(*) FROM _picoemu_local.users WHERE id = 1") == "0")
+    check("move: _pico_bucket ranges", [(x["bucket_id_start"], x["bucket_id_end"]) for x in json.loads(
+        q1(p4, "SELECT _pico_bucket('default')", "picoroute"))] == [(1, 1500), (1501, 1900), (1901, 2000), (2001, 3000)])
+    check("move: rows intact", set(total_counts(s).values()) == {2002} and not storage_ok(s))
+
+    emu(d, "add-replicaset")
+    s, _ = catalog_consistent(d, "add-replicaset")
+    check("add-replicaset: 3 replicasets, 6 running instances", len(s["replicasets"]) == 3
+          and sum(i["running"] for i in s["instances"]) == 6)
+    check("add-replicaset: rebalanced 1000 each", [r["bucket_count"] for r in s["replicasets"]] == [1000, 1000, 1000])
+    check("add-replicaset: rows intact", set(total_counts(s).values()) == {2002} and not storage_ok(s))
+
+    emu(d, "rebalance", "--weights", "default_1=1,default_2=2,default_3=1")
+    s, _ = catalog_consistent(d, "rebalance --weights")
+    check("rebalance --weights: 750/1500/750", [r["bucket_count"] for r in s["replicasets"]] == [750, 1500, 750])
+    check("rebalance --weights: weight column", q(p2, "SELECT weight, weight_origin FROM _pico_replicaset WHERE "
+                                                      "name = 'default_2'", "picoroute") == [["2", "user"]])
+    emu(d, "rebalance")
+    s = status(d)
+    check("rebalance: even again", [r["bucket_count"] for r in s["replicasets"]] == [1000, 1000, 1000])
+
+    emu(d, "expel", "default_3")
+    s, _ = catalog_consistent(d, "expel")
+    check("expel: state expelled, instances Expelled and stopped",
+          q1(p1, "SELECT state FROM _pico_replicaset WHERE name = 'default_3'") == "expelled"
+          and q(p1, "SELECT DISTINCT current_state::text FROM _pico_instance WHERE replicaset_name = 'default_3'")
+          == [['["Expelled",1]']] and not any(i["running"] for i in s["instances"] if i["replicaset"] == "default_3"))
+    check("expel: its buckets moved away", {b["replicaset"] for b in s["tiers"][0]["buckets"]} == {"default_1", "default_2"}
+          and [r["bucket_count"] for r in s["replicasets"][:2]] == [1500, 1500])
+    check("expel: rows intact", set(total_counts(s).values()) == {2002} and not storage_ok(s))
+    check("expel: conninfo skips expelled", len(emu(d, "conninfo").stdout.split()[1].split(",")) == 4)
+
+    emu(d, "switch-master", "default_1")
+    s, _ = catalog_consistent(d, "switch-master")
+    check("switch-master: new master in catalog", q(p4, "SELECT current_master_name, target_master_name FROM "
+                                                        "_pico_replicaset WHERE name = 'default_1'", "picoroute")
+          == [["default_1_2", "default_1_2"]])
+    check("switch-master: old master is a standby of the new one", q1(p1, "SELECT pg_is_in_recovery()") == "t"
+          and q1(p2, "SELECT pg_is_in_recovery()") == "f"
+          and q1(p2, "SELECT application_name FROM pg_stat_replication") == "default_1_1")
+    check("switch-master: writes reach the new master",
+          qerr(p3, "INSERT INTO users VALUES (1, 'again', 1)").find("duplicate key") >= 0
+          and qerr(p3, "UPDATE users SET name = 'after-switch' WHERE id = 1") == ""
+          and q1(json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)["port"],
+                 "SELECT name FROM _picoemu_local.users WHERE id = 1") == "after-switch")
+    own1 = [(b["start"], b["end"]) for b in s["tiers"][0]["buckets"] if b["replicaset"] == "default_1"]
+    k1 = next(k for k in range(1, 2000) if any(a <= ref.bucket_id([k], 3000) <= e for a, e in own1))
+    check("switch-master: new master default_1_2 takes writes of default_1's buckets",
+          qerr(p3, "UPDATE users SET name = 'via-new-master' WHERE id = %d" % k1) == ""
+          and q1(p2, "SELECT name FROM _picoemu_local.users WHERE id = %d" % k1) == "via-new-master")
+    check("switch-master: rows intact", set(total_counts(s).values()) == {2002})
+
+    emu(d, "stop", "default_2_2")
+    s, _ = catalog_consistent(d, "stop replica")
+    check("stop: replica down, Offline in catalog", not next(i for i in s["instances"] if i["name"] == "default_2_2")["running"]
+          and q1(p1, "SELECT current_state::text FROM _pico_instance WHERE name = 'default_2_2'") == '["Offline",1]')
+    emu(d, "start", "default_2_2")
+    s, _ = catalog_consistent(d, "start replica")
+    check("start: Online with incarnation + 1", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
+                                                       "'default_2_2'") == '["Online",2]')
+    emu(d, "stop", "default_2_1")
+    s = status(d)
+    check("stop master: Offline on other masters", q1(p2, "SELECT current_state::text FROM _pico_instance WHERE "
+                                                          "name = 'default_2_1'") == '["Offline",1]')
+    check("stop master: its replicaset still readable through its replica",
+          q1(p1, "SELECT count(*) FROM users") == "2002")
+    emu(d, "start", "default_2_1")
+    s, _ = catalog_consistent(d, "start master")
+    check("start master: Online,2", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = 'default_2_1'")
+          == '["Online",2]')
+
+    emu(d, "create-table", "regions", "--columns", "code text, title text", "--global")
+    emu(d, "insert", "regions", "--values", '["eu", "Europe"]')
+    err = qerr(p3, "INSERT INTO regions VALUES ('us', 'America')", "picoroute")
+    check("global table: on every instance", err == "" and all(
+        q1(p, "SELECT string_agg(code, ',' ORDER BY code) FROM regions") == "eu,us" for p in running_ports(s)), err)
+    check("global table: _pico_table", q1(p1, "SELECT distribution::text FROM _pico_table WHERE name = 'regions'")
+          == '{"Global":null}')
+    emu(d, "drop-table", "regions")
+    check("drop-table", "does not exist" in qerr(p1, "SELECT * FROM regions"))
+
+
+def small_cluster(d):
+    emu(d, "--base-port", str(BASE + 40), "up", "--tier", "hot:1:1:10", "--tier", "cold:1:1:0",
+        "--advertise-wildcard", "--auth", "md5")
+    s = status(d)
+    p = s["instances"][0]["port"]
+    check("tiers: two tiers, one instance each", [i["tier"] for i in s["instances"]] == ["hot", "cold"])
+    check("tiers: _pico_tier rows", q(p, "SELECT name, bucket_count, is_default, replication_factor FROM _pico_tier "
+                                         "ORDER BY name", "picoroute") == [["cold", "0", "f", "1"], ["hot", "10", "t", "1"]])
+    check("tiers: empty tier has no buckets", q1(p, "SELECT _pico_bucket('cold')::text", "picoroute") == "[]")
+    check("wildcard: pgproto advertised as 0.0.0.0", q1(p, "SELECT address FROM _pico_peer_address WHERE raft_id = 1 "
+                                                          "AND connection_type = 'pgproto'", "picoroute") == "0.0.0.0:%d" % p)
+    check("auth md5: passwords stored as md5",
+          q1(p, "SELECT rolpassword LIKE 'md5%' FROM pg_authid WHERE rolname = 'picoroute'") == "t")
+    r = subprocess.run([PICOEMU, "--dir", d, "psql", "hot_1_1", "--user", "picoroute", "--", "-Atc",
+                        "SELECT current_user || ' ' || current_setting('picoemu.instance')"],
+                       capture_output=True, text=True, timeout=30)
+    check("psql command", r.stdout.strip() == "picoroute hot_1_1", r.stdout + r.stderr)
+    emu(d, "create-table", "kv", "--columns", "k text, n int4, v text", "--primary-key", "k,n",
+        "--sharding-key", "k,n")
+    emu(d, "insert", "kv", "--values", '["lol", 5, "x"]')
+    check("composite key: ('lol', 5) stored in bucket %d" % ref.bucket_id(["lol", 5], 10),
+          q1(p, "SELECT bucket_id FROM kv") == str(ref.bucket_id(["lol", 5], 10)))
+
+
+def main():
+    keep = "--keep" in sys.argv
+    root = tempfile.mkdtemp(prefix="picoemu-selftest-", dir="/tmp")
+    os.chmod(root, 0o755)
+    dirs = [os.path.join(root, "main"), os.path.join(root, "small")]
+
+    def on_alarm(signum, frame):
+        raise TimeoutError("self-test exceeded %d s" % TIME_LIMIT)
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(TIME_LIMIT)
+    t0 = time.time()
+    try:
+        test_bucket_math()
+        for fn, d in ((main_cluster, dirs[0]), (small_cluster, dirs[1])):
+            try:
+                fn(d)
+            except Exception as exc:  # report and go on to clean-up
+                check("%s: ran to the end" % fn.__name__, False, "%s: %s" % (type(exc).__name__, exc))
+    finally:
+        signal.alarm(0)
+        if not keep:
+            for d in dirs:
+                if os.path.isdir(d):
+                    r = subprocess.run([PICOEMU, "--dir", d, "down"], capture_output=True, text=True, timeout=120)
+                    check("down %s" % os.path.basename(d), r.returncode == 0 and not os.path.exists(d), r.stderr)
+            leftovers = subprocess.run(["pgrep", "-f", "postgres -D %s" % root], capture_output=True, text=True).stdout
+            check("down: no server left running", leftovers.strip() == "", leftovers)
+            r = subprocess.run([PICOEMU, "--dir", dirs[0], "down"], capture_output=True, text=True, timeout=60)
+            check("down again: harmless", r.returncode == 0)
+            os.rmdir(root) if os.path.isdir(root) and not os.listdir(root) else None
+    print("self-test took %.1fs" % (time.time() - t0))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
