@@ -149,7 +149,7 @@ CREATE FUNCTION picoroute_status_row(OUT source text, OUT conninfo text,
                                      OUT last_success timestamptz, OUT last_error text,
                                      OUT last_warning text, OUT generation bigint,
                                      OUT refreshes bigint, OUT refresh_failures bigint,
-                                     OUT tiers integer, OUT replicasets integer,
+                                     OUT topology_resets bigint, OUT tiers integer, OUT replicasets integer,
                                      OUT instances integer, OUT bucket_ranges integer,
                                      OUT max_replicasets integer, OUT max_instances integer,
                                      OUT max_bucket_ranges integer,
@@ -167,7 +167,8 @@ CREATE VIEW picoroute_status AS
 COMMENT ON VIEW picoroute_status IS
 'One row: the topology source (poll or push), its connection string with the password masked '
 '(shown to superusers and members of pg_read_all_settings only), the instance read from, the '
-'worker''s state, refresh times and counters, the last error and warning, the map generation, '
+'worker''s state, refresh times and counters (topology_resets counts the times the topology was '
+'cleared and rebuilt because the worker started reading from another instance), the last error and warning, the map generation, '
 'and entry counts against the configured capacities.';
 
 -- The map is not secret (the password in the connection string is masked, and the string is only

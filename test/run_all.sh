@@ -57,7 +57,7 @@ fi
 
 if [ -d test/t ] && ls test/t/*.pl >/dev/null 2>&1; then
     step "multi-node TAP tests (prove)"
-    as_user bash -c "cd '$WORK' && prove -v test/t/"
+    as_user bash -c "cd '$WORK' && PATH=$(pg_config --bindir):\$PATH prove -v -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/*.pl"
 fi
 
 step "emulator self-test"

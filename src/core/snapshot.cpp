@@ -339,7 +339,59 @@ int32_t SnapshotView::find_tier(std::string_view name) const {
     return it != end && str(it->name) == name ? static_cast<int32_t>(it - tiers_) : kNone;
 }
 
+const SnapshotView::DenseEntry *SnapshotView::dense_entry(int32_t tier_index,
+                                                          uint32_t bucket_id) const {
+    if (tier_index < 0 || static_cast<size_t>(tier_index) >= dense_offset_.size()) {
+        return nullptr;
+    }
+    uint32_t offset = dense_offset_[tier_index];
+    if (offset == UINT32_MAX || bucket_id < 1 || bucket_id > tiers_[tier_index].bucket_count) {
+        return nullptr;
+    }
+    return &dense_[offset + bucket_id - 1];
+}
+
 int32_t SnapshotView::find_range(int32_t tier_index, uint32_t bucket_id) const {
+    const DenseEntry *entry = dense_entry(tier_index, bucket_id);
+    return entry ? entry->range : search_range(tier_index, bucket_id);
+}
+
+void SnapshotView::build_bucket_index(uint32_t max_buckets_per_tier) {
+    dense_offset_.assign(header_->n_tiers, UINT32_MAX);
+    dense_.clear();
+    size_t total = 0;
+    for (uint32_t i = 0; i < header_->n_tiers; ++i) {
+        uint32_t count = tiers_[i].bucket_count;
+        if (count > 0 && count <= max_buckets_per_tier) {
+            total += count;
+        }
+    }
+    if (total > UINT32_MAX) {
+        dense_offset_.clear();
+        return;
+    }
+    dense_.reserve(total);
+    for (uint32_t i = 0; i < header_->n_tiers; ++i) {
+        const TierRecord &t = tiers_[i];
+        if (t.bucket_count == 0 || t.bucket_count > max_buckets_per_tier) {
+            continue;
+        }
+        dense_offset_[i] = static_cast<uint32_t>(dense_.size());
+        dense_.resize(dense_.size() + t.bucket_count, DenseEntry{kNone, kNone});
+        DenseEntry *table = dense_.data() + dense_offset_[i];
+        for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; ++r) {
+            const RangeRecord &range = ranges_[r];
+            // Ranges are validated sorted and disjoint; a range reaching past bucket_count (the
+            // count arrived after it) is clipped here and found by search_range.
+            uint32_t end = std::min(range.end, t.bucket_count);
+            for (uint32_t b = range.start; b <= end; ++b) {
+                table[b - 1] = DenseEntry{static_cast<int32_t>(r), range.replicaset};
+            }
+        }
+    }
+}
+
+int32_t SnapshotView::search_range(int32_t tier_index, uint32_t bucket_id) const {
     if (tier_index < 0 || static_cast<uint32_t>(tier_index) >= header_->n_tiers) {
         return kNone;
     }
@@ -356,7 +408,10 @@ int32_t SnapshotView::find_range(int32_t tier_index, uint32_t bucket_id) const {
 }
 
 int32_t SnapshotView::find_master(int32_t tier_index, uint32_t bucket_id) const {
-    int32_t range = find_range(tier_index, bucket_id);
+    if (const DenseEntry *entry = dense_entry(tier_index, bucket_id)) {
+        return entry->replicaset == kNone ? kNone : replicasets_[entry->replicaset].master;
+    }
+    int32_t range = search_range(tier_index, bucket_id);
     if (range == kNone) {
         return kNone;
     }

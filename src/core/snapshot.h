@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace picoroute {
 
@@ -107,8 +108,16 @@ class SnapshotView {
 
     // Index of the tier named `name` or kNone. O(log tiers).
     int32_t find_tier(std::string_view name) const;
-    // Index of the range of tier `tier_index` holding `bucket_id` or kNone. O(log ranges).
+    // Index of the range of tier `tier_index` holding `bucket_id` or kNone. O(1) for a tier
+    // covered by build_bucket_index(), else O(log ranges).
     int32_t find_range(int32_t tier_index, uint32_t bucket_id) const;
+    // The range search on the image itself, O(log ranges).
+    int32_t search_range(int32_t tier_index, uint32_t bucket_id) const;
+
+    // Builds a dense bucket -> range table for every tier with at most `max_buckets_per_tier`
+    // buckets, so find_range no longer depends on the number of ranges. A reader that keeps a view
+    // for many lookups builds it once (cost O(total buckets), 4 bytes a bucket).
+    void build_bucket_index(uint32_t max_buckets_per_tier = 1u << 20);
     // Index of the master instance of the bucket's owner or kNone (same rules as
     // Topology::find_bucket_master).
     int32_t find_master(int32_t tier_index, uint32_t bucket_id) const;
@@ -122,6 +131,16 @@ class SnapshotView {
     const InstanceRecord *instances_;
     const RangeRecord *ranges_;
     const char *strings_;
+    // build_bucket_index(): per tier, the offset of its table in dense_ or UINT32_MAX. Each entry
+    // holds the bucket's range and that range's replicaset, so a master lookup touches one entry
+    // and the (small) replicaset array only.
+    struct DenseEntry {
+        int32_t range;
+        int32_t replicaset;
+    };
+    const DenseEntry *dense_entry(int32_t tier_index, uint32_t bucket_id) const;
+    std::vector<uint32_t> dense_offset_;
+    std::vector<DenseEntry> dense_;
 };
 
 }  // namespace picoroute

@@ -21,6 +21,7 @@ extern "C" {
 #include "pg/settings.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace picoroute::pg {
@@ -54,6 +55,7 @@ struct SharedState {
     uint64 refreshes_started;
     uint64 refreshes_finished;
     uint64 refreshes_failed;
+    uint64 topology_resets;
     uint64 last_finished_seq;
     bool last_finished_failed;
     uint32 n_tiers, n_replicasets, n_instances, n_ranges;
@@ -69,13 +71,11 @@ shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 struct LocalCopy {
     std::string bytes;
     uint64 generation = UINT64_MAX;
-    alignas(SnapshotView) unsigned char view_storage[sizeof(SnapshotView)];
-    const SnapshotView *view = nullptr;
+    std::optional<SnapshotView> view;
 };
 LocalCopy local;
 std::string empty_image;
-alignas(SnapshotView) unsigned char empty_view_storage[sizeof(SnapshotView)];
-const SnapshotView *empty_view = nullptr;
+std::optional<SnapshotView> empty_view;
 
 Size slot_header_size() {
     return MAXALIGN(sizeof(Slot));
@@ -133,11 +133,11 @@ void startup_shmem() {
 }
 
 const SnapshotView *the_empty_view() {
-    if (empty_view == nullptr) {
+    if (!empty_view) {
         empty_image = build_snapshot(Topology(), SnapshotLimits{1, 1, 1});
-        empty_view = new (empty_view_storage) SnapshotView(empty_image.data(), empty_image.size());
+        empty_view.emplace(empty_image.data(), empty_image.size());
     }
-    return empty_view;
+    return &*empty_view;
 }
 
 // Reads the slot's generation consistently; false when the slot was being written.
@@ -195,20 +195,22 @@ MapRef current_map() {
             continue;
         if (generation == 0)
             return MapRef{the_empty_view(), 0};
-        if (generation == local.generation && local.view != nullptr)
-            return MapRef{local.view, generation};
+        if (generation == local.generation && local.view)
+            return MapRef{&*local.view, generation};
         uint64 size = slot->size;
         if (size > shared->slot_capacity)
             continue;
-        local.view = nullptr;
+        local.view.reset();
         local.generation = UINT64_MAX;
         local.bytes.assign(slot_data(slot), size);
         pg_read_barrier();
         if (pg_atomic_read_u64(&slot->seq) != seq)
             continue;
-        local.view = new (local.view_storage) SnapshotView(local.bytes.data(), local.bytes.size());
+        local.view.emplace(local.bytes.data(), local.bytes.size());
+        // Lookups then cost the same whatever the number of ranges (O(1) per bucket).
+        local.view->build_bucket_index();
         local.generation = generation;
-        return MapRef{local.view, generation};
+        return MapRef{&*local.view, generation};
     }
     throw Error(ErrorKind::InvalidInput,
                 "picoroute: the shared topology map kept changing while it was read");
@@ -287,6 +289,7 @@ StatusCopy read_status() {
     copy.refreshes_started = shared->refreshes_started;
     copy.refreshes_finished = shared->refreshes_finished;
     copy.refreshes_failed = shared->refreshes_failed;
+    copy.topology_resets = shared->topology_resets;
     copy.n_tiers = shared->n_tiers;
     copy.n_replicasets = shared->n_replicasets;
     copy.n_instances = shared->n_instances;
@@ -323,6 +326,12 @@ void status_set_state(WorkerState state) {
 void status_set_source(const char *instance) {
     SpinLockAcquire(&shared->mutex);
     strlcpy(shared->source_instance, instance, sizeof(shared->source_instance));
+    SpinLockRelease(&shared->mutex);
+}
+
+void status_count_reset() {
+    SpinLockAcquire(&shared->mutex);
+    shared->topology_resets++;
     SpinLockRelease(&shared->mutex);
 }
 

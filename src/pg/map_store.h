@@ -65,6 +65,7 @@ struct StatusCopy {
     uint64_t refreshes_started;
     uint64_t refreshes_finished;
     uint64_t refreshes_failed;
+    uint64_t topology_resets;
     uint32_t n_tiers, n_replicasets, n_instances, n_ranges;
     bool capacity_exceeded;
 };
@@ -75,6 +76,7 @@ void status_worker_started(int pid);
 void status_worker_stopped();
 void status_set_state(WorkerState state);
 void status_set_source(const char *instance);  // "" when not connected
+void status_count_reset();                     // the topology was cleared and rebuilt
 void status_set_error(const char *message);    // "" clears
 void status_set_warning(const char *message);  // non-fatal: e.g. a tier whose buckets were not read
 void status_set_capacity_exceeded(bool exceeded);

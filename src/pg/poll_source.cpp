@@ -77,7 +77,7 @@ std::string one_line(const char *message) {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
         text.pop_back();
     for (char &c : text)
-        if (c == '\n')
+        if (c == '\n' || c == '\t')
             c = ' ';
     return text;
 }
@@ -108,6 +108,7 @@ void PollSource::connect(const Topology &current) {
     if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK)
         return;
     drop_connection();
+    fallback_note_.clear();
 
     const char *conninfo = setting_conninfo ? setting_conninfo : "";
     std::string timeout = std::to_string(setting_connect_timeout);
@@ -125,7 +126,7 @@ void PollSource::connect(const Topology &current) {
         if (outcome == WaitOutcome::Shutdown)
             throw SourceError("shutting down");
         if (conn_ == nullptr)
-            errors = std::string("configured hosts: ") + error;
+            errors = std::string("configured hosts: ") + one_line(error);
     }
 
     // Then every instance the topology knows to be online, in turn.
@@ -144,13 +145,16 @@ void PollSource::connect(const Topology &current) {
                 throw SourceError("shutting down");
             if (conn_ != nullptr)
                 break;
-            errors += "; " + address + ": " + error;
+            errors += "; " + address + ": " + one_line(error);
         }
     }
     if (conn_ == nullptr)
         throw SourceError("cannot connect to any Picodata instance (" + errors + ")",
                           "Check picoroute.conninfo and that the cluster is running.");
     conn_instance_ = instance_of(conn_);
+    if (!errors.empty())
+        fallback_note_ = "configured hosts unreachable (" + errors +
+                         "); reading from known instance " + conn_instance_;
 }
 
 PGresult *PollSource::run(const char *sql, int nparams, const char *const *params) {
@@ -257,6 +261,8 @@ SourceUpdate PollSource::fetch(const Topology &current) {
     SourceUpdate update;
     update.instance = conn_instance_;
     update.reset = !last_instance_.empty() && last_instance_ != conn_instance_;
+    if (!fallback_note_.empty())
+        update.warnings.push_back(fallback_note_);
 
     CatalogRows rows = read_catalog(update.warnings);
     try {

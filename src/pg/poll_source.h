@@ -31,6 +31,7 @@ class PollSource : public TopologySource {
     PGconn *conn_ = nullptr;
     std::string conn_instance_;  // "host:port" of conn_
     std::string last_instance_;  // the instance the last successful fetch read from
+    std::string fallback_note_;  // why conn_ is not one of the configured hosts, or ""
 };
 
 }  // namespace picoroute::pg

@@ -113,6 +113,7 @@ extern "C" Datum picoroute_status_row(PG_FUNCTION_ARGS) {
         row.push_back(Cell::int8(static_cast<int64_t>(map.generation)));
         row.push_back(Cell::int8(static_cast<int64_t>(status.refreshes_finished)));
         row.push_back(Cell::int8(static_cast<int64_t>(status.refreshes_failed)));
+        row.push_back(Cell::int8(static_cast<int64_t>(status.topology_resets)));
         row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_tiers())));
         row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_replicasets())));
         row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_instances())));

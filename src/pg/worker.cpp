@@ -95,6 +95,8 @@ std::string refresh_once() {
         }
         publish_unlock();
         *model = std::move(next);
+        if (update.reset)
+            status_count_reset();
         if (changed)
             model_generation = current_map().generation;
         return {};
@@ -226,5 +228,7 @@ extern "C" PGDLLEXPORT void picoroute_worker_main(Datum) {
     if (failed)
         ereport(FATAL, (errmsg("picoroute: topology worker failed: %s", message)));
     ereport(LOG, (errmsg("picoroute: topology worker stopped")));
-    proc_exit(0);
+    // Exit code 1: the postmaster starts the worker again after bgw_restart_time when it was
+    // terminated alone (pg_terminate_backend); at server shutdown nothing is restarted.
+    proc_exit(1);
 }

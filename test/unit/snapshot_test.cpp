@@ -398,3 +398,60 @@ TEST(Snapshot, RandomDamageNeverCrashes) {
 
 }  // namespace
 }  // namespace picoroute
+
+namespace picoroute {
+namespace {
+
+// The dense bucket index must answer exactly what the binary search answers, for every bucket,
+// including gaps, buckets beyond a tier's count, tiers without a count and tiers too large for it.
+TEST(SnapshotBucketIndex, AgreesWithTheSearchForEveryBucket) {
+    Topology topology;
+    std::vector<Event> events{TierEvent{"a", 100}, TierEvent{"b", 7}};
+    for (const char *rs : {"r1", "r2"}) {
+        ReplicasetEvent e;
+        e.replicaset_uuid = rs;
+        e.tier = "a";
+        events.push_back(e);
+    }
+    auto range = [](const char *tier, uint32_t start, uint32_t end, const char *rs) {
+        BucketEvent e;
+        e.tier = tier;
+        e.start = start;
+        e.end = end;
+        e.current_replicaset_uuid = rs;
+        e.state = "active";
+        return e;
+    };
+    events.push_back(range("a", 1, 10, "r1"));
+    events.push_back(range("a", 11, 11, "r2"));
+    events.push_back(range("a", 20, 60, "r1"));  // gap 12..19, and 61..100 unmapped
+    events.push_back(range("b", 1, 7, "r2"));
+    events.push_back(range("c", 5, 9, "r2"));  // a tier whose count is not known
+    topology.apply_all(events);
+    const std::string image = build_snapshot(topology, SnapshotLimits{16, 16, 64});
+
+    SnapshotView plain(image.data(), image.size());
+    for (uint32_t limit : {1000u, 50u, 0u}) {
+        SnapshotView indexed(image.data(), image.size());
+        indexed.build_bucket_index(limit);
+        for (const char *tier : {"a", "b", "c"}) {
+            int32_t t = indexed.find_tier(tier);
+            ASSERT_NE(t, kNone) << tier;
+            for (uint32_t bucket = 0; bucket <= 120; ++bucket) {
+                EXPECT_EQ(indexed.find_range(t, bucket), plain.search_range(t, bucket))
+                    << "tier " << tier << " bucket " << bucket << " limit " << limit;
+                EXPECT_EQ(indexed.find_master(t, bucket), plain.find_master(t, bucket));
+            }
+        }
+    }
+    SnapshotView indexed(image.data(), image.size());
+    indexed.build_bucket_index();
+    int32_t a = indexed.find_tier("a");
+    EXPECT_EQ(indexed.find_range(a, 15), kNone);
+    EXPECT_EQ(indexed.find_range(a, 61), kNone);
+    ASSERT_NE(indexed.find_range(a, 11), kNone);
+    EXPECT_EQ(indexed.str(indexed.range(indexed.find_range(a, 11)).replicaset_uuid), "r2");
+}
+
+}  // namespace
+}  // namespace picoroute

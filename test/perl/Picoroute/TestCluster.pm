@@ -1,0 +1,103 @@
+# Helpers for the multi-node TAP tests: an emulated Picodata cluster (test/emulator/picoemu) and a
+# PostgreSQL node with picoroute preloaded, pointed at it.
+package Picoroute::TestCluster;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use File::Basename qw(dirname);
+use File::Spec;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT_OK = qw(emu emu_json start_emulator start_picoroute_node wait_for);
+
+my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
+
+# PostgreSQL::Test::Cluster runs pg_regress --config-auth; outside a source tree, take PGXS's copy,
+# and the server binaries of the same installation.
+BEGIN {
+    my $pgxs = `pg_config --pgxs`;
+    chomp $pgxs;
+    (my $pgxs_root = $pgxs) =~ s{/src/makefiles/pgxs\.mk$}{};
+    $ENV{PG_REGRESS} //= "$pgxs_root/src/test/regress/pg_regress";
+    my $bindir = `pg_config --bindir`;
+    chomp $bindir;
+    $ENV{PATH} = "$bindir:$ENV{PATH}" unless index($ENV{PATH}, $bindir) == 0;
+}
+my $emulator = "$root/test/emulator/picoemu";
+my ($emu_dir, $emu_port);
+
+# Runs a picoemu command for this test file's cluster; dies with its output on failure.
+sub emu {
+    my @args = @_;
+    my ($stdout, $stderr);
+    my $ok = IPC::Run::run([ $emulator, '--dir', $emu_dir, '--base-port', $emu_port, @args ],
+        '>', \$stdout, '2>', \$stderr);
+    die "picoemu @args failed:\n$stdout\n$stderr" unless $ok;
+    chomp $stdout;
+    return $stdout;
+}
+
+sub emu_json { return decode_json(emu(@_)); }
+
+# Starts an emulated cluster in a directory of its own; `down` runs at exit.
+sub start_emulator {
+    my (%opts) = @_;
+    $emu_port = $opts{base_port} or die "base_port is required";
+    $emu_dir = PostgreSQL::Test::Utils::tempdir('picoemu');
+    my @up = ('up');
+    push @up, '--replicasets', $opts{replicasets} if $opts{replicasets};
+    push @up, '--replication-factor', $opts{replication_factor} if $opts{replication_factor};
+    push @up, '--bucket-count', $opts{bucket_count} if $opts{bucket_count};
+    emu(@up);
+    return $emu_dir;
+}
+
+END {
+    if (defined $emu_dir) {
+        local $?;
+        eval { emu('down') };
+    }
+}
+
+# A PostgreSQL node preloading picoroute, polling the emulated cluster.
+sub start_picoroute_node {
+    my (%opts) = @_;
+    my $conninfo = $opts{conninfo} // emu('conninfo', '--user', 'picoroute');
+    my $node = PostgreSQL::Test::Cluster->new($opts{name} // 'picoroute');
+    $node->init;
+    my $interval = $opts{refresh_interval} // '500ms';
+    $node->append_conf('postgresql.conf', <<"CONF");
+shared_preload_libraries = 'picoroute'
+picoroute.conninfo = '$conninfo'
+picoroute.refresh_interval = '$interval'
+picoroute.connect_timeout = '2s'
+CONF
+    $node->append_conf('postgresql.conf', $opts{extra_conf}) if $opts{extra_conf};
+    $node->start;
+    $node->safe_psql('postgres', 'CREATE EXTENSION picoroute');
+    return $node;
+}
+
+# Polls `query` until it returns `expected` (default 't'), for at most `timeout` seconds.
+sub wait_for {
+    my ($node, $query, $expected, $timeout) = @_;
+    $expected //= 't';
+    $timeout //= 30;
+    my $deadline = time() + $timeout;
+    my $last;
+    while (time() < $deadline) {
+        # psql, not safe_psql: the server may be restarting (crash recovery) meanwhile.
+        my ($ret, $stdout) = $node->psql('postgres', $query);
+        $last = $ret == 0 ? $stdout : "(error $ret)";
+        return 1 if $ret == 0 && $last eq $expected;
+        select(undef, undef, undef, 0.2);
+    }
+    diag("wait_for timed out: $query\n  expected: $expected\n  last: $last");
+    return 0;
+}
+
+1;
