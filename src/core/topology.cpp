@@ -44,31 +44,88 @@ void require_tier_name(const std::optional<std::string> &tier, const std::string
 
 }  // namespace
 
-void Topology::apply(const Event &event) {
+// Every way an event can be rejected is a check on the event itself and on the tiers' bucket
+// counts, so a batch is validated first (with the counts it would produce) and then applied in
+// place: no copy of the topology is needed to make apply_all all-or-nothing.
+void Topology::check(const Event &event, TierCounts &counts) {
     std::visit(
-        [this](const auto &e) {
+        [&counts](const auto &e) {
             using T = std::decay_t<decltype(e)>;
             if constexpr (std::is_same_v<T, ReplicasetEvent>) {
-                apply_replicaset(e);
+                if (e.replicaset_uuid.empty()) {
+                    invalid("replicaset event: replicaset uuid is empty");
+                }
+                require_tier_name(e.tier, "replicaset " + e.replicaset_uuid);
             } else if constexpr (std::is_same_v<T, InstanceEvent>) {
-                apply_instance(e);
+                if (e.instance_uuid.empty()) {
+                    invalid("instance event: instance uuid is empty");
+                }
             } else if constexpr (std::is_same_v<T, BucketEvent>) {
-                apply_bucket(e);
+                check_bucket(e, counts);
             } else {
-                apply_tier(e);
+                if (e.name.empty()) {
+                    invalid("tier event: tier name is empty");
+                }
+                counts.try_emplace(e.name, e.bucket_count);  // the first count seen stays
             }
         },
         event);
 }
 
-bool Topology::apply_all(const std::vector<Event> &events) {
-    if (events.empty()) {
-        return false;
+void Topology::check_bucket(const BucketEvent &event, const TierCounts &counts) {
+    auto what = [&event] {
+        return "bucket event for tier \"" + event.tier + "\" range [" +
+               std::to_string(event.start) + ", " + std::to_string(event.end) + "]";
+    };
+    if (event.tier.empty()) {
+        invalid(what() + ": tier name is empty");
     }
-    Topology next = *this;
+    if (event.start == 0) {
+        invalid(what() + ": bucket ids start at 1");
+    }
+    if (event.op == Op::Delete) {
+        return;
+    }
+    if (event.start > event.end) {
+        invalid(what() + ": start is greater than end");
+    }
+    if (event.current_replicaset_uuid.empty()) {
+        invalid(what() + ": replicaset uuid is empty");
+    }
+    auto tier = counts.find(event.tier);
+    if (tier != counts.end() && event.end > tier->second) {
+        invalid(what() + ": end is beyond the tier's bucket_count " + std::to_string(tier->second));
+    }
+}
+
+bool Topology::apply_checked(const Event &event) {
+    return std::visit(
+        [this](const auto &e) {
+            using T = std::decay_t<decltype(e)>;
+            if constexpr (std::is_same_v<T, ReplicasetEvent>) {
+                return apply_replicaset(e);
+            } else if constexpr (std::is_same_v<T, InstanceEvent>) {
+                return apply_instance(e);
+            } else if constexpr (std::is_same_v<T, BucketEvent>) {
+                return apply_bucket(e);
+            } else {
+                return apply_tier(e);
+            }
+        },
+        event);
+}
+
+void Topology::apply(const Event &event) {
+    TierCounts counts = tiers_;
+    check(event, counts);
+    apply_checked(event);
+}
+
+bool Topology::apply_all(const std::vector<Event> &events) {
+    TierCounts counts = tiers_;
     for (size_t i = 0; i < events.size(); ++i) {
         try {
-            next.apply(events[i]);
+            check(events[i], counts);
         } catch (const Error &error) {
             throw Error(
                 error.kind(),
@@ -76,11 +133,11 @@ bool Topology::apply_all(const std::vector<Event> &events) {
                 error.hint());
         }
     }
-    if (next == *this) {
-        return false;
+    bool changed = false;
+    for (const Event &event : events) {
+        changed |= apply_checked(event);
     }
-    *this = std::move(next);
-    return true;
+    return changed;
 }
 
 void Topology::clear() {
@@ -89,43 +146,42 @@ void Topology::clear() {
     buckets_.clear();
 }
 
-void Topology::apply_instance(const InstanceEvent &event) {
-    if (event.instance_uuid.empty()) {
-        invalid("instance event: instance uuid is empty");
+namespace {
+
+// Sets `field` to `value` when one is given; true when that changed it.
+template <typename T>
+bool update(std::optional<T> &field, const std::optional<T> &value) {
+    if (!value || field == value) {
+        return false;
     }
+    field = value;
+    return true;
+}
+
+}  // namespace
+
+bool Topology::apply_instance(const InstanceEvent &event) {
     if (event.op == Op::Delete) {
-        instances_.erase(event.instance_uuid);
-        return;
+        return instances_.erase(event.instance_uuid) > 0;
     }
     auto [it, inserted] = instances_.try_emplace(event.instance_uuid);
     Instance &instance = it->second;
     if (inserted) {
         instance.uuid = event.instance_uuid;
     }
-    if (event.name) {
-        instance.name = event.name;
-    }
-    if (event.replicaset_uuid) {
-        instance.replicaset_uuid = event.replicaset_uuid;
-    }
-    if (event.current_state) {
-        instance.current_state = event.current_state;
-    }
-    if (event.address) {
-        instance.address = event.address;
-    }
+    bool changed = inserted;
+    changed |= update(instance.name, event.name);
+    changed |= update(instance.replicaset_uuid, event.replicaset_uuid);
+    changed |= update(instance.current_state, event.current_state);
+    changed |= update(instance.address, event.address);
+    return changed;
 }
 
-void Topology::apply_replicaset(const ReplicasetEvent &event) {
-    if (event.replicaset_uuid.empty()) {
-        invalid("replicaset event: replicaset uuid is empty");
-    }
-    require_tier_name(event.tier, "replicaset " + event.replicaset_uuid);
-
+bool Topology::apply_replicaset(const ReplicasetEvent &event) {
     if (event.op == Op::Delete) {
         auto it = replicasets_.find(event.replicaset_uuid);
         if (it == replicasets_.end()) {
-            return;
+            return false;
         }
         std::optional<std::string> tier = it->second.tier;
         replicasets_.erase(it);
@@ -134,11 +190,12 @@ void Topology::apply_replicaset(const ReplicasetEvent &event) {
             // The tier's buckets move to the remaining replicasets in a way we cannot predict.
             tier_map->second.clear();
         }
-        return;
+        return true;
     }
 
     auto existing = replicasets_.find(event.replicaset_uuid);
     Replicaset *replicaset = nullptr;
+    bool changed = false;
     if (existing == replicasets_.end()) {
         bool tier_already_known = false;
         if (event.tier) {
@@ -151,6 +208,7 @@ void Topology::apply_replicaset(const ReplicasetEvent &event) {
         }
         replicaset = &replicasets_[event.replicaset_uuid];
         replicaset->uuid = event.replicaset_uuid;
+        changed = true;
         if (event.tier) {
             replicaset->tier = event.tier;
             if (tier_already_known) {
@@ -163,16 +221,11 @@ void Topology::apply_replicaset(const ReplicasetEvent &event) {
     } else {
         // Known replicaset (e.g. master switched): the bucket map is not touched.
         replicaset = &existing->second;
-        if (event.tier) {
-            replicaset->tier = event.tier;
-        }
+        changed |= update(replicaset->tier, event.tier);
     }
-    if (event.name) {
-        replicaset->name = event.name;
-    }
-    if (event.current_master_uuid) {
-        replicaset->current_master_uuid = event.current_master_uuid;
-    }
+    changed |= update(replicaset->name, event.name);
+    changed |= update(replicaset->current_master_uuid, event.current_master_uuid);
+    return changed;
 }
 
 bool Topology::overlaps(const TierBucketMap &map, const BucketEvent &event) const {
@@ -197,52 +250,37 @@ bool Topology::overlaps(const TierBucketMap &map, const BucketEvent &event) cons
     return false;
 }
 
-void Topology::apply_bucket(const BucketEvent &event) {
-    const std::string what = "bucket event for tier \"" + event.tier + "\" range [" +
-                             std::to_string(event.start) + ", " + std::to_string(event.end) + "]";
-    if (event.tier.empty()) {
-        invalid(what + ": tier name is empty");
-    }
-    if (event.start == 0) {
-        invalid(what + ": bucket ids start at 1");
-    }
+bool Topology::apply_bucket(const BucketEvent &event) {
     if (event.op == Op::Delete) {
         auto tier_map = buckets_.find(event.tier);
-        if (tier_map != buckets_.end()) {
-            tier_map->second.erase(event.start);
-        }
-        return;
+        return tier_map != buckets_.end() && tier_map->second.erase(event.start) > 0;
     }
-    if (event.start > event.end) {
-        invalid(what + ": start is greater than end");
-    }
-    if (event.current_replicaset_uuid.empty()) {
-        invalid(what + ": replicaset uuid is empty");
-    }
-    auto tier = tiers_.find(event.tier);
-    if (tier != tiers_.end() && event.end > tier->second) {
-        invalid(what + ": end is beyond the tier's bucket_count " + std::to_string(tier->second));
-    }
-
-    TierBucketMap &map = buckets_[event.tier];
+    auto [tier_map, created] = buckets_.try_emplace(event.tier);
+    TierBucketMap &map = tier_map->second;
+    bool changed = created;
     if (overlaps(map, event)) {
         // The map can no longer be trusted: forget it and rebuild from the following events.
         map.clear();
+        changed = true;
     }
-    BucketRange &range = map[event.start];
-    range.start = event.start;
-    range.end = event.end;
-    range.replicaset_uuid = event.current_replicaset_uuid;
-    range.state = event.state;
+    auto [it, inserted] = map.try_emplace(event.start);
+    BucketRange &range = it->second;
+    if (inserted || range.end != event.end ||
+        range.replicaset_uuid != event.current_replicaset_uuid || range.state != event.state) {
+        range.start = event.start;
+        range.end = event.end;
+        range.replicaset_uuid = event.current_replicaset_uuid;
+        range.state = event.state;
+        changed = true;
+    }
+    return changed;
 }
 
-void Topology::apply_tier(const TierEvent &event) {
-    if (event.name.empty()) {
-        invalid("tier event: tier name is empty");
-    }
+bool Topology::apply_tier(const TierEvent &event) {
     // Tiers are static configuration: the first bucket_count seen stays.
-    tiers_.try_emplace(event.name, event.bucket_count);
-    buckets_.try_emplace(event.name);
+    bool added = tiers_.try_emplace(event.name, event.bucket_count).second;
+    added |= buckets_.try_emplace(event.name).second;
+    return added;
 }
 
 const BucketRange *Topology::find_bucket_range(std::string_view tier, uint32_t bucket_id) const {

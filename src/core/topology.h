@@ -54,8 +54,8 @@ class Topology {
     // when the tier is known); the topology is then unchanged.
     void apply(const Event &event);
 
-    // Applies a batch all-or-nothing: on any error the topology is left as it was before the call.
-    // Returns true when anything changed.
+    // Applies a batch all-or-nothing: every event is validated before any is applied, so on an
+    // error the topology is left as it was before the call. Returns true when anything changed.
     bool apply_all(const std::vector<Event> &events);
 
     // Forgets instances, replicasets and bucket ranges; keeps tiers (seed 002).
@@ -83,10 +83,17 @@ class Topology {
     bool operator==(const Topology &other) const;
 
   private:
-    void apply_replicaset(const ReplicasetEvent &event);
-    void apply_instance(const InstanceEvent &event);
-    void apply_bucket(const BucketEvent &event);
-    void apply_tier(const TierEvent &event);
+    using TierCounts = std::map<std::string, uint32_t, std::less<>>;
+    // Throws Error(InvalidInput) for an event that cannot be applied; `counts` are the tiers'
+    // bucket counts as the events before it leave them.
+    static void check(const Event &event, TierCounts &counts);
+    static void check_bucket(const BucketEvent &event, const TierCounts &counts);
+    // Apply a checked event; each returns true when it changed the topology.
+    bool apply_checked(const Event &event);
+    bool apply_replicaset(const ReplicasetEvent &event);
+    bool apply_instance(const InstanceEvent &event);
+    bool apply_bucket(const BucketEvent &event);
+    bool apply_tier(const TierEvent &event);
     bool overlaps(const TierBucketMap &map, const BucketEvent &event) const;
 
     std::map<std::string, Instance> instances_;

@@ -216,6 +216,10 @@ MapRef current_map() {
                 "picoroute: the shared topology map kept changing while it was read");
 }
 
+uint64_t published_generation() {
+    return pg_atomic_read_u64(&shared->generation);
+}
+
 void publish_lock() {
     LWLockAcquire(shared->publish_lock, LW_EXCLUSIVE);
 }

@@ -38,6 +38,8 @@ MapRef current_map();
 void publish_lock();
 void publish_unlock();
 bool publish(const std::string &image);
+// The generation of the current image (0 before the first publish); no copy is made.
+uint64_t published_generation();
 SnapshotLimits configured_limits();
 
 enum class WorkerState : uint32_t {

@@ -30,6 +30,7 @@ PG_FUNCTION_INFO_V1(picoroute_assert_preloaded);
 #include "pg/sql_common.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -174,15 +175,32 @@ extern "C" Datum picoroute_refresh(PG_FUNCTION_ARGS) {
 
 namespace {
 
+// The model this backend last published, valid while nobody else published since: a session
+// that feeds events keeps its model instead of rebuilding it from the image on every call.
+std::optional<Topology> cached_model;
+uint64_t cached_generation = 0;
+
 // Applies decoded events to the published map and publishes the result. The caller holds the
 // publish lock; the lock is released by the caller on every path.
 void apply_and_publish(const std::vector<Event> &events) {
-    MapRef map = current_map();
-    Topology topology = topology_from_snapshot(*map.view);
-    if (!topology.apply_all(events))
+    uint64_t generation = published_generation();
+    if (!cached_model || cached_generation != generation || generation == 0) {
+        cached_model.reset();
+        cached_model.emplace(topology_from_snapshot(*current_map().view));
+        cached_generation = generation;
+    }
+    // apply_all changes the model only when every event applies.
+    if (!cached_model->apply_all(events))
         return;  // nothing changed: the generation stays
-    std::string image = build_snapshot(topology, configured_limits());
+    std::string image;
+    try {
+        image = build_snapshot(*cached_model, configured_limits());
+    } catch (...) {
+        cached_model.reset();  // the model is ahead of the published map: rebuild next time
+        throw;
+    }
     publish(image);
+    cached_generation = published_generation();
 }
 
 }  // namespace

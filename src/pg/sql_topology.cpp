@@ -57,13 +57,18 @@ Cell text_of_instance(const SnapshotView &view, int32_t instance,
 // picoroute_master(tier text, bucket_id integer) returns text
 extern "C" Datum picoroute_master(PG_FUNCTION_ARGS) {
     require_preloaded();
-    // The address is copied out as plain data; the text datum is built after the guard.
+    // Arguments are fetched here, in a frame without C++ objects, so the hot path needs no
+    // PG_TRY; the address is copied out as plain data and the text datum built after the guard.
+    text *tier_arg = PG_GETARG_TEXT_PP(0);
+    int32 bucket_arg = PG_GETARG_INT32(1);
     const char *address = nullptr;
     int length = 0;
     guarded([&] {
         MapRef map = current_map();
-        int32_t tier = require_tier(*map.view, map.generation, text_arg(fcinfo, 0));
-        uint32_t bucket_id = require_bucket_in_range(*map.view, tier, PG_GETARG_INT32(1));
+        int32_t tier =
+            require_tier(*map.view, map.generation,
+                         std::string_view(VARDATA_ANY(tier_arg), VARSIZE_ANY_EXHDR(tier_arg)));
+        uint32_t bucket_id = require_bucket_in_range(*map.view, tier, bucket_arg);
         int32_t master = map.view->find_master(tier, bucket_id);
         if (master == kNone)
             return;

@@ -58,14 +58,15 @@ std::string refresh_once() {
         SourceUpdate update = source->fetch(*model);
         status_set_source(update.instance.c_str());
 
-        Topology next = *model;
+        // The model follows the catalog even when the image cannot be published (capacity): the
+        // next refresh then diffs against what the catalog really says.
         if (update.reset) {
             ereport(LOG, (errmsg("picoroute: now reading the topology from %s; the topology is "
                                  "cleared and rebuilt",
                                  update.instance.c_str())));
-            next.clear();
+            model->clear();
         }
-        next.apply_all(update.events);
+        model->apply_all(update.events);
 
         std::string warning;
         for (const std::string &w : update.warnings)
@@ -77,7 +78,7 @@ std::string refresh_once() {
 
         std::string image;
         try {
-            image = build_snapshot(next, configured_limits());
+            image = build_snapshot(*model, configured_limits());
         } catch (const Error &e) {
             if (e.kind() != ErrorKind::CapacityExceeded)
                 throw;
@@ -94,7 +95,6 @@ std::string refresh_once() {
             throw;
         }
         publish_unlock();
-        *model = std::move(next);
         if (update.reset)
             status_count_reset();
         if (changed)

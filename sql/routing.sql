@@ -1,0 +1,162 @@
+-- The routing surface on one server: FDW options, planning, EXPLAIN with the routing decision, and
+-- errors. The map is pushed (picoroute.source = 'push'); no statement below reaches an instance
+-- except the one that shows an unreachable address.
+
+-- Start from a map without instances, replicasets or ranges (earlier suites leave theirs; the
+-- capacities of test/regress.conf are small). Tiers cannot be deleted and stay.
+DO $$
+DECLARE events jsonb;
+BEGIN
+  SELECT jsonb_agg(e) INTO events FROM (
+    SELECT jsonb_build_object('op', 'delete', 'map', 'bucket', 'tier', tier, 'bucket_id',
+                              jsonb_build_object('start', bucket_id_start, 'end', bucket_id_end)) AS e
+      FROM picoroute_buckets
+    UNION ALL
+    SELECT jsonb_build_object('op', 'delete', 'map', 'instance', 'instance_uuid', uuid)
+      FROM picoroute_instances
+    UNION ALL
+    SELECT jsonb_build_object('op', 'delete', 'map', 'replicaset', 'replicaset_uuid', uuid)
+      FROM picoroute_replicasets) s;
+  IF events IS NOT NULL THEN
+    PERFORM picoroute_apply_events(events);
+  END IF;
+END $$;
+SELECT (SELECT count(*) FROM picoroute_instances) AS instances,
+       (SELECT count(*) FROM picoroute_replicasets) AS replicasets,
+       (SELECT count(*) FROM picoroute_buckets) AS ranges;
+
+-- A tier "rt" of 3000 buckets: rs_a owns 1-1500 (master ia1, replica ia2), rs_b owns 1501-2900
+-- (master ib1), buckets 2901-3000 are unknown. Addresses are never contacted.
+SELECT picoroute_apply_events('[
+  {"op": "replace", "map": "tier", "name": "rt", "bucket_count": 3000},
+  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-a", "name": "rs_a", "tier": "rt", "current_master_uuid": "ia1"},
+  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-b", "name": "rs_b", "tier": "rt", "current_master_uuid": "ib1"},
+  {"op": "replace", "map": "instance", "instance_uuid": "ia1", "name": "a1", "replicaset_uuid": "rs-a", "current_state": "Online", "address": "192.0.2.1:4327"},
+  {"op": "replace", "map": "instance", "instance_uuid": "ia2", "name": "a2", "replicaset_uuid": "rs-a", "current_state": "Online", "address": "192.0.2.2:4327"},
+  {"op": "replace", "map": "instance", "instance_uuid": "ib1", "name": "b1", "replicaset_uuid": "rs-b", "current_state": "Online", "address": "192.0.2.3:4327"},
+  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 1, "end": 1500}, "current_replicaset_uuid": "rs-a"},
+  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 1501, "end": 2900}, "current_replicaset_uuid": "rs-b"}
+]') > 0 AS applied;
+
+-- Option validation.
+CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (host 'x');
+CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (scatter 'everywhere');
+CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (read_preference 'nearest');
+CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (batch_size '0');
+CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (tier '');
+CREATE SERVER rt FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt', dbname 'picodata');
+CREATE SERVER rt_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt', scatter 'masters');
+CREATE SERVER rt_r FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt', read_preference 'replica');
+CREATE USER MAPPING FOR CURRENT_USER SERVER rt OPTIONS (user 'u', password 'p', dbname 'x');
+CREATE USER MAPPING FOR CURRENT_USER SERVER rt OPTIONS (user 'u', password 'p');
+CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (distribution 'replicated');
+CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (distribution 'global', sharding_key 'id');
+CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (sharding_key '');
+CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (tier 'rt');
+
+CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER rt OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER rt_m
+    OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE users_r (id bigint, name text, v bigint) SERVER rt_r
+    OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE pairs (a text, b bigint, note text) SERVER rt
+    OPTIONS (table_name 'Pairs', sharding_key 'a, b', batch_size '2');
+CREATE FOREIGN TABLE settings (name text, value text) SERVER rt OPTIONS (distribution 'global');
+CREATE FOREIGN TABLE badkey (id bigint) SERVER rt OPTIONS (sharding_key 'nope');
+
+-- Routing by key: one bucket (picoroute_bucket_id agrees), IN lists grouped per owner, NULL and
+-- two-column keys, an unknown bucket sent to a coordinator.
+SELECT picoroute_bucket_id('rt', 1::bigint) AS b1, picoroute_bucket_id('rt', 'lol'::text, 5::bigint) AS b442;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id = 1;
+EXPLAIN (COSTS OFF) SELECT name FROM users WHERE id IN (1, 2, 3, 4) AND v > 10;
+EXPLAIN (COSTS OFF) SELECT * FROM pairs WHERE a = 'lol' AND b = 5;
+EXPLAIN (COSTS OFF) SELECT * FROM pairs WHERE b = 5 AND a IS NULL;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id = ANY ('{}'::bigint[]);
+SELECT picoroute_bucket_id('rt', 122::bigint) AS unknown_bucket;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id = 122;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id IN (13, 122, 1);
+-- read_preference replica: a replica when the owner has an online one, else its master.
+EXPLAIN (COSTS OFF) SELECT * FROM users_r WHERE id = 13;
+EXPLAIN (COSTS OFF) SELECT * FROM users_r WHERE id = 1;
+-- Key conditions that do not fix the key: scatter.
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id > 1;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id = 1 OR id = 2;
+-- A scatter over masters refuses to run while the map misses buckets (it would miss rows)...
+EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL);
+SELECT picoroute_apply_events('[
+  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 2901, "end": 3000}, "current_replicaset_uuid": "rs-b"}
+]') > 0 AS applied;
+-- ... and reads each master's own ranges once the map covers the tier.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL);
+EXPLAIN (COSTS OFF) SELECT * FROM settings;
+-- Pushdown: only needed columns; unsupported expressions stay local.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT name FROM users WHERE id = 1 AND lower(name) = 'x';
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE v <> -5 AND name NOT LIKE '%''%' AND id NOT IN (7, 8);
+EXPLAIN (COSTS OFF) SELECT * FROM users u WHERE u.v = (SELECT max(id) FROM users WHERE id = 2);
+-- Parameters: routed at execution; EXPLAIN EXECUTE sees the values.
+SET plan_cache_mode = force_generic_plan;
+PREPARE q(bigint) AS SELECT * FROM users WHERE id = $1;
+EXPLAIN (COSTS OFF) EXECUTE q(1);
+EXPLAIN (COSTS OFF) EXECUTE q(13);
+PREPARE q2(text, bigint) AS SELECT * FROM pairs WHERE a = $1 AND b = $2;
+EXPLAIN (COSTS OFF) EXECUTE q2('lol', 5);
+RESET plan_cache_mode;
+
+-- Modifications.
+EXPLAIN (COSTS OFF) UPDATE users SET v = v + 1, name = 'x' WHERE id = 1;
+EXPLAIN (COSTS OFF) DELETE FROM users WHERE id IN (1, 2);
+EXPLAIN (COSTS OFF) DELETE FROM users_m WHERE v > 3;
+EXPLAIN (COSTS OFF) INSERT INTO users VALUES (1, 'a', 2);
+UPDATE users SET id = 2 WHERE id = 1;
+UPDATE pairs SET b = 2 WHERE a = 'x';
+UPDATE users SET v = length(name) WHERE id = 1;
+DELETE FROM users WHERE lower(name) = 'x';
+INSERT INTO users VALUES (1, 'a', 2) RETURNING id;
+INSERT INTO users VALUES (1, 'a', 2) ON CONFLICT DO NOTHING;
+
+-- Errors.
+SELECT * FROM badkey WHERE id = 1;
+SELECT * FROM picoroute_exec('rt', 0, 'SELECT 1') AS t(x int);
+SELECT * FROM picoroute_exec('rt', 3001, 'SELECT 1') AS t(x int);
+SELECT * FROM picoroute_exec('nope', 1, 'SELECT 1') AS t(x int);
+SELECT * FROM picoroute_exec('rt', 1, 'SELECT 1');
+SELECT * FROM picoroute_exec_all('nope', 'SELECT 1') AS t(x int);
+CREATE SERVER rt_nokey FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'nope');
+CREATE USER MAPPING FOR CURRENT_USER SERVER rt_nokey;
+CREATE FOREIGN TABLE nokey (id bigint) SERVER rt_nokey OPTIONS (sharding_key 'id');
+SELECT * FROM nokey WHERE id = 1;
+-- An instance that refuses connections: the error names it; nothing is cached.
+SELECT picoroute_apply_events('[
+  {"op": "replace", "map": "tier", "name": "down", "bucket_count": 10},
+  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-d", "name": "rs_d", "tier": "down", "current_master_uuid": "id1"},
+  {"op": "replace", "map": "instance", "instance_uuid": "id1", "name": "d1", "replicaset_uuid": "rs-d", "current_state": "Online", "address": "127.0.0.1:1"},
+  {"op": "replace", "map": "bucket", "tier": "down", "state": "active", "bucket_id": {"start": 1, "end": 10}, "current_replicaset_uuid": "rs-d"}
+]') > 0 AS applied;
+CREATE SERVER rt_down FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'down', scatter 'masters');
+CREATE USER MAPPING FOR CURRENT_USER SERVER rt_down OPTIONS (user 'u', password 'p');
+CREATE FOREIGN TABLE down_t (id bigint) SERVER rt_down OPTIONS (sharding_key 'id');
+\set VERBOSITY terse
+SELECT * FROM down_t;
+\set VERBOSITY default
+SELECT count(*) FROM picoroute_connections();
+SELECT picoroute_disconnect('127.0.0.1:1'), picoroute_disconnect_all();
+
+-- Privileges: exec functions are not granted to PUBLIC; the cache functions are.
+SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute
+FROM pg_proc p WHERE proname IN ('picoroute_exec', 'picoroute_exec_all', 'picoroute_connections',
+                                 'picoroute_disconnect', 'picoroute_disconnect_all')
+ORDER BY 1::text;
+-- A non-superuser needs a password in its user mapping.
+CREATE ROLE regress_picoroute_user;
+GRANT USAGE ON FOREIGN SERVER rt TO regress_picoroute_user;
+GRANT SELECT ON users TO regress_picoroute_user;
+CREATE USER MAPPING FOR regress_picoroute_user SERVER rt OPTIONS (user 'u');
+SET ROLE regress_picoroute_user;
+SELECT * FROM users WHERE id = 1;
+RESET ROLE;
+
+DROP FOREIGN TABLE users, users_m, users_r, pairs, settings, badkey, nokey, down_t;
+DROP USER MAPPING FOR regress_picoroute_user SERVER rt;
+REVOKE ALL ON FOREIGN SERVER rt FROM regress_picoroute_user;
+DROP ROLE regress_picoroute_user;
+DROP SERVER rt, rt_m, rt_r, rt_nokey, rt_down CASCADE;

@@ -1,0 +1,426 @@
+// The connection cache and statement execution (see connection.h).
+extern "C" {
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/errcodes.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+#include "pg/fdw/connection.h"
+
+#include "pg/guard.h"
+#include "pg/map_store.h"
+#include "pg/settings.h"
+
+#include <poll.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+using Key = std::tuple<std::string, Oid, Oid>;  // address, user mapping, local user
+std::map<Key, std::unique_ptr<Connection>> cache;
+uint64_t swept_generation = 0;
+bool callbacks_registered = false;
+
+Key key_for(const std::string &address, const ConnParams &params) {
+    // A user mapping (possibly PUBLIC) fixes the credentials whoever the local user is.
+    return Key(address, params.umid, OidIsValid(params.umid) ? InvalidOid : params.userid);
+}
+
+std::string fingerprint_of(const ConnParams &params) {
+    std::string out;
+    for (const auto &[keyword, value] : params.options) {
+        out += keyword;
+        out += '\x1f';
+        out += value;
+        out += '\x1e';
+    }
+    return out;
+}
+
+void ignore_notice(void *, const char *) {}
+
+std::string trimmed(const char *message) {
+    std::string out = message ? message : "";
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+        out.pop_back();
+    return out;
+}
+
+// "host:port" -> host, port; "[v6]:port" too. No port: Picodata's default 4327.
+void split_address(const std::string &address, std::string *host, std::string *port) {
+    size_t colon = address.rfind(':');
+    if (colon == std::string::npos || address.find(']', colon) != std::string::npos) {
+        *host = address;
+        *port = "4327";
+    } else {
+        *host = address.substr(0, colon);
+        *port = address.substr(colon + 1);
+    }
+    if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
+        *host = host->substr(1, host->size() - 2);
+}
+
+// Waits until the socket is ready or `deadline` (0: none) passes, handling interrupts: a query
+// cancel or statement_timeout becomes a PgError that unwinds C++ frames. Returns false on timeout.
+bool wait_socket(PGconn *conn, bool for_write, TimestampTz deadline) {
+    for (;;) {
+        long timeout = -1;
+        if (deadline != 0) {
+            timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+            if (timeout <= 0)
+                return false;
+        }
+        int events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+                     (for_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE) |
+                     (deadline != 0 ? WL_TIMEOUT : 0);
+        int rc = 0;
+        pgsocket sock = PQsocket(conn);
+        pg_call([&] {
+            rc = WaitLatchOrSocket(MyLatch, events, sock, timeout, PG_WAIT_EXTENSION);
+            if (rc & WL_LATCH_SET) {
+                ResetLatch(MyLatch);
+                CHECK_FOR_INTERRUPTS();
+            }
+        });
+        if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
+            return true;
+    }
+}
+
+struct ConnCloser {
+    PGconn *conn;
+    ~ConnCloser() {
+        if (conn != nullptr)
+            PQfinish(conn);
+    }
+};
+
+PGconn *open_connection(const std::string &address, const ConnParams &params) {
+    std::string host, port;
+    split_address(address, &host, &port);
+    std::vector<const char *> keywords, values;
+    for (const auto &[keyword, value] : params.options) {
+        keywords.push_back(keyword.c_str());
+        values.push_back(value.c_str());
+    }
+    keywords.push_back("host");
+    values.push_back(host.c_str());
+    keywords.push_back("port");
+    values.push_back(port.c_str());
+    keywords.push_back(nullptr);
+    values.push_back(nullptr);
+
+    TimestampTz deadline =
+        TimestampTzPlusMilliseconds(GetCurrentTimestamp(), setting_connect_timeout * 1000);
+    ConnCloser closer{PQconnectStartParams(keywords.data(), values.data(), 0)};
+    if (closer.conn == nullptr)
+        throw std::bad_alloc();
+    PQsetNoticeProcessor(closer.conn, ignore_notice, nullptr);
+    if (PQstatus(closer.conn) == CONNECTION_BAD)
+        throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
+    PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+    while (status != PGRES_POLLING_OK) {
+        if (status == PGRES_POLLING_FAILED)
+            throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
+        if (!wait_socket(closer.conn, status == PGRES_POLLING_WRITING, deadline))
+            throw ConnectionFailure(address,
+                                    "timeout after " + std::to_string(setting_connect_timeout) +
+                                        " s (picoroute.connect_timeout) while connecting",
+                                    false);
+        status = PQconnectPoll(closer.conn);
+    }
+    if (params.require_password && !PQconnectionUsedPassword(closer.conn))
+        throw SqlError(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+                       "picoroute: password is required",
+                       "Non-superusers must connect with a password that the Picodata instance "
+                       "asks for (server \"" +
+                           params.server_name + "\").",
+                       "Add a password to the user mapping.");
+    if (PQsetnonblocking(closer.conn, 1) != 0)
+        throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
+    PGconn *conn = closer.conn;
+    closer.conn = nullptr;
+    return conn;
+}
+
+// A cached connection that is idle must have nothing to read; if it has, the server spoke while
+// we were silent (an error before closing, usually) and the connection is not to be trusted.
+bool idle_connection_alive(PGconn *conn) {
+    if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE)
+        return false;
+    for (int round = 0; round < 3; round++) {
+        struct pollfd pfd;
+        pfd.fd = PQsocket(conn);
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        int rc = poll(&pfd, 1, 0);
+        if (rc == 0)
+            return true;
+        if (rc < 0)
+            return errno == EINTR;
+        if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
+            return false;
+    }
+    return PQstatus(conn) == CONNECTION_OK;
+}
+
+void xact_callback(XactEvent event, void *) {
+    if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+        return;
+    for (auto it = cache.begin(); it != cache.end();) {
+        if (it->second->busy)
+            it = cache.erase(it);
+        else
+            ++it;
+    }
+}
+
+void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
+    if (event == SUBXACT_EVENT_ABORT_SUB)
+        xact_callback(XACT_EVENT_ABORT, nullptr);
+}
+
+}  // namespace
+
+Connection::~Connection() {
+    if (conn != nullptr)
+        PQfinish(conn);
+}
+
+void ensure_callbacks() {
+    if (callbacks_registered)
+        return;
+    RegisterXactCallback(xact_callback, nullptr);
+    RegisterSubXactCallback(subxact_callback, nullptr);
+    callbacks_registered = true;
+}
+
+Connection *get_connection(const std::string &address, const ConnParams &params) {
+    ensure_callbacks();
+    Key key = key_for(address, params);
+    std::string fingerprint = fingerprint_of(params);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+        Connection *c = it->second.get();
+        if (!c->busy && c->fingerprint == fingerprint && idle_connection_alive(c->conn))
+            return c;
+        if (c->busy)
+            throw SqlError(ERRCODE_OBJECT_IN_USE,
+                           "picoroute: the connection to " + address + " is busy",
+                           "Another statement of this session is still reading from it.");
+        cache.erase(it);  // dead or stale credentials: reopen
+    }
+    auto entry = std::make_unique<Connection>();
+    entry->conn = open_connection(address, params);
+    entry->address = address;
+    entry->remote_user = PQuser(entry->conn) ? PQuser(entry->conn) : "";
+    entry->fingerprint = fingerprint;
+    entry->umid = params.umid;
+    entry->userid = params.userid;
+    entry->server_name = params.server_name;
+    entry->opened_at = GetCurrentTimestamp();
+    entry->last_used = entry->opened_at;
+    Connection *raw = entry.get();
+    cache[key] = std::move(entry);
+    return raw;
+}
+
+void sweep_connections() {
+    MapRef map = current_map();
+    if (map.generation == 0 || map.generation == swept_generation)
+        return;
+    swept_generation = map.generation;
+    std::set<std::string_view> present;
+    const SnapshotView &view = *map.view;
+    for (uint32_t i = 0; i < view.n_instances(); i++) {
+        const InstanceRecord &inst = view.instance(i);
+        if (view.str(inst.state) != "Expelled" && inst.address.length > 0)
+            present.insert(view.str(inst.address));
+    }
+    for (auto it = cache.begin(); it != cache.end();) {
+        if (!it->second->busy && present.count(std::get<0>(it->first)) == 0)
+            it = cache.erase(it);
+        else
+            ++it;
+    }
+}
+
+void discard_connection(Connection *connection) {
+    for (auto it = cache.begin(); it != cache.end(); ++it) {
+        if (it->second.get() == connection) {
+            cache.erase(it);
+            return;
+        }
+    }
+}
+
+void send_statement(Connection *c, const char *sql, int nparams, const char *const *values) {
+    int ok = PQsendQueryParams(c->conn, sql, nparams, nullptr, values, nullptr, nullptr, 0);
+    if (!ok)
+        throw ConnectionFailure(c->address, trimmed(PQerrorMessage(c->conn)), false);
+    c->busy = true;
+}
+
+Connection *send_to(const std::string &address, const ConnParams &params, const char *sql,
+                    int nparams, const char *const *values) {
+    Connection *c = get_connection(address, params);
+    bool reused = c->statements > 0;
+    try {
+        send_statement(c, sql, nparams, values);
+        return c;
+    } catch (const ConnectionFailure &) {
+        discard_connection(c);
+        if (!reused)
+            throw;
+    }
+    c = get_connection(address, params);
+    send_statement(c, sql, nparams, values);
+    return c;
+}
+
+PGresult *collect_result(Connection *c) {
+    PGconn *conn = c->conn;
+    for (;;) {
+        int flushed = PQflush(conn);
+        if (flushed == 0)
+            break;
+        if (flushed < 0)
+            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+        wait_socket(conn, true, 0);
+        if (!PQconsumeInput(conn))
+            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+    }
+    ResultPtr last;
+    for (;;) {
+        while (PQisBusy(conn)) {
+            wait_socket(conn, false, 0);
+            if (!PQconsumeInput(conn))
+                throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+        }
+        PGresult *result = PQgetResult(conn);
+        if (result == nullptr)
+            break;
+        last.reset(result);
+    }
+    if (last == nullptr || PQstatus(conn) != CONNECTION_OK) {
+        std::string message =
+            last ? trimmed(PQresultErrorMessage(last.get())) : trimmed(PQerrorMessage(conn));
+        throw ConnectionFailure(c->address, message, true);
+    }
+    c->busy = false;
+    c->statements++;
+    c->last_used = GetCurrentTimestamp();
+    return last.release();
+}
+
+InFlight::~InFlight() {
+    for (Connection *c : connections_)
+        discard_connection(c);
+}
+
+void InFlight::done(Connection *connection) {
+    for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+        if (*it == connection) {
+            connections_.erase(it);
+            return;
+        }
+    }
+}
+
+void throw_remote_error(const PGresult *result, const std::string &address,
+                        const std::string &replicaset, const char *sql) {
+    const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+    const char *primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+    const char *detail = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL);
+    const char *hint = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT);
+    int code = ERRCODE_CONNECTION_FAILURE;
+    if (state != nullptr && strlen(state) == 5)
+        code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+    std::string message = primary ? primary : trimmed(PQresultErrorMessage(result));
+    if (message.empty())
+        message = "picoroute: remote statement failed";
+    std::string context = "remote SQL on Picodata instance " + address;
+    if (!replicaset.empty())
+        context += " (replicaset " + replicaset + ")";
+    context += ": ";
+    context += sql ? sql : "";
+    ErrorData *edata = nullptr;
+    pg_call([&] {
+        edata = static_cast<ErrorData *>(palloc0(sizeof(ErrorData)));
+        edata->elevel = ERROR;
+        edata->output_to_server = true;
+        edata->output_to_client = true;
+        edata->sqlerrcode = code;
+        edata->message = pstrdup(message.c_str());
+        edata->detail = detail ? pstrdup(detail) : nullptr;
+        edata->hint = hint ? pstrdup(hint) : nullptr;
+        edata->context = pstrdup(context.c_str());
+        edata->assoc_context = CurrentMemoryContext;
+    });
+    throw PgError(edata);
+}
+
+ConnParams conninfo_params() {
+    ConnParams params;
+    params.userid = GetUserId();
+    const char *conninfo = setting_conninfo ? setting_conninfo : "";
+    char *error = nullptr;
+    PQconninfoOption *options = PQconninfoParse(conninfo, &error);
+    if (options == nullptr) {
+        std::string message = error ? trimmed(error) : "out of memory";
+        if (error)
+            PQfreemem(error);
+        throw SqlError(ERRCODE_INVALID_PARAMETER_VALUE,
+                       "picoroute: picoroute.conninfo cannot be parsed: " + message);
+    }
+    for (PQconninfoOption *o = options; o->keyword != nullptr; o++) {
+        if (o->val == nullptr || o->val[0] == '\0')
+            continue;
+        std::string keyword = o->keyword;
+        if (keyword == "host" || keyword == "hostaddr" || keyword == "port")
+            continue;
+        params.options.emplace_back(keyword, o->val);
+    }
+    PQconninfoFree(options);
+    return params;
+}
+
+std::vector<ConnectionInfo> list_connections() {
+    std::vector<ConnectionInfo> out;
+    for (const auto &[key, c] : cache) {
+        ConnectionInfo info;
+        info.address = c->address;
+        info.remote_user = c->remote_user;
+        info.server_name = c->server_name;
+        info.opened_at = c->opened_at;
+        info.statements = c->statements;
+        info.state = c->busy ? "busy" : (PQstatus(c->conn) == CONNECTION_OK ? "idle" : "bad");
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+int disconnect(const std::string &address) {
+    int closed = 0;
+    for (auto it = cache.begin(); it != cache.end();) {
+        if (!it->second->busy && (address.empty() || it->second->address == address)) {
+            it = cache.erase(it);
+            closed++;
+        } else {
+            ++it;
+        }
+    }
+    return closed;
+}
+
+}  // namespace picoroute::pg::fdw

@@ -1,0 +1,142 @@
+// The per-session cache of libpq connections to Picodata instances, and the one-round-trip
+// statement execution on top of it.
+//
+// A connection is keyed by the instance's pgproto address and by who uses it: the user mapping of
+// a foreign server (FDW scans and modifications) or the local user (picoroute_exec with the
+// credentials of picoroute.conninfo). It lives until the session ends, the instance leaves the
+// topology, the credentials change, it breaks, or picoroute_disconnect closes it.
+//
+// Picodata runs every statement in autocommit: a remote write is committed when its answer
+// arrives, whatever the local transaction does afterwards. Nothing here sends BEGIN, SET, DECLARE
+// or FETCH: a statement is one PQsendQueryParams (Parse/Bind/Describe/Execute/Sync in one packet).
+//
+// Waiting is latch-based and checks for interrupts (query cancel, statement_timeout) through
+// pg_call, so a cancel unwinds C++ frames cleanly; a connection left with a statement in flight is
+// closed, never reused.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "datatype/timestamp.h"
+#include "libpq-fe.h"
+}
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace picoroute::pg::fdw {
+
+// Who opens the connection and with which credentials. Host and port never come from here: they
+// come from the topology.
+struct ConnParams {
+    Oid umid = InvalidOid;    // user mapping, or InvalidOid for the picoroute.conninfo credentials
+    Oid userid = InvalidOid;  // local user
+    std::string server_name;  // foreign server name, "" for picoroute.conninfo
+    // libpq keywords and values, without host, hostaddr and port.
+    std::vector<std::pair<std::string, std::string>> options;
+    bool require_password = false;  // a non-superuser user mapping: the server must ask for one
+};
+
+class Connection {
+  public:
+    ~Connection();
+    PGconn *conn = nullptr;
+    std::string address;  // host:port
+    std::string remote_user;
+    std::string fingerprint;  // the connection options, to notice a changed user mapping
+    Oid umid = InvalidOid;
+    Oid userid = InvalidOid;
+    std::string server_name;
+    TimestampTz opened_at = 0;
+    TimestampTz last_used = 0;
+    uint64_t statements = 0;
+    bool busy = false;  // a statement is in flight
+};
+
+// Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached
+// the server (then it must not be retried if it writes).
+class ConnectionFailure : public std::exception {
+  public:
+    ConnectionFailure(std::string address, std::string message, bool sent)
+        : address_(std::move(address)), message_(std::move(message)), sent_(sent) {}
+    const char *what() const noexcept override { return message_.c_str(); }
+    const std::string &address() const { return address_; }
+    bool sent() const { return sent_; }
+
+  private:
+    std::string address_, message_;
+    bool sent_;
+};
+
+// Returns a ready connection to `address` for `params`, opening or reopening it as needed. A cached
+// connection is checked first (status, and a zero-timeout look at its socket: a server that closed
+// it while idle is noticed before anything is sent). Throws ConnectionFailure(sent = false).
+Connection *get_connection(const std::string &address, const ConnParams &params);
+
+// Closes idle connections to addresses that are no longer instances of the current map. Call at
+// the start of an operation, before get_connection.
+void sweep_connections();
+
+// Closes and forgets one connection (e.g. after a failure).
+void discard_connection(Connection *connection);
+
+// get_connection + send_statement. A cached connection on which the send fails at once is
+// reopened once and the statement sent again: it never left this process.
+Connection *send_to(const std::string &address, const ConnParams &params, const char *sql,
+                    int nparams, const char *const *values);
+
+// Sends one statement; `values` are text parameters (nullptr = NULL). Throws
+// ConnectionFailure(sent = false) when libpq could not even queue it.
+void send_statement(Connection *connection, const char *sql, int nparams,
+                    const char *const *values);
+// Waits for the answer of the statement in flight and returns its last PGresult (the caller frees
+// it). A server error comes back as a PGRES_FATAL_ERROR result. Throws ConnectionFailure(sent =
+// true) when the connection broke.
+PGresult *collect_result(Connection *connection);
+
+// Frees a PGresult when it goes out of scope.
+struct ResultDeleter {
+    void operator()(PGresult *result) const { PQclear(result); }
+};
+using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+
+// Statements sent to several connections at once and collected together: on destruction any
+// connection whose answer was not collected is closed (its state is unknown).
+class InFlight {
+  public:
+    InFlight() = default;
+    InFlight(const InFlight &) = delete;
+    InFlight &operator=(const InFlight &) = delete;
+    ~InFlight();
+    void add(Connection *connection) { connections_.push_back(connection); }
+    void done(Connection *connection);
+
+  private:
+    std::vector<Connection *> connections_;
+};
+
+// Throws a PostgreSQL error for a failed remote statement: the remote SQLSTATE, message, detail
+// and hint, plus a context naming the instance (and replicaset) and the remote SQL.
+[[noreturn]] void throw_remote_error(const PGresult *result, const std::string &address,
+                                     const std::string &replicaset, const char *sql);
+
+// Credentials of picoroute.conninfo without host, hostaddr and port (picoroute_exec).
+ConnParams conninfo_params();
+
+// One row of picoroute_connections().
+struct ConnectionInfo {
+    std::string address, remote_user, server_name;
+    TimestampTz opened_at;
+    uint64_t statements;
+    std::string state;
+};
+std::vector<ConnectionInfo> list_connections();
+// Closes idle connections to `address` (all addresses when empty); returns how many.
+int disconnect(const std::string &address);
+
+// Registers the transaction callbacks once (idempotent).
+void ensure_callbacks();
+
+}  // namespace picoroute::pg::fdw

@@ -1,0 +1,454 @@
+// INSERT, UPDATE and DELETE on picoroute foreign tables.
+//
+// INSERT: each row's bucket is computed from its sharding-key values; rows are grouped by the
+// instance that owns their bucket and sent as one multi-row INSERT per instance and batch
+// (batch_size), all instances in parallel. UPDATE and DELETE run remotely as one statement
+// (direct modification), routed like a scan when the sharding key is fixed. An UPDATE that would
+// change a sharding-key column is refused: the row would belong to another bucket.
+//
+// Picodata commits every statement on its own: remote writes are not undone by a local ROLLBACK,
+// and a batch sent to several instances may be applied on some of them when another one fails.
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/sysattr.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
+#include "pg/map_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace picoroute;
+using namespace picoroute::pg;
+using namespace picoroute::pg::fdw;
+
+namespace {
+
+// Executor state of an INSERT.
+struct InsertState {
+    Relation rel;
+    TableInfo *table;
+    List *target_attrs;
+    int nattrs;
+    FmgrInfo *out;
+    int *key_positions;  // index in target_attrs of each sharding-key column, -1 if absent
+    Oid *key_types;
+    int batch_size;
+    MemoryContext row_cxt;
+};
+
+// Executor state of a direct UPDATE / DELETE.
+struct DirectState {
+    RoutedStatement *st;
+    bool set_processed;
+    bool executed;
+    uint64 processed;
+};
+
+void refuse_key_update(TableInfo *table, List *target_attrs) {
+    ListCell *lc;
+    foreach (lc, target_attrs) {
+        AttrNumber attnum = lfirst_int(lc);
+        for (int k = 0; k < table->nkeys; k++) {
+            if (table->key_attnums[k] == attnum)
+                ereport(
+                    ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("picoroute: cannot update sharding key column \"%s\" of foreign "
+                            "table \"%s\"",
+                            get_attname(table->relid, attnum, false), get_rel_name(table->relid)),
+                     errdetail("A new sharding key value moves the row to another bucket, "
+                               "which Picodata does not do in an UPDATE."),
+                     errhint("DELETE the row and INSERT it with the new key.")));
+        }
+    }
+}
+
+List *insert_target_attrs(Relation rel) {
+    TupleDesc desc = RelationGetDescr(rel);
+    List *attrs = NIL;
+    for (int i = 1; i <= desc->natts; i++) {
+        Form_pg_attribute attr = TupleDescAttr(desc, i - 1);
+        // bucket_id is computed by Picodata and cannot be inserted.
+        if (attr->attisdropped || attr->attgenerated ||
+            strcmp(NameStr(attr->attname), "bucket_id") == 0)
+            continue;
+        attrs = lappend_int(attrs, i);
+    }
+    return attrs;
+}
+
+List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int) {
+    RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+    TableInfo *table = get_table_info(rte->relid);
+    CmdType op = plan->operation;
+    if (op == CMD_UPDATE) {
+        List *tlist = NIL, *attrs = NIL;
+        get_translated_update_targetlist(root, resultRelation, &tlist, &attrs);
+        refuse_key_update(table, attrs);
+    }
+    if (op == CMD_UPDATE || op == CMD_DELETE)
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("picoroute: this %s on foreign table \"%s\" cannot run as one remote "
+                        "statement",
+                        op == CMD_UPDATE ? "UPDATE" : "DELETE", get_rel_name(rte->relid)),
+                 errdetail("Picodata rows have no identity that a row-by-row %s could use: the "
+                           "WHERE clause and SET expressions must all be sent to Picodata, and "
+                           "RETURNING, joins and local functions are not supported.",
+                           op == CMD_UPDATE ? "UPDATE" : "DELETE"),
+                 errhint("Use columns, constants, parameters, comparisons, IN, IS NULL, LIKE "
+                         "and AND/OR/NOT only, or run the statement with picoroute_exec.")));
+    if (plan->returningLists != NIL)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("picoroute: INSERT ... RETURNING is not supported on foreign table "
+                               "\"%s\"",
+                               get_rel_name(rte->relid))));
+    if (plan->onConflictAction != ONCONFLICT_NONE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("picoroute: INSERT ... ON CONFLICT is not supported on foreign "
+                               "table \"%s\"",
+                               get_rel_name(rte->relid))));
+    Relation rel = table_open(rte->relid, NoLock);
+    List *attrs = insert_target_attrs(rel);
+    table_close(rel, NoLock);
+    return list_make1(attrs);
+}
+
+void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
+                            int eflags) {
+    if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+        return;
+    Relation rel = rinfo->ri_RelationDesc;
+    InsertState *s = static_cast<InsertState *>(palloc0(sizeof(InsertState)));
+    s->rel = rel;
+    s->table = get_table_info(RelationGetRelid(rel));
+    s->target_attrs = static_cast<List *>(linitial(fdw_private));
+    s->nattrs = list_length(s->target_attrs);
+    s->out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (s->nattrs + 1)));
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, s->target_attrs) {
+        Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), lfirst_int(lc) - 1);
+        Oid out;
+        bool varlena;
+        getTypeOutputInfo(attr->atttypid, &out, &varlena);
+        fmgr_info(out, &s->out[i++]);
+    }
+    s->key_positions = static_cast<int *>(palloc0(sizeof(int) * (s->table->nkeys + 1)));
+    s->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (s->table->nkeys + 1)));
+    for (int k = 0; k < s->table->nkeys; k++) {
+        s->key_positions[k] = -1;
+        int pos = 0;
+        foreach (lc, s->target_attrs) {
+            if (lfirst_int(lc) == s->table->key_attnums[k])
+                s->key_positions[k] = pos;
+            pos++;
+        }
+        s->key_types[k] = get_atttype(s->table->relid, s->table->key_attnums[k]);
+    }
+    s->batch_size = s->table->batch_size;
+    s->row_cxt = AllocSetContextCreate(mtstate->ps.state->es_query_cxt, "picoroute insert",
+                                       ALLOCSET_DEFAULT_SIZES);
+    rinfo->ri_FdwState = s;
+}
+
+// Sends the rows (text values, nattrs per row) to the owners of their buckets.
+void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool *key_nulls,
+               Oid userid) {
+    TableInfo *t = s->table;
+    guarded([&] {
+        MapRef map = current_map();
+        const SnapshotView &view = *map.view;
+        int32_t tier = tier_or_error(view, map.generation, t->tier);
+        uint32_t count = view.tier(tier).bucket_count;
+        bool routed = !t->global && t->nkeys > 0 && count > 0;
+        for (int k = 0; routed && k < t->nkeys; k++)
+            if (s->key_positions[k] < 0)
+                routed = false;
+        // target address -> rows; unknown buckets and unrouted rows go to one coordinator.
+        std::map<std::string, std::pair<Target, std::vector<int>>> groups;
+        Target coordinator;
+        bool have_coordinator = false;
+        for (int r = 0; r < nrows; r++) {
+            Target target;
+            bool found = false;
+            uint32_t bucket = 0;
+            if (routed) {
+                KeyEncoder encoder;
+                for (int k = 0; k < t->nkeys; k++)
+                    add_key_value(encoder, s->key_types[k], keys[r * t->nkeys + k],
+                                  key_nulls[r * t->nkeys + k]);
+                bucket = bucket_id_for_bytes(encoder.bytes(), count);
+                found = bucket_target(view, tier, bucket, ReadPref::Leader, &target);
+            }
+            if (!found) {
+                if (!have_coordinator) {
+                    coordinator = coordinator_target(view);
+                    have_coordinator = true;
+                }
+                target = coordinator;
+            }
+            auto [it, inserted] =
+                groups.emplace(target.address, std::make_pair(target, std::vector<int>()));
+            it->second.second.push_back(r);
+            if (routed)
+                it->second.first.buckets.push_back(bucket);
+        }
+        std::vector<Job> jobs;
+        jobs.reserve(groups.size());
+        for (auto &[address, group] : groups) {
+            Job job;
+            job.target = group.first;
+            std::sort(job.target.buckets.begin(), job.target.buckets.end());
+            job.target.buckets.erase(
+                std::unique(job.target.buckets.begin(), job.target.buckets.end()),
+                job.target.buckets.end());
+            char *sql = nullptr;
+            int n = static_cast<int>(group.second.size());
+            pg_call([&] {
+                StringInfoData buf;
+                initStringInfo(&buf);
+                deparse_insert(&buf, s->rel, t, s->target_attrs, n);
+                sql = buf.data;
+            });
+            job.sql = sql;
+            for (int r : group.second)
+                for (int c = 0; c < s->nattrs; c++)
+                    job.values.push_back(values[r * s->nattrs + c]);
+            jobs.push_back(std::move(job));
+        }
+        run_jobs(jobs, conn_params_for(t->serverid, userid), tier, ReadPref::Leader, Retry::Write);
+    });
+}
+
+TupleTableSlot **insert_slots(ResultRelInfo *rinfo, TupleTableSlot **slots, int nslots) {
+    InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
+    MemoryContext old = MemoryContextSwitchTo(s->row_cxt);
+    const char **values =
+        static_cast<const char **>(palloc0(sizeof(char *) * (nslots * s->nattrs + 1)));
+    int nkeys = s->table->nkeys;
+    Datum *keys = static_cast<Datum *>(palloc0(sizeof(Datum) * (nslots * nkeys + 1)));
+    bool *key_nulls = static_cast<bool *>(palloc0(sizeof(bool) * (nslots * nkeys + 1)));
+    for (int r = 0; r < nslots; r++) {
+        int c = 0;
+        ListCell *lc;
+        foreach (lc, s->target_attrs) {
+            bool isnull = false;
+            Datum value = slot_getattr(slots[r], lfirst_int(lc), &isnull);
+            values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+            c++;
+        }
+        for (int k = 0; k < nkeys; k++) {
+            if (s->key_positions[k] < 0)
+                continue;
+            keys[r * nkeys + k] =
+                slot_getattr(slots[r], s->table->key_attnums[k], &key_nulls[r * nkeys + k]);
+        }
+    }
+    MemoryContextSwitchTo(old);
+    send_rows(s, nslots, values, keys, key_nulls, GetUserId());
+    MemoryContextReset(s->row_cxt);
+    return slots;
+}
+
+TupleTableSlot *picoExecForeignInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                      TupleTableSlot *) {
+    TupleTableSlot *slots[1] = {slot};
+    insert_slots(rinfo, slots, 1);
+    return slot;
+}
+
+TupleTableSlot **picoExecForeignBatchInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot **slots,
+                                            TupleTableSlot **, int *numSlots) {
+    return insert_slots(rinfo, slots, *numSlots);
+}
+
+int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
+    InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
+    if (rinfo->ri_projectReturning != nullptr ||
+        (rinfo->ri_TrigDesc &&
+         (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
+        return 1;
+    TableInfo *table = s ? s->table : get_table_info(RelationGetRelid(rinfo->ri_RelationDesc));
+    int batch = table->batch_size;
+    int nattrs = s ? s->nattrs : RelationGetDescr(rinfo->ri_RelationDesc)->natts;
+    if (nattrs > 0)
+        batch = Min(batch, 65535 / nattrs);
+    return Max(batch, 1);
+}
+
+void picoEndForeignModify(EState *, ResultRelInfo *) {}
+
+// Never called: UPDATE and DELETE either run as direct modifications or are refused at planning
+// (picoPlanForeignModify). The executor only checks that the callbacks exist.
+TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *,
+                                         TupleTableSlot *) {
+    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                    errmsg("picoroute: row-by-row UPDATE or DELETE is not supported on foreign "
+                           "table \"%s\"",
+                           RelationGetRelationName(rinfo->ri_RelationDesc))));
+    return nullptr;
+}
+
+// ---- direct modification ------------------------------------------------------------------
+
+bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                          int subplan_index) {
+    CmdType op = plan->operation;
+    if (op != CMD_UPDATE && op != CMD_DELETE)
+        return false;
+    RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+    TableInfo *table = get_table_info(rte->relid);
+    List *processed_tlist = NIL, *target_attrs = NIL;
+    if (op == CMD_UPDATE) {
+        get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
+        refuse_key_update(table, target_attrs);
+    }
+    if (list_length(plan->resultRelations) > 1 || plan->returningLists != NIL)
+        return false;
+    Plan *subplan = outerPlan(plan);
+    if (subplan == nullptr || !IsA(subplan, ForeignScan))
+        return false;
+    ForeignScan *fscan = reinterpret_cast<ForeignScan *>(subplan);
+    if (!bms_is_member(resultRelation, fscan->fs_relids) || fscan->scan.plan.qual != NIL)
+        return false;
+    (void)subplan_index;
+    RelOptInfo *foreignrel = root->simple_rel_array[resultRelation];
+    RelInfo *info = static_cast<RelInfo *>(foreignrel->fdw_private);
+    List *target_exprs = NIL;
+    ListCell *lc, *la;
+    // The first entries of the processed tlist are the new values, one per target_attrs entry;
+    // junk entries (wholerow) follow.
+    forboth(lc, processed_tlist, la, target_attrs) {
+        TargetEntry *tle = lfirst_node(TargetEntry, lc);
+        if (!is_foreign_expr(root, foreignrel, tle->expr))
+            return false;
+        target_exprs = lappend(target_exprs, tle->expr);
+    }
+    Relation rel = table_open(rte->relid, NoLock);
+    StringInfoData sql;
+    initStringInfo(&sql);
+    List *params = NIL;
+    bool has_where = false;
+    if (op == CMD_UPDATE)
+        deparse_update(&sql, root, foreignrel, rel, table, target_attrs, target_exprs,
+                       info->remote_conds, &params, &has_where);
+    else
+        deparse_delete(&sql, root, foreignrel, rel, table, info->remote_conds, &params, &has_where);
+    table_close(rel, NoLock);
+    List *clauses = NIL;
+    foreach (lc, info->remote_conds)
+        clauses = lappend(clauses, lfirst_node(RestrictInfo, lc)->clause);
+    List *key_exprs = NIL;
+    List *key_kinds = analyze_key_clauses(table, resultRelation, clauses, &key_exprs);
+    fscan->operation = op;
+    fscan->resultRelation = resultRelation;
+    fscan->fdw_exprs = list_concat(list_copy(params), key_exprs);
+    List *priv = list_make5(makeString(sql.data), NIL, makeInteger(list_length(params)), key_kinds,
+                            makeBoolean(has_where));
+    fscan->fdw_private = lappend(priv, makeBoolean(plan->canSetTag));
+    fscan->scan.plan.async_capable = false;
+    return true;
+}
+
+void picoBeginDirectModify(ForeignScanState *node, int) {
+    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
+    EState *estate = node->ss.ps.state;
+    Relation rel = node->ss.ss_currentRelation;
+    if (plan->scan.scanrelid == 0)
+        rel = ExecOpenScanRelation(estate, node->resultRelInfo->ri_RangeTableIndex, 0);
+    TableInfo *table = get_table_info(RelationGetRelid(rel));
+    List *priv = plan->fdw_private;
+    DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
+    ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
+                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
+                                   intVal(list_nth(priv, PRIV_NPARAMS)),
+                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
+    ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
+    node->fdw_state = ds;
+}
+
+TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
+    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
+    EState *estate = node->ss.ps.state;
+    if (!ds->executed) {
+        execute_routed(ds->st, node->ss.ps.ps_ExprContext);
+        ds->executed = true;
+        uint64 total = 0;
+        for (int i = 0; i < ds->st->nresults; i++) {
+            const char *n = PQcmdTuples(ds->st->results[i]);
+            if (n != nullptr && n[0] != '\0')
+                total += strtoull(n, nullptr, 10);
+        }
+        release_results(ds->st);
+        ds->processed = total;
+        if (ds->set_processed)
+            estate->es_processed += total;
+        if (node->ss.ps.instrument)
+            node->ss.ps.instrument->tuplecount += total;
+    }
+    return ExecClearTuple(node->ss.ss_ScanTupleSlot);
+}
+
+void picoEndDirectModify(ForeignScanState *node) {
+    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
+    if (ds != nullptr)
+        release_results(ds->st);
+}
+
+void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
+    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
+    ExplainPropertyText("Remote SQL", ds->st->sql, es);
+    const char *routing = ds->st->routing;
+    if (routing == nullptr) {
+        routing = explain_routing(ds->st, node->ss.ps.ps_ExprContext,
+                                  routing_params_unknown(ds->st, node->ss.ps.ps_ExprContext));
+    }
+    ExplainPropertyText("Routing", routing, es);
+}
+
+}  // namespace
+
+namespace picoroute::pg::fdw {
+
+void install_modify_callbacks(FdwRoutine *routine) {
+    routine->PlanForeignModify = picoPlanForeignModify;
+    routine->BeginForeignModify = picoBeginForeignModify;
+    routine->ExecForeignInsert = picoExecForeignInsert;
+    routine->ExecForeignBatchInsert = picoExecForeignBatchInsert;
+    routine->GetForeignModifyBatchSize = picoGetForeignModifyBatchSize;
+    routine->EndForeignModify = picoEndForeignModify;
+    routine->ExecForeignUpdate = picoExecForeignRowChange;
+    routine->ExecForeignDelete = picoExecForeignRowChange;
+    routine->PlanDirectModify = picoPlanDirectModify;
+    routine->BeginDirectModify = picoBeginDirectModify;
+    routine->IterateDirectModify = picoIterateDirectModify;
+    routine->EndDirectModify = picoEndDirectModify;
+    routine->ExplainDirectModify = picoExplainDirectModify;
+}
+
+}  // namespace picoroute::pg::fdw

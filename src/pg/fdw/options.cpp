@@ -1,0 +1,253 @@
+// Options of the picoroute foreign data wrapper: validation and resolution.
+//
+//   server:        tier (default 'default'), scatter (coordinator | masters),
+//                  read_preference (leader | replica | any), dbname, sslmode, batch_size
+//   user mapping:  user, password (a non-superuser must give a password)
+//   foreign table: table_name, sharding_key ('a, b': columns in hashing order),
+//                  distribution (sharded | global), batch_size
+//
+// Host and port never come from options: they come from the topology map.
+extern "C" {
+#include "postgres.h"
+
+#include "access/reloptions.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/varlena.h"
+
+PG_FUNCTION_INFO_V1(picoroute_fdw_validator);
+}
+
+#include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
+
+#include <cstring>
+
+using namespace picoroute::pg;
+using namespace picoroute::pg::fdw;
+
+namespace {
+
+struct OptionDef {
+    const char *name;
+    Oid context;
+};
+
+const OptionDef kOptions[] = {
+    {"tier", ForeignServerRelationId},
+    {"scatter", ForeignServerRelationId},
+    {"read_preference", ForeignServerRelationId},
+    {"dbname", ForeignServerRelationId},
+    {"sslmode", ForeignServerRelationId},
+    {"batch_size", ForeignServerRelationId},
+    {"user", UserMappingRelationId},
+    {"password", UserMappingRelationId},
+    {"table_name", ForeignTableRelationId},
+    {"sharding_key", ForeignTableRelationId},
+    {"distribution", ForeignTableRelationId},
+    {"batch_size", ForeignTableRelationId},
+};
+
+bool valid_option(const char *name, Oid context) {
+    for (const OptionDef &def : kOptions)
+        if (def.context == context && strcmp(def.name, name) == 0)
+            return true;
+    return false;
+}
+
+void check_enum(DefElem *def, const char *const *allowed) {
+    const char *value = defGetString(def);
+    for (const char *const *a = allowed; *a; a++)
+        if (strcmp(value, *a) == 0)
+            return;
+    StringInfoData list;
+    initStringInfo(&list);
+    for (const char *const *a = allowed; *a; a++)
+        appendStringInfo(&list, "%s%s", a == allowed ? "" : ", ", *a);
+    ereport(ERROR,
+            (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+             errmsg("picoroute: invalid value for option \"%s\": \"%s\"", def->defname, value),
+             errhint("Valid values: %s.", list.data)));
+}
+
+// Splits "a, b" into a List of String names (identifiers may be double-quoted).
+List *split_key(const char *value, const char *option) {
+    char *copy = pstrdup(value);
+    List *names = NIL;
+    if (!SplitIdentifierString(copy, ',', &names) || names == NIL)
+        ereport(ERROR, (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+                        errmsg("picoroute: invalid value for option \"%s\": \"%s\"", option, value),
+                        errhint("List the sharding key columns in hashing order, separated by "
+                                "commas: sharding_key 'a, b'.")));
+    return names;
+}
+
+void validate(List *options, Oid catalog) {
+    static const char *const scatter_values[] = {"coordinator", "masters", nullptr};
+    static const char *const pref_values[] = {"leader", "replica", "any", nullptr};
+    static const char *const dist_values[] = {"sharded", "global", nullptr};
+    bool has_key = false, is_global = false;
+    ListCell *lc;
+    foreach (lc, options) {
+        DefElem *def = lfirst_node(DefElem, lc);
+        if (!valid_option(def->defname, catalog)) {
+            StringInfoData names;
+            initStringInfo(&names);
+            for (const OptionDef &d : kOptions)
+                if (d.context == catalog)
+                    appendStringInfo(&names, "%s%s", names.len ? ", " : "", d.name);
+            ereport(ERROR,
+                    (errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+                     errmsg("picoroute: invalid option \"%s\"", def->defname),
+                     names.len ? errhint("Valid options in this context: %s.", names.data)
+                               : errhint("There are no valid options in this context."),
+                     (catalog == ForeignServerRelationId &&
+                      (strcmp(def->defname, "host") == 0 || strcmp(def->defname, "port") == 0))
+                         ? errdetail("Instance addresses come from the topology map "
+                                     "(picoroute.conninfo), not from server options.")
+                         : 0));
+        }
+        if (strcmp(def->defname, "scatter") == 0)
+            check_enum(def, scatter_values);
+        else if (strcmp(def->defname, "read_preference") == 0)
+            check_enum(def, pref_values);
+        else if (strcmp(def->defname, "distribution") == 0) {
+            check_enum(def, dist_values);
+            is_global = strcmp(defGetString(def), "global") == 0;
+        } else if (strcmp(def->defname, "sharding_key") == 0) {
+            (void)split_key(defGetString(def), def->defname);
+            has_key = true;
+        } else if (strcmp(def->defname, "batch_size") == 0) {
+            int value = 0;
+            if (!parse_int(defGetString(def), &value, 0, nullptr) || value < 1 || value > 10000)
+                ereport(ERROR, (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+                                errmsg("picoroute: batch_size must be an integer from 1 to 10000, "
+                                       "not \"%s\"",
+                                       defGetString(def))));
+        } else if (strcmp(def->defname, "tier") == 0 && defGetString(def)[0] == '\0') {
+            ereport(ERROR, (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+                            errmsg("picoroute: option \"tier\" cannot be empty")));
+        }
+    }
+    if (has_key && is_global)
+        ereport(ERROR, (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+                        errmsg("picoroute: a global table has no sharding key"),
+                        errhint("Drop option sharding_key or use distribution 'sharded'.")));
+}
+
+const char *option_value(List *options, const char *name) {
+    ListCell *lc;
+    foreach (lc, options) {
+        DefElem *def = lfirst_node(DefElem, lc);
+        if (strcmp(def->defname, name) == 0)
+            return defGetString(def);
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+extern "C" Datum picoroute_fdw_validator(PG_FUNCTION_ARGS) {
+    List *options = untransformRelOptions(PG_GETARG_DATUM(0));
+    Oid catalog = PG_GETARG_OID(1);
+    validate(options, catalog);
+    PG_RETURN_VOID();
+}
+
+namespace picoroute::pg::fdw {
+
+TableInfo *get_table_info(Oid relid) {
+    ForeignTable *ft = GetForeignTable(relid);
+    ForeignServer *server = GetForeignServer(ft->serverid);
+    TableInfo *t = static_cast<TableInfo *>(palloc0(sizeof(TableInfo)));
+    t->relid = relid;
+    t->serverid = server->serverid;
+    t->server_name = pstrdup(server->servername);
+    const char *tier = option_value(server->options, "tier");
+    t->tier = pstrdup(tier ? tier : "default");
+    const char *scatter = option_value(server->options, "scatter");
+    t->scatter = static_cast<int>(
+        scatter && strcmp(scatter, "masters") == 0 ? Scatter::Masters : Scatter::Coordinator);
+    t->read_pref =
+        static_cast<int>(parse_read_pref(option_value(server->options, "read_preference")));
+    const char *table_name = option_value(ft->options, "table_name");
+    t->remote_table = pstrdup(table_name ? table_name : get_rel_name(relid));
+    const char *distribution = option_value(ft->options, "distribution");
+    t->global = distribution && strcmp(distribution, "global") == 0;
+    t->batch_size = 100;
+    const char *batch = option_value(server->options, "batch_size");
+    const char *table_batch = option_value(ft->options, "batch_size");
+    if (table_batch)
+        batch = table_batch;
+    if (batch)
+        (void)parse_int(batch, &t->batch_size, 0, nullptr);
+    const char *key = option_value(ft->options, "sharding_key");
+    if (key && !t->global) {
+        List *names = split_key(key, "sharding_key");
+        t->nkeys = list_length(names);
+        t->key_attnums = static_cast<AttrNumber *>(palloc(sizeof(AttrNumber) * t->nkeys));
+        int i = 0;
+        ListCell *lc;
+        foreach (lc, names) {
+            const char *name = static_cast<const char *>(lfirst(lc));
+            AttrNumber attnum = get_attnum(relid, name);
+            if (attnum == InvalidAttrNumber)
+                ereport(ERROR,
+                        (errcode(ERRCODE_UNDEFINED_COLUMN),
+                         errmsg("picoroute: sharding key column \"%s\" is not a column of foreign "
+                                "table \"%s\"",
+                                name, get_rel_name(relid)),
+                         errhint("Fix the table option sharding_key.")));
+            t->key_attnums[i++] = attnum;
+        }
+    }
+    return t;
+}
+
+ConnParams conn_params_for(Oid serverid, Oid userid) {
+    ForeignServer *server = nullptr;
+    UserMapping *um = nullptr;
+    bool superuser = false;
+    pg_call([&] {
+        server = GetForeignServer(serverid);
+        um = GetUserMapping(userid, serverid);
+        superuser = superuser_arg(userid);
+    });
+    ConnParams params;
+    params.umid = um->umid;
+    params.userid = userid;
+    params.server_name = server->servername;
+    bool has_password = false;
+    ListCell *lc;
+    foreach (lc, server->options) {
+        DefElem *def = lfirst_node(DefElem, lc);
+        if (strcmp(def->defname, "dbname") == 0 || strcmp(def->defname, "sslmode") == 0)
+            params.options.emplace_back(def->defname, strVal(def->arg));
+    }
+    foreach (lc, um->options) {
+        DefElem *def = lfirst_node(DefElem, lc);
+        if (strcmp(def->defname, "user") == 0 || strcmp(def->defname, "password") == 0)
+            params.options.emplace_back(def->defname, strVal(def->arg));
+        if (strcmp(def->defname, "password") == 0 && strVal(def->arg)[0] != '\0')
+            has_password = true;
+    }
+    if (!superuser && !has_password)
+        throw SqlError(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+                       "picoroute: password is required",
+                       "Non-superusers must provide a password in the user mapping (server \"" +
+                           params.server_name + "\").",
+                       "ALTER USER MAPPING FOR CURRENT_USER SERVER " + params.server_name +
+                           " OPTIONS (ADD password '...');");
+    params.require_password = !superuser;
+    return params;
+}
+
+}  // namespace picoroute::pg::fdw

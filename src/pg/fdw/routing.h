@@ -1,0 +1,94 @@
+// The routing decision: which instance runs a remote statement, and running a set of statements
+// on their instances with the failure rules of picoroute.
+//
+// - A bucket goes to the master of the replicaset that owns it (or, for reads, to a replica or any
+//   member per read_preference). A bucket the map does not know goes to a coordinator: any online
+//   instance (masters first), which Picodata lets run any statement.
+// - Unreachable instance: the worker is woken and, for a read or for a statement that was never
+//   sent, the map is refreshed (bounded wait) and the statement runs once more on the new owner or
+//   on a coordinator. A write that may have reached the server is never sent again.
+// - Scatter over all masters never returns a partial answer: any failure fails the whole call.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+}
+
+#include "core/bucket_hash.h"
+#include "core/snapshot.h"
+#include "pg/fdw/connection.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace picoroute::pg::fdw {
+
+enum class ReadPref { Leader, Replica, Any };
+ReadPref parse_read_pref(const char *value);  // defaults to Leader for nullptr
+const char *read_pref_name(ReadPref pref);
+
+enum class Role { Master, Replica, Coordinator };
+
+struct Target {
+    std::string address;
+    std::string replicaset;  // uuid; "" for a coordinator
+    std::string instance;    // name (or uuid when the name is unknown)
+    Role role = Role::Coordinator;
+    std::vector<uint32_t> buckets;  // the buckets this target answers for; empty: no bucket filter
+    // For a master of a 'masters' scatter: the bucket ranges its replicaset owns, so that every
+    // row is read once even where an instance would answer for the whole cluster.
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+};
+
+std::string describe(const Target &target);
+
+// The instance that should run a statement on `bucket`, or false when the map does not know the
+// bucket's owner or its (online) master.
+bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, ReadPref pref,
+                   Target *out);
+// Any online instance, masters first, skipping `exclude`. Throws when there is none.
+Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude = {});
+// The master of every replicaset of the tier, with the bucket ranges it owns. Throws, naming the
+// replicaset, when one has no online master with an address, or when the map does not cover every
+// bucket of the tier (a scatter over masters must not miss rows).
+std::vector<Target> master_targets(const SnapshotView &view, int32_t tier);
+// Groups buckets by the instance that runs them (buckets the map does not know go to one
+// coordinator). Targets come out in address order; buckets sorted.
+std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
+                                  const std::set<uint32_t> &buckets, ReadPref pref);
+
+// The tier of `name`, with a clear error when the map does not know it.
+int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::string &name);
+
+// `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)", or to
+// its ranges: "(bucket_id BETWEEN a AND b OR ...)".
+std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target);
+
+enum class Retry {
+    Read,   // retried once on a connection failure
+    Write,  // retried once only when it was never sent
+    Never   // scatter over masters: any failure is final
+};
+
+struct Job {
+    Target target;
+    std::string sql;
+    std::vector<const char *> values;  // text parameters, nullptr = NULL
+    ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
+};
+
+// Sends every job, then collects every answer (parallel across instances). A remote error is
+// raised with its SQLSTATE and the instance's name; unreachable instances follow `retry`.
+// `tier` and `pref` are used to re-route after a refresh.
+void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
+              Retry retry);
+
+// Key hashing of PostgreSQL values as Picodata hashes them (facts, section 3).
+enum class HashClass { None, Int, Text, Bool, Double, Decimal, Uuid, Datetime };
+HashClass hash_class(Oid type);
+// Appends a value (NULL allowed) of `type` to the key. Runs PostgreSQL calls through pg_call.
+void add_key_value(KeyEncoder &key, Oid type, Datum value, bool isnull);
+
+}  // namespace picoroute::pg::fdw

@@ -1,0 +1,645 @@
+// The picoroute foreign data wrapper: handler, scan planning and execution, EXPLAIN, and the
+// routed execution shared with direct modifications.
+//
+// A scan sends one statement per target instance: the pushed-down WHERE clause plus, when the
+// clauses fix every sharding-key column, "bucket_id = N" / "bucket_id IN (...)" as a literal. The
+// bucket is computed at execution time from constants and parameter values (so a prepared
+// statement follows the map of the moment it runs). Without a fixed key the statement goes to one
+// coordinator, or to every master of the tier in parallel (scatter 'masters').
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/sysattr.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(picoroute_fdw_handler);
+}
+
+#include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
+#include "pg/map_store.h"
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace picoroute;
+using namespace picoroute::pg;
+using namespace picoroute::pg::fdw;
+
+namespace {
+
+// Executor-side state of a scan.
+struct ScanState {
+    RoutedStatement *st;
+    AttInMetadata *attinmeta;
+    List *retrieved_attrs;
+    bool executed;
+    int cur_result;
+    int cur_row;
+    char **values;
+    MemoryContext tuple_cxt;
+};
+
+// Evaluated sharding-key values of one execution.
+struct KeyValues {
+    int n;
+    Datum *values;
+    bool *nulls;
+    Oid type;
+};
+
+Node *strip_relabel(Node *node) {
+    while (node != nullptr && IsA(node, RelabelType))
+        node = reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(node)->arg);
+    return node;
+}
+
+bool is_key_var(Node *node, Index relid, AttrNumber attnum) {
+    node = strip_relabel(node);
+    if (node == nullptr || !IsA(node, Var))
+        return false;
+    Var *var = reinterpret_cast<Var *>(node);
+    return static_cast<Index>(var->varno) == relid && var->varlevelsup == 0 &&
+           var->varattno == attnum;
+}
+
+bool is_value(Node *node) {
+    node = strip_relabel(node);
+    return node != nullptr && (IsA(node, Const) || IsA(node, Param));
+}
+
+bool is_equality(Oid opno) {
+    if (opno >= FirstGenbkiObjectId)
+        return false;
+    char *name = get_opname(opno);
+    return name != nullptr && strcmp(name, "=") == 0;
+}
+
+Oid array_element_type(Node *array) {
+    if (IsA(array, Const))
+        return get_element_type(reinterpret_cast<Const *>(array)->consttype);
+    if (IsA(array, ArrayExpr))
+        return reinterpret_cast<ArrayExpr *>(array)->element_typeid;
+    if (IsA(array, Param))
+        return get_element_type(reinterpret_cast<Param *>(array)->paramtype);
+    return InvalidOid;
+}
+
+bool array_of_values(Node *array) {
+    if (IsA(array, Const) || IsA(array, Param))
+        return true;
+    if (!IsA(array, ArrayExpr) || reinterpret_cast<ArrayExpr *>(array)->multidims)
+        return false;
+    ListCell *lc;
+    foreach (lc, reinterpret_cast<ArrayExpr *>(array)->elements)
+        if (!is_value(static_cast<Node *>(lfirst(lc))))
+            return false;
+    return true;
+}
+
+bool contains_param_walker(Node *node, void *) {
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Param))
+        return true;
+    return expression_tree_walker(
+        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void *>(contains_param_walker)),
+        nullptr);
+}
+
+void cleanup_results(void *arg) {
+    release_results(static_cast<RoutedStatement *>(arg));
+}
+
+// Evaluates the key expressions (plain: may ereport).
+KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
+    if (st->key_kinds == NIL)
+        return nullptr;
+    int nkeys = list_length(st->key_kinds);
+    KeyValues *keys = static_cast<KeyValues *>(palloc0(sizeof(KeyValues) * nkeys));
+    ListCell *expr_cell = list_head(st->key_states);
+    for (int i = 0; i < nkeys; i++) {
+        int kind = list_nth_int(st->key_kinds, i);
+        KeyValues *k = &keys[i];
+        if (kind == KEY_NULL) {
+            k->n = 1;
+            k->values = static_cast<Datum *>(palloc0(sizeof(Datum)));
+            k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
+            k->nulls[0] = true;
+            k->type = st->key_types[i];
+            continue;
+        }
+        ExprState *es = static_cast<ExprState *>(lfirst(expr_cell));
+        expr_cell = lnext(st->key_states, expr_cell);
+        bool isnull = false;
+        Datum value = ExecEvalExpr(es, econtext, &isnull);
+        Oid type = exprType(strip_relabel(reinterpret_cast<Node *>(es->expr)));
+        if (kind == KEY_SCALAR) {
+            k->n = 1;
+            k->values = static_cast<Datum *>(palloc(sizeof(Datum)));
+            k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
+            k->values[0] = value;
+            k->nulls[0] = isnull;
+            k->type = type;
+            continue;
+        }
+        k->type = get_element_type(type);
+        if (isnull) {
+            k->n = 0;  // = ANY(NULL): no row can match
+            continue;
+        }
+        ArrayType *array = DatumGetArrayTypeP(value);
+        int16 typlen;
+        bool typbyval;
+        char typalign;
+        get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+        deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &k->values,
+                          &k->nulls, &k->n);
+        k->type = ARR_ELEMTYPE(array);
+    }
+    return keys;
+}
+
+// Text values of the $n parameters (plain: may ereport).
+const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
+    const char **values = static_cast<const char **>(palloc0(sizeof(char *) * (st->nparams + 1)));
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, st->param_states) {
+        ExprState *es = static_cast<ExprState *>(lfirst(lc));
+        bool isnull = false;
+        Datum value = ExecEvalExpr(es, econtext, &isnull);
+        values[i] = isnull ? nullptr : OutputFunctionCall(&st->param_out[i], value);
+        i++;
+    }
+    return values;
+}
+
+constexpr size_t kMaxKeyCombinations = 4096;
+
+// The routing decision: targets, retry policy and a description (C++: inside guarded()).
+std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
+                                   Retry *retry, std::string *description) {
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    TableInfo *t = st->table;
+    int32_t tier = tier_or_error(view, map.generation, t->tier);
+    *tier_out = tier;
+    ReadPref pref = st->is_write ? ReadPref::Leader : static_cast<ReadPref>(t->read_pref);
+    *retry = st->is_write ? Retry::Write : Retry::Read;
+    if (t->global) {
+        Target c = coordinator_target(view);
+        *description = "global table: " + describe(c);
+        return {c};
+    }
+    if (keys != nullptr) {
+        int nkeys = list_length(st->key_kinds);
+        size_t combos = 1;
+        for (int i = 0; i < nkeys && combos <= kMaxKeyCombinations; i++)
+            combos *= static_cast<size_t>(keys[i].n);
+        uint32_t count = view.tier(tier).bucket_count;
+        if (combos == 0) {
+            *description = "no row can match the sharding key condition: nothing sent";
+            return {};
+        }
+        if (combos <= kMaxKeyCombinations && count > 0) {
+            std::set<uint32_t> buckets;
+            std::vector<int> index(nkeys, 0);
+            for (size_t c = 0; c < combos; c++) {
+                KeyEncoder encoder;
+                for (int i = 0; i < nkeys; i++)
+                    add_key_value(encoder, keys[i].type, keys[i].values[index[i]],
+                                  keys[i].nulls[index[i]]);
+                buckets.insert(bucket_id_for_bytes(encoder.bytes(), count));
+                for (int i = nkeys - 1; i >= 0; i--) {
+                    if (++index[i] < keys[i].n)
+                        break;
+                    index[i] = 0;
+                }
+            }
+            std::vector<Target> targets = group_buckets(view, tier, buckets, pref);
+            for (const Target &target : targets) {
+                if (!description->empty())
+                    *description += "; ";
+                *description += target.buckets.size() == 1 ? "bucket " : "buckets ";
+                for (size_t i = 0; i < target.buckets.size(); i++)
+                    *description += (i ? ", " : "") + std::to_string(target.buckets[i]);
+                *description += " -> " + describe(target);
+            }
+            return targets;
+        }
+    }
+    if (static_cast<Scatter>(t->scatter) == Scatter::Masters) {
+        std::vector<Target> masters = master_targets(view, tier);
+        *retry = Retry::Never;
+        *description = "scatter to the " + std::to_string(masters.size()) + " masters of tier \"" +
+                       std::string(t->tier) + "\":";
+        for (size_t i = 0; i < masters.size(); i++) {
+            *description += (i ? ", " : " ") + masters[i].address + " (buckets";
+            for (size_t r = 0; r < masters[i].ranges.size(); r++)
+                *description += (r ? ", " : " ") + std::to_string(masters[i].ranges[r].first) +
+                                "-" + std::to_string(masters[i].ranges[r].second);
+            *description += ")";
+        }
+        return masters;
+    }
+    Target c = coordinator_target(view);
+    *description = "scatter through coordinator " + c.address;
+    return {c};
+}
+
+void save_description(RoutedStatement *st, const std::string &description) {
+    MemoryContext cxt = GetMemoryChunkContext(st);
+    pg_call([&] { st->routing = MemoryContextStrdup(cxt, description.c_str()); });
+}
+
+// ---- planner callbacks --------------------------------------------------------------------
+
+void picoGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
+    RelInfo *info = static_cast<RelInfo *>(palloc0(sizeof(RelInfo)));
+    info->table = get_table_info(foreigntableid);
+    ListCell *lc;
+    foreach (lc, baserel->baserestrictinfo) {
+        RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+        if (is_foreign_expr(root, baserel, ri->clause))
+            info->remote_conds = lappend(info->remote_conds, ri);
+        else
+            info->local_conds = lappend(info->local_conds, ri);
+    }
+    pull_varattnos(reinterpret_cast<Node *>(baserel->reltarget->exprs), baserel->relid,
+                   &info->attrs_used);
+    foreach (lc, info->local_conds) {
+        RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+        pull_varattnos(reinterpret_cast<Node *>(ri->clause), baserel->relid, &info->attrs_used);
+    }
+    baserel->fdw_private = info;
+    Selectivity sel =
+        clauselist_selectivity(root, info->remote_conds, baserel->relid, JOIN_INNER, nullptr);
+    baserel->rows = clamp_row_est(1000 * sel);
+}
+
+void picoGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
+    Cost startup = 10;
+    Cost total = startup + baserel->rows * cpu_tuple_cost * 10;
+    add_path(baserel, reinterpret_cast<Path *>(create_foreignscan_path(
+                          root, baserel, nullptr, baserel->rows, startup, total, NIL,
+                          baserel->lateral_relids, nullptr, NIL)));
+}
+
+ForeignScan *picoGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid, ForeignPath *,
+                                List *tlist, List *scan_clauses, Plan *outer_plan) {
+    RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
+    List *remote_exprs = NIL, *local_exprs = NIL, *remote_conds = NIL;
+    ListCell *lc;
+    foreach (lc, scan_clauses) {
+        RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+        if (ri->pseudoconstant)
+            continue;
+        if (list_member_ptr(info->remote_conds, ri)) {
+            remote_conds = lappend(remote_conds, ri);
+            remote_exprs = lappend(remote_exprs, ri->clause);
+        } else if (list_member_ptr(info->local_conds, ri)) {
+            local_exprs = lappend(local_exprs, ri->clause);
+        } else if (is_foreign_expr(root, baserel, ri->clause)) {
+            remote_conds = lappend(remote_conds, ri);
+            remote_exprs = lappend(remote_exprs, ri->clause);
+        } else {
+            local_exprs = lappend(local_exprs, ri->clause);
+        }
+    }
+    RangeTblEntry *rte = planner_rt_fetch(baserel->relid, root);
+    Relation rel = table_open(rte->relid, NoLock);
+    StringInfoData sql;
+    initStringInfo(&sql);
+    List *retrieved = NIL, *params = NIL;
+    bool has_where = false;
+    deparse_select(&sql, root, baserel, rel, info->table, info->attrs_used, remote_conds,
+                   &retrieved, &params, &has_where);
+    table_close(rel, NoLock);
+
+    // Route by every clause, pushed down or not: the remote side returns the rows of the chosen
+    // buckets and local filters still apply.
+    List *all_clauses = list_concat(list_copy(remote_exprs), local_exprs);
+    List *key_exprs = NIL;
+    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, all_clauses, &key_exprs);
+    List *fdw_exprs = list_concat(list_copy(params), key_exprs);
+    List *fdw_private =
+        list_make5(makeString(sql.data), retrieved, makeInteger(list_length(params)), key_kinds,
+                   makeBoolean(has_where));
+    return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
+                            outer_plan);
+}
+
+// ---- executor callbacks -------------------------------------------------------------------
+
+void picoBeginForeignScan(ForeignScanState *node, int eflags) {
+    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
+    Relation rel = node->ss.ss_currentRelation;
+    TableInfo *table = get_table_info(RelationGetRelid(rel));
+    ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
+    List *priv = plan->fdw_private;
+    ss->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
+                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), false, plan->fdw_exprs,
+                                   intVal(list_nth(priv, PRIV_NPARAMS)),
+                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
+    EState *estate = node->ss.ps.state;
+    RangeTblEntry *rte = exec_rt_fetch(plan->scan.scanrelid, estate);
+    (void)rte;
+    ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
+    ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
+    ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));
+    ss->tuple_cxt =
+        AllocSetContextCreate(estate->es_query_cxt, "picoroute tuple", ALLOCSET_SMALL_SIZES);
+    node->fdw_state = ss;
+    (void)eflags;
+}
+
+TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
+    ScanState *ss = static_cast<ScanState *>(node->fdw_state);
+    TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+    if (!ss->executed) {
+        execute_routed(ss->st, node->ss.ps.ps_ExprContext);
+        ss->executed = true;
+        ss->cur_result = 0;
+        ss->cur_row = 0;
+        int expected = list_length(ss->retrieved_attrs);
+        for (int i = 0; i < ss->st->nresults; i++) {
+            PGresult *res = ss->st->results[i];
+            if (PQresultStatus(res) != PGRES_TUPLES_OK ||
+                (expected > 0 && PQnfields(res) != expected))
+                ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
+                                errmsg("picoroute: the remote query returned %d columns, "
+                                       "expected %d",
+                                       PQnfields(res), expected),
+                                errcontext("remote SQL: %s", ss->st->sql)));
+        }
+    }
+    RoutedStatement *st = ss->st;
+    while (ss->cur_result < st->nresults && ss->cur_row >= PQntuples(st->results[ss->cur_result])) {
+        ss->cur_result++;
+        ss->cur_row = 0;
+    }
+    if (ss->cur_result >= st->nresults)
+        return ExecClearTuple(slot);
+    PGresult *res = st->results[ss->cur_result];
+    int natts = RelationGetDescr(st->rel)->natts;
+    for (int i = 0; i < natts; i++)
+        ss->values[i] = nullptr;
+    int col = 0;
+    ListCell *lc;
+    foreach (lc, ss->retrieved_attrs) {
+        int attnum = lfirst_int(lc);
+        ss->values[attnum - 1] =
+            PQgetisnull(res, ss->cur_row, col) ? nullptr : PQgetvalue(res, ss->cur_row, col);
+        col++;
+    }
+    MemoryContextReset(ss->tuple_cxt);
+    MemoryContext old = MemoryContextSwitchTo(ss->tuple_cxt);
+    HeapTuple tuple = BuildTupleFromCStrings(ss->attinmeta, ss->values);
+    MemoryContextSwitchTo(old);
+    ExecStoreHeapTuple(tuple, slot, false);
+    ss->cur_row++;
+    return slot;
+}
+
+void picoReScanForeignScan(ForeignScanState *node) {
+    ScanState *ss = static_cast<ScanState *>(node->fdw_state);
+    if (node->ss.ps.chgParam != nullptr || !ss->executed) {
+        release_results(ss->st);
+        ss->executed = false;
+    }
+    ss->cur_result = 0;
+    ss->cur_row = 0;
+}
+
+void picoEndForeignScan(ForeignScanState *node) {
+    ScanState *ss = static_cast<ScanState *>(node->fdw_state);
+    if (ss != nullptr)
+        release_results(ss->st);
+}
+
+void picoExplainForeignScan(ForeignScanState *node, ExplainState *es) {
+    ScanState *ss = static_cast<ScanState *>(node->fdw_state);
+    ExplainPropertyText("Remote SQL", ss->st->sql, es);
+    const char *routing = ss->st->routing;
+    if (routing == nullptr) {
+        routing = explain_routing(ss->st, node->ss.ps.ps_ExprContext,
+                                  routing_params_unknown(ss->st, node->ss.ps.ps_ExprContext));
+    }
+    ExplainPropertyText("Routing", routing, es);
+}
+
+}  // namespace
+
+namespace picoroute::pg::fdw {
+
+List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs) {
+    *key_exprs = NIL;
+    if (table->global || table->nkeys == 0)
+        return NIL;
+    List *kinds = NIL, *exprs = NIL;
+    for (int k = 0; k < table->nkeys; k++) {
+        AttrNumber attnum = table->key_attnums[k];
+        HashClass column_class = hash_class(get_atttype(table->relid, attnum));
+        if (column_class == HashClass::None)
+            return NIL;
+        bool found = false;
+        ListCell *lc;
+        foreach (lc, conds) {
+            Node *cond = static_cast<Node *>(lfirst(lc));
+            if (IsA(cond, RestrictInfo))
+                cond = reinterpret_cast<Node *>(reinterpret_cast<RestrictInfo *>(cond)->clause);
+            if (IsA(cond, OpExpr)) {
+                OpExpr *op = reinterpret_cast<OpExpr *>(cond);
+                if (list_length(op->args) != 2 || !is_equality(op->opno))
+                    continue;
+                Node *l = static_cast<Node *>(linitial(op->args));
+                Node *r = static_cast<Node *>(lsecond(op->args));
+                Node *value = nullptr;
+                if (is_key_var(l, relid, attnum) && is_value(r))
+                    value = r;
+                else if (is_key_var(r, relid, attnum) && is_value(l))
+                    value = l;
+                if (value == nullptr || hash_class(exprType(strip_relabel(value))) != column_class)
+                    continue;
+                kinds = lappend_int(kinds, KEY_SCALAR);
+                exprs = lappend(exprs, strip_relabel(value));
+                found = true;
+            } else if (IsA(cond, ScalarArrayOpExpr)) {
+                ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(cond);
+                if (!sa->useOr || !is_equality(sa->opno))
+                    continue;
+                Node *array = static_cast<Node *>(lsecond(sa->args));
+                if (!is_key_var(static_cast<Node *>(linitial(sa->args)), relid, attnum) ||
+                    !array_of_values(array) ||
+                    hash_class(array_element_type(array)) != column_class)
+                    continue;
+                kinds = lappend_int(kinds, KEY_ARRAY);
+                exprs = lappend(exprs, array);
+                found = true;
+            } else if (IsA(cond, NullTest)) {
+                NullTest *nt = reinterpret_cast<NullTest *>(cond);
+                if (nt->nulltesttype != IS_NULL ||
+                    !is_key_var(reinterpret_cast<Node *>(nt->arg), relid, attnum))
+                    continue;
+                kinds = lappend_int(kinds, KEY_NULL);
+                found = true;
+            }
+            if (found)
+                break;
+        }
+        if (!found)
+            return NIL;
+    }
+    *key_exprs = exprs;
+    return kinds;
+}
+
+RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
+                                       bool has_where, bool is_write, List *fdw_exprs, int nparams,
+                                       List *key_kinds) {
+    EState *estate = ps->state;
+    MemoryContext cxt =
+        AllocSetContextCreate(estate->es_query_cxt, "picoroute statement", ALLOCSET_SMALL_SIZES);
+    RoutedStatement *st =
+        static_cast<RoutedStatement *>(MemoryContextAllocZero(cxt, sizeof(RoutedStatement)));
+    st->table = table;
+    st->rel = rel;
+    st->sql = sql;
+    st->has_where = has_where;
+    st->is_write = is_write;
+    st->nparams = nparams;
+    st->key_kinds = key_kinds;
+    List *param_exprs = list_copy_head(fdw_exprs, nparams);
+    List *key_exprs = list_copy_tail(fdw_exprs, nparams);
+    st->param_states = ExecInitExprList(param_exprs, ps);
+    st->key_states = ExecInitExprList(key_exprs, ps);
+    st->param_out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, param_exprs) {
+        Oid out;
+        bool varlena;
+        getTypeOutputInfo(exprType(static_cast<Node *>(lfirst(lc))), &out, &varlena);
+        fmgr_info(out, &st->param_out[i++]);
+    }
+    int nkeys = list_length(key_kinds);
+    st->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
+    for (int k = 0; k < nkeys && k < table->nkeys; k++)
+        st->key_types[k] = get_atttype(table->relid, table->key_attnums[k]);
+    st->cleanup.func = cleanup_results;
+    st->cleanup.arg = st;
+    MemoryContextRegisterResetCallback(cxt, &st->cleanup);
+    return st;
+}
+
+void release_results(RoutedStatement *st) {
+    for (int i = 0; i < st->nresults; i++) {
+        if (st->results[i] != nullptr)
+            PQclear(st->results[i]);
+        st->results[i] = nullptr;
+    }
+    st->nresults = 0;
+}
+
+void execute_routed(RoutedStatement *st, ExprContext *econtext) {
+    release_results(st);
+    const char **values = evaluate_params(st, econtext);
+    KeyValues *keys = evaluate_keys(st, econtext);
+    Oid userid = GetUserId();
+    guarded([&] {
+        int32_t tier = kNone;
+        Retry retry = Retry::Read;
+        std::string description;
+        std::vector<Target> targets = decide_targets(st, keys, &tier, &retry, &description);
+        save_description(st, description);
+        if (targets.empty())
+            return;
+        std::vector<Job> jobs(targets.size());
+        for (size_t i = 0; i < targets.size(); i++) {
+            jobs[i].target = targets[i];
+            jobs[i].sql = with_bucket_filter(st->sql, st->has_where, targets[i]);
+            jobs[i].values.assign(values, values + st->nparams);
+        }
+        ReadPref pref =
+            st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
+        run_jobs(jobs, conn_params_for(st->table->serverid, userid), tier, pref, retry);
+        PGresult **results = nullptr;
+        MemoryContext cxt = GetMemoryChunkContext(st);
+        pg_call([&] {
+            results = static_cast<PGresult **>(
+                MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
+        });
+        st->results = results;
+        for (size_t i = 0; i < jobs.size(); i++)
+            st->results[i] = jobs[i].result.release();
+        st->nresults = static_cast<int>(jobs.size());
+    });
+}
+
+bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
+    ListCell *lc;
+    foreach (lc, st->key_states) {
+        ExprState *state = static_cast<ExprState *>(lfirst(lc));
+        if (contains_param_walker(reinterpret_cast<Node *>(state->expr), nullptr) &&
+            econtext->ecxt_param_list_info == nullptr)
+            return true;
+    }
+    return false;
+}
+
+char *explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown) {
+    if (params_unknown && st->key_kinds != NIL)
+        return pstrdup("by sharding key, computed from parameter values at execution");
+    KeyValues *keys = evaluate_keys(st, econtext);
+    return guarded([&] {
+        int32_t tier = kNone;
+        Retry retry = Retry::Read;
+        std::string description;
+        (void)decide_targets(st, keys, &tier, &retry, &description);
+        char *out = nullptr;
+        pg_call([&] { out = pstrdup(description.c_str()); });
+        return out;
+    });
+}
+
+}  // namespace picoroute::pg::fdw
+
+extern "C" Datum picoroute_fdw_handler(PG_FUNCTION_ARGS) {
+    FdwRoutine *routine = makeNode(FdwRoutine);
+    routine->GetForeignRelSize = picoGetForeignRelSize;
+    routine->GetForeignPaths = picoGetForeignPaths;
+    routine->GetForeignPlan = picoGetForeignPlan;
+    routine->BeginForeignScan = picoBeginForeignScan;
+    routine->IterateForeignScan = picoIterateForeignScan;
+    routine->ReScanForeignScan = picoReScanForeignScan;
+    routine->EndForeignScan = picoEndForeignScan;
+    routine->ExplainForeignScan = picoExplainForeignScan;
+    routine->ImportForeignSchema = [](ImportForeignSchemaStmt *stmt, Oid server) {
+        return import_foreign_schema(stmt, server);
+    };
+    install_modify_callbacks(routine);
+    PG_RETURN_POINTER(routine);
+}

@@ -1,0 +1,292 @@
+# Routing against the emulator: point statements reach the owner (strict mode + counters), scatter
+# in both modes, multi-column and NULL keys, EXPLAIN, remote errors, IMPORT FOREIGN SCHEMA,
+# read_preference replica, picoroute_exec / picoroute_exec_all and the connection cache.
+use strict;
+use warnings;
+
+BEGIN {
+    $ENV{PATH} = "/usr/lib/postgresql/15/bin:$ENV{PATH}" if -d '/usr/lib/postgresql/15/bin';
+    $ENV{PG_REGRESS} //= '/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress';
+}
+use lib '/usr/lib/postgresql/15/lib/pgxs/src/test/perl';
+use FindBin;
+use lib $FindBin::Bin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use JSON::PP;
+use File::Temp qw(tempdir);
+use Time::HiRes qw(sleep time);
+
+my $root = "$FindBin::Bin/../..";
+my $emu_bin = "$root/test/emulator/picoemu";
+plan skip_all => 'emulator not available' unless -x $emu_bin;
+
+my $emu_dir = tempdir('picoroute-emu-XXXX', TMPDIR => 1, CLEANUP => 1);
+chmod 0755, $emu_dir;
+my $base_port = 21000 + ($$ % 400) * 20;
+
+sub emu {
+    my @args = @_;
+    my $out = `"$emu_bin" --dir "$emu_dir" @args 2>&1`;
+    die "picoemu @args failed: $out" if $? != 0;
+    return $out;
+}
+sub emu_json { return decode_json(emu(@_)); }
+
+emu('up', '--base-port', $base_port);
+END { local $?; system("\"$emu_bin\" --dir \"$emu_dir\" down >/dev/null 2>&1") if defined $emu_dir; }
+
+emu('create-table', 'users', '--columns', '"id int8, name text, v int8"');
+emu('load', 'users', '--rows', '200');
+emu('create-table', 'pairs', '--columns', '"a text, b int8, note text"', '--primary-key', 'a,b');
+emu('insert', 'pairs', '--values', q{'["lol", 5, "five"]'}, '--values', q{'["kek", 7, "seven"]'});
+emu('create-table', 'nk', '--columns', '"id int8, k text, v int8"', '--primary-key', 'id',
+    '--sharding-key', 'k');
+emu('insert', 'nk', '--values', q{'[1, null, 10]'}, '--values', q{'[2, "a", 20]'});
+emu('create-table', 'settings', '--columns', '"name text, value text"', '--global');
+emu('insert', 'settings', '--values', q{'["mode", "test"]'});
+
+my $status = emu_json('status', '--json');
+my %port_of = map { $_->{name} => $_->{port} } @{ $status->{instances} };
+my $admin_conninfo = emu('conninfo', '--user', 'admin');
+chomp $admin_conninfo;
+
+my $node = PostgreSQL::Test::Cluster->new('routing');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'picoroute'
+picoroute.conninfo = '$admin_conninfo'
+picoroute.refresh_interval = 300
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION picoroute');
+
+sub wait_for {
+    my ($sql, $expected, $what) = @_;
+    my $got = '';
+    for (1 .. 100) {
+        $got = $node->safe_psql('postgres', $sql);
+        return 1 if $got eq $expected;
+        sleep 0.1;
+    }
+    is($got, $expected, $what);
+    return 0;
+}
+wait_for("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
+
+$node->safe_psql('postgres', q{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
+CREATE SERVER pico_r FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname 'picodata', read_preference 'replica');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_r OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER pico_m
+  OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE users_r (id bigint, name text, v bigint) SERVER pico_r
+  OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE pairs (a text, b bigint, note text) SERVER pico OPTIONS (sharding_key 'a, b');
+CREATE FOREIGN TABLE nk (id bigint, k text, v bigint) SERVER pico OPTIONS (sharding_key 'k');
+CREATE FOREIGN TABLE settings (name text, value text) SERVER pico OPTIONS (distribution 'global');
+});
+
+# ---- counters: which instances a statement touched -------------------------------------------
+sub counters {
+    my ($table) = @_;
+    my $c = emu_json('counters', $table, '--json');
+    my %sum;
+    for my $inst (keys %$c) {
+        my $t = $c->{$inst}{$table} or next;
+        $sum{$inst} = join(',', map { $t->{$_} // 0 } qw(seq_scan idx_scan n_tup_ins n_tup_upd n_tup_del));
+    }
+    return \%sum;
+}
+sub touched {
+    my ($before, $after) = @_;
+    return [ sort grep { ($before->{$_} // '') ne ($after->{$_} // '') } keys %$after ];
+}
+# Runs $sql and returns the instances whose counters for $table moved (waits for the statistics).
+sub run_and_touched {
+    my ($table, $sql) = @_;
+    my $before = counters($table);
+    my $result = $node->safe_psql('postgres', $sql);
+    my $t = [];
+    for (1 .. 40) {
+        sleep 0.1;
+        $t = touched($before, counters($table));
+        last if @$t;
+    }
+    sleep 1.2;    # let any other instance publish its statistics too
+    $t = touched($before, counters($table));
+    return ($result, $t);
+}
+sub owner_of {
+    my ($table, $key) = @_;
+    return emu_json('locate', $table, '--key', "'$key'")->{master};
+}
+
+# ---- strict mode: every point statement reaches the owner -----------------------------------
+emu('strict', 'on');
+for my $id (5, 123) {
+    my $owner = owner_of('users', "[$id]");
+    my ($r, $t) = run_and_touched('users', "SELECT name FROM users WHERE id = $id");
+    is($r, "name_$id", "strict: point SELECT id=$id");
+    is_deeply($t, [$owner], "strict: SELECT id=$id touched only $owner");
+}
+for my $id (1001, 1002) {
+    my $owner = owner_of('users', "[$id]");
+    my ($r, $t) = run_and_touched('users', "INSERT INTO users VALUES ($id, 'new', 1)");
+    is_deeply($t, [$owner], "strict: INSERT id=$id touched only $owner");
+    ($r, $t) = run_and_touched('users', "UPDATE users SET v = v + 1 WHERE id = $id");
+    is_deeply($t, [$owner], "strict: UPDATE id=$id touched only $owner");
+    is($node->safe_psql('postgres', "SELECT v FROM users WHERE id = $id"), '2', "UPDATE applied");
+    ($r, $t) = run_and_touched('users', "DELETE FROM users WHERE id = $id");
+    is_deeply($t, [$owner], "strict: DELETE id=$id touched only $owner");
+    is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id = $id"), '0', "DELETE applied");
+}
+# A multi-row INSERT whose rows belong to both replicasets, in one batch.
+$node->safe_psql('postgres', "INSERT INTO users SELECT g, 'batch', 0 FROM generate_series(2001, 2040) g");
+is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id = ANY(ARRAY(SELECT generate_series(2001, 2040)::bigint))"),
+   '40', 'strict: batch INSERT stored every row at its owner');
+is($node->safe_psql('postgres', "SELECT count(*), sum(id) FROM users WHERE id IN (2001, 2002, 2003, 2004, 2005)"),
+   '5|10015', 'strict: IN list routed to both owners');
+$node->safe_psql('postgres', "DELETE FROM users WHERE id >= 2001 AND id <= 2040 AND name = 'batch'")
+  if 0;    # a scatter DELETE needs non-strict mode; done below
+
+# Multi-column and NULL keys.
+my $pair_owner = owner_of('pairs', '["lol", 5]');
+my ($pr, $pt) = run_and_touched('pairs', "SELECT note FROM pairs WHERE a = 'lol' AND b = 5");
+is($pr, 'five', 'strict: two-column key SELECT');
+is_deeply($pt, [$pair_owner], 'strict: two-column key reached its owner only');
+like($node->safe_psql('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM pairs WHERE a = 'lol' AND b = 5"),
+     qr/Routing: bucket 442 -> 127\.0\.0\.1:$port_of{$pair_owner} \(master of replicaset /,
+     'EXPLAIN shows bucket 442 (the documented hash of (lol, 5)) and its master');
+my $null_owner = owner_of('nk', '[null]');
+my ($nr, $nt) = run_and_touched('nk', "SELECT id, v FROM nk WHERE k IS NULL");
+is($nr, '1|10', 'strict: NULL key SELECT');
+is_deeply($nt, [$null_owner], 'strict: NULL key reached its owner only');
+$node->safe_psql('postgres', "INSERT INTO nk VALUES (3, NULL, 30)");
+is($node->safe_psql('postgres', "SELECT count(*) FROM nk WHERE k IS NULL"), '2', 'strict: INSERT with a NULL key');
+
+# Prepared statement: the bucket comes from the parameter at execution.
+is($node->safe_psql('postgres', q{
+SET plan_cache_mode = force_generic_plan;
+PREPARE p(bigint) AS SELECT name FROM users WHERE id = $1;
+EXECUTE p(7); EXECUTE p(150); EXECUTE p(42);
+}), "name_7\nname_150\nname_42", 'strict: generic prepared statement routed per execution');
+
+# Remote errors keep their SQLSTATE and name the instance.
+my ($ret, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+CREATE FOREIGN TABLE missing (id bigint) SERVER pico OPTIONS (table_name 'no_such_table', sharding_key 'id');
+SELECT * FROM missing WHERE id = 5});
+like($err, qr/ERROR:  42P01: relation "no_such_table" does not exist/,
+     'remote error keeps SQLSTATE 42P01 and message');
+like($err, qr/remote SQL on Picodata instance 127\.0\.0\.1:\d+ \(replicaset [0-9a-f-]+\): SELECT id FROM no_such_table WHERE \(id = 5\) AND bucket_id = 219/,
+     'remote error names the instance, replicaset and remote SQL with the bucket literal');
+($ret, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+SELECT * FROM picoroute_exec('default', 1, 'SELECT 1/0') AS t(x int)});
+like($err, qr/ERROR:  22012: division by zero/, 'picoroute_exec: remote SQLSTATE 22012 kept');
+($ret, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+SELECT count(*) FROM users});
+like($err, qr/ERROR:  PE001: picoemu: forward=off/, 'strict: a coordinator scan is refused, SQLSTATE kept');
+($ret, $out, $err) = $node->psql('postgres', "UPDATE users SET id = 9 WHERE id = 5");
+like($err, qr/cannot update sharding key column "id"/, 'UPDATE of a sharding key column refused');
+
+# ---- scatter in both modes ---------------------------------------------------------------------
+emu('strict', 'off');
+my $expected = $node->safe_psql('postgres',
+    q{SELECT count(*), sum(id) FROM picoroute_exec_all('default', 'SELECT id FROM _picoemu_local.users') AS t(id bigint)});
+is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users'), $expected,
+   'scatter coordinator returns exactly the emulator rows');
+is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users_m'), $expected,
+   'scatter masters returns exactly the emulator rows');
+like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT * FROM users_m'),
+     qr/Routing: scatter to the 2 masters of tier "default": 127\.0\.0\.1:\d+ \(buckets 1-1500\), 127\.0\.0\.1:\d+ \(buckets 1501-3000\)/,
+     'EXPLAIN of a masters scatter');
+like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT name FROM users WHERE v > 10 AND name LIKE 'name_1%'}),
+     qr/Remote SQL: SELECT name FROM users WHERE \(v > 10\) AND \(name LIKE 'name_1%'\)\n\s+Routing: scatter through coordinator/,
+     'EXPLAIN pushes WHERE clauses down and shows the coordinator');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM users WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}),
+   $node->safe_psql('postgres', q{SELECT count(*) FROM picoroute_exec_all('default', 'SELECT id, v, name FROM _picoemu_local.users') AS t(id bigint, v bigint, name text) WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}),
+   'pushed-down and local filters together');
+is($node->safe_psql('postgres', "DELETE FROM users_m WHERE name = 'batch'"), '', 'scatter DELETE over masters');
+is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE name = 'batch'"), '0', 'scatter DELETE removed every row');
+is($node->safe_psql('postgres', 'SELECT value FROM settings'), 'test', 'global table read through a coordinator');
+
+# ---- read_preference replica -----------------------------------------------------------------
+{
+    my $owner = owner_of('users', '[9]');
+    my ($r, $t) = run_and_touched('users', 'SELECT name FROM users_r WHERE id = 9');
+    is($r, 'name_9', 'read_preference replica: row read');
+    is(scalar(@$t), 1, 'read_preference replica: one instance touched');
+    my ($rs) = $owner =~ /^(.*)_\d+$/;
+    ok(@$t && $t->[0] ne $owner && $t->[0] =~ /^\Q$rs\E_/,
+       "read_preference replica: served by a replica of $rs (got @$t)");
+    is($node->safe_psql('postgres',
+        "SELECT x FROM picoroute_exec('default', 1, 'SELECT pg_is_in_recovery()', true) AS t(x boolean)"),
+       't', 'picoroute_exec read_only runs on a replica');
+    is($node->safe_psql('postgres',
+        "SELECT x FROM picoroute_exec('default', 1, 'SELECT pg_is_in_recovery()') AS t(x boolean)"),
+       'f', 'picoroute_exec runs on the master by default');
+}
+
+# ---- picoroute_exec, picoroute_exec_all, the connection cache --------------------------------
+is($node->safe_psql('postgres',
+    q{SELECT name FROM picoroute_exec('default', picoroute_bucket_id('default', 5::bigint),
+      'SELECT name FROM users WHERE id = 5') AS t(name text)}), 'name_5', 'picoroute_exec');
+is($node->safe_psql('postgres',
+    q{SELECT count(*) FROM picoroute_exec_all('default', 'SELECT 1') AS t(x int)}), '2',
+   'picoroute_exec_all reaches every master');
+($ret, $out, $err) = $node->psql('postgres',
+    q{SELECT * FROM picoroute_exec('default', 1, 'SELECT 1, 2') AS t(x int)});
+like($err, qr/returned 2 columns but the column definition list has 1/, 'column count mismatch');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM users WHERE id = 1;
+SELECT count(*) FROM users WHERE id = 2;
+SELECT count(*) FROM users WHERE id = 3;
+SELECT count(DISTINCT address) = count(*), bool_and(state = 'idle'), sum(statements) >= 3
+  FROM picoroute_connections() WHERE server_name = 'pico';
+}), "1\n1\n1\nt|t|t", 'connections are reused across statements');
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM users WHERE id = 1;
+SELECT picoroute_disconnect_all() > 0;
+SELECT count(*) FROM picoroute_connections();
+}), "1\nt\n0", 'picoroute_disconnect_all closes the cache');
+($ret, $out, $err) = $node->psql('postgres', q{
+CREATE ROLE alice LOGIN;
+GRANT USAGE ON FOREIGN SERVER pico TO alice;
+CREATE USER MAPPING FOR alice SERVER pico OPTIONS (user 'picoroute');
+GRANT SELECT ON users TO alice;
+SET ROLE alice;
+SELECT * FROM users WHERE id = 1;});
+like($err, qr/password is required/, 'a non-superuser needs a password in the user mapping');
+($ret, $out, $err) = $node->psql('postgres', q{SET ROLE alice; SELECT * FROM picoroute_exec('default', 1, 'SELECT 1') AS t(x int)});
+like($err, qr/permission denied for function picoroute_exec/, 'picoroute_exec is not granted to PUBLIC');
+
+# ---- IMPORT FOREIGN SCHEMA ----------------------------------------------------------------------
+$node->safe_psql('postgres', 'CREATE SCHEMA imp; IMPORT FOREIGN SCHEMA picodata FROM SERVER pico INTO imp');
+is($node->safe_psql('postgres', q{
+SELECT c.relname, array_to_string(ftoptions, ' ')
+  FROM pg_foreign_table f JOIN pg_class c ON c.oid = f.ftrelid
+ WHERE c.relnamespace = 'imp'::regnamespace ORDER BY 1}),
+   "nk|table_name=nk distribution=sharded sharding_key=k\n"
+ . "pairs|table_name=pairs distribution=sharded sharding_key=a, b\n"
+ . "settings|table_name=settings distribution=global\n"
+ . "users|table_name=users distribution=sharded sharding_key=id",
+   'IMPORT FOREIGN SCHEMA: tables, distribution and sharding keys');
+is($node->safe_psql('postgres', q{
+SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod) || CASE WHEN attnotnull THEN ' not null' ELSE '' END, ', ' ORDER BY attnum)
+  FROM pg_attribute WHERE attrelid = 'imp.pairs'::regclass AND attnum > 0}),
+   'a text not null, b bigint not null, note text', 'IMPORT FOREIGN SCHEMA: columns and types');
+is($node->safe_psql('postgres', "SELECT note FROM imp.pairs WHERE a = 'kek' AND b = 7"), 'seven',
+   'an imported table is routed by its key');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,180 @@
+# Routing through topology changes: a prepared statement across a bucket move, a stopped master
+# (a 'masters' scatter fails as a whole; a point read is retried elsewhere), and a master switch
+# during a bounded run of reads and writes with no lost or doubled rows.
+use strict;
+use warnings;
+
+BEGIN {
+    $ENV{PATH} = "/usr/lib/postgresql/15/bin:$ENV{PATH}" if -d '/usr/lib/postgresql/15/bin';
+    $ENV{PG_REGRESS} //= '/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress';
+}
+use lib '/usr/lib/postgresql/15/lib/pgxs/src/test/perl';
+use FindBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use JSON::PP;
+use File::Temp qw(tempdir);
+use Time::HiRes qw(sleep time);
+
+my $root = "$FindBin::Bin/../..";
+my $emu_bin = "$root/test/emulator/picoemu";
+plan skip_all => 'emulator not available' unless -x $emu_bin;
+
+my $emu_dir = tempdir('picoroute-emu-XXXX', TMPDIR => 1, CLEANUP => 1);
+chmod 0755, $emu_dir;
+my $base_port = 29000 + ($$ % 150) * 20;
+
+sub emu {
+    my @args = @_;
+    my $out = `"$emu_bin" --dir "$emu_dir" @args 2>&1`;
+    die "picoemu @args failed: $out" if $? != 0;
+    return $out;
+}
+sub emu_json { return decode_json(emu(@_)); }
+
+emu('up', '--base-port', $base_port);
+END { local $?; system("\"$emu_bin\" --dir \"$emu_dir\" down >/dev/null 2>&1") if defined $emu_dir; }
+emu('create-table', 'users', '--columns', '"id int8, name text, v int8"');
+emu('load', 'users', '--rows', '100');
+my $admin_conninfo = emu('conninfo', '--user', 'admin');
+chomp $admin_conninfo;
+my %port_of = map { $_->{name} => $_->{port} } @{ emu_json('status', '--json')->{instances} };
+
+my $node = PostgreSQL::Test::Cluster->new('failover');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'picoroute'
+picoroute.conninfo = '$admin_conninfo'
+picoroute.refresh_interval = 200
+picoroute.connect_timeout = 2
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION picoroute;
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER pico_m
+  OPTIONS (table_name 'users', sharding_key 'id');
+});
+
+sub wait_for {
+    my ($sql, $expected, $what) = @_;
+    my $got = '';
+    for (1 .. 150) {
+        $got = $node->safe_psql('postgres', $sql);
+        return 1 if $got eq $expected;
+        sleep 0.1;
+    }
+    is($got, $expected, "timeout waiting: $what");
+    return 0;
+}
+wait_for("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
+
+# A long-lived psql session, one statement at a time, errors captured.
+my ($in, $out) = ('', '');
+my $timer = IPC::Run::timeout(90);
+my $session = IPC::Run::start(
+    [ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=0', '-d', $node->connstr('postgres'), '-f', '-' ],
+    '<', \$in, '>', \$out, '2>', \$out, $timer);
+my $marker = 0;
+sub session {
+    my ($sql) = @_;
+    $marker++;
+    $out = '';
+    $in .= "$sql\n\\echo __done_${marker}__\n";
+    $session->pump until $out =~ /__done_${marker}__/ || $timer->is_expired;
+    (my $result = $out) =~ s/__done_${marker}__\n?//;
+    chomp $result;
+    return $result;
+}
+
+# ---- a prepared statement across a bucket move --------------------------------------------------
+my $loc = emu_json('locate', 'users', '--key', q{'[5]'});
+my ($bucket, $from) = ($loc->{bucket_id}, $loc->{replicaset});
+my $to = $from eq 'default_1' ? 'default_2' : 'default_1';
+is(session(q{SET plan_cache_mode = force_generic_plan;
+PREPARE p(bigint) AS SELECT name FROM users WHERE id = $1;
+EXECUTE p(5);}), 'name_5', 'prepared statement before the move');
+emu('move', 'default', $bucket, $bucket, $to);
+emu('strict', 'on');
+wait_for("SELECT picoroute_master('default', $bucket)", "127.0.0.1:$port_of{\"${to}_1\"}",
+         'the map follows the bucket move');
+is(session('EXECUTE p(5);'), 'name_5', 'strict: the same prepared statement reaches the new owner');
+like(session("EXPLAIN (COSTS OFF) EXECUTE p(5);"),
+     qr/bucket $bucket -> 127\.0\.0\.1:$port_of{"${to}_1"}/, 'EXPLAIN EXECUTE shows the new owner');
+emu('strict', 'off');
+
+# ---- a stopped master ---------------------------------------------------------------------------
+# Warm the cache first, so that the stop also breaks an idle cached connection.
+is(session('SELECT count(*) FROM users_m;'), '100', 'masters scatter before the stop');
+my $key2 = 0;
+for my $id (1 .. 100) {
+    if (emu_json('locate', 'users', '--key', "'[$id]'")->{master} eq 'default_2_1') { $key2 = $id; last; }
+}
+is(session("SELECT name FROM users WHERE id = $key2;"), "name_$key2", 'point read before the stop');
+emu('stop', 'default_2_1');
+my $r = session('SELECT count(*) FROM users_m;');
+like($r, qr/ERROR:.*(no partial result|has no online master)/s,
+     'a masters scatter with a stopped master fails as a whole');
+unlike($r, qr/^\d+$/m, 'no partial count was returned');
+$r = session("SELECT name FROM users WHERE id = $key2;");
+is($r, "name_$key2", 'a point read on the stopped master is retried through a coordinator');
+emu('start', 'default_2_1');
+wait_for("SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't',
+         'the restarted master is online again');
+is(session('SELECT count(*) FROM users_m;'), '100', 'masters scatter after the restart');
+
+# ---- a master switch during reads and writes -----------------------------------------------------
+my $switch = IPC::Run::start([ $emu_bin, '--dir', $emu_dir, 'switch-master', 'default_1' ],
+                             '>', \my $sw_out, '2>&1', IPC::Run::timeout(90));
+my (%acked, %failed, %maybe);
+my ($reads, $read_errors, $i) = (0, 0, 0);
+my %read_error_text;
+my $deadline = time + 60;
+my $after_switch = 0;
+while (time < $deadline) {
+    $i++;
+    my $id = 100000 + $i;
+    my $res = session("INSERT INTO users VALUES ($id, 'sw', $i);");
+    if ($res eq '') { $acked{$id} = 1; }
+    elsif ($res =~ /may or may not have been applied/) { $maybe{$id} = 1; }
+    else { $failed{$id} = $res; }
+    my $probe = 1 + ($i % 100);
+    my $read = session("SELECT name FROM users WHERE id = $probe;");
+    $reads++;
+    if ($read ne "name_$probe") { $read_errors++; $read_error_text{$read}++; }
+    last if !$switch->pumpable && ++$after_switch > 10;
+    sleep 0.2;
+}
+$switch->finish;
+is($?, 0, 'switch-master finished') or diag($sw_out);
+cmp_ok(scalar(keys %acked), '>', 10, 'writes were acknowledged during the run (' . scalar(keys %acked)
+       . ' acked, ' . scalar(keys %failed) . ' failed, ' . scalar(keys %maybe) . ' unknown)');
+my $last = 100000 + $i;
+my %present = map { $_ => 1 } split /\n/, $node->safe_psql('postgres',
+    "SELECT id FROM users WHERE id > 100000 AND id <= $last");
+my $doubled = $node->safe_psql('postgres',
+    "SELECT count(*) - count(DISTINCT id) FROM users WHERE id > 100000");
+is($doubled, '0', 'no doubled rows');
+my @lost = grep { !$present{$_} } sort keys %acked;
+is_deeply(\@lost, [], 'every acknowledged write is stored');
+my @phantom = grep { $present{$_} && !$acked{$_} && !$maybe{$_} } sort keys %present;
+is_deeply(\@phantom, [], 'no write reported as failed was applied');
+cmp_ok($read_errors, '<=', 2, "reads kept working through the switch ($read_errors of $reads failed)")
+  or diag(join("\n", map { "$read_error_text{$_} x $_" } sort keys %read_error_text));
+diag(join("\n", map { "write failed: $_" } sort values %failed)) if %failed;
+my $new_master = $node->safe_psql('postgres',
+    "SELECT name FROM picoroute_instances WHERE replicaset_name = 'default_1' AND is_master");
+is($new_master, 'default_1_2', 'the map knows the new master');
+is(session('SELECT count(*) FROM users_m;'), 100 + scalar(keys %present), 'masters scatter after the switch');
+
+$in .= "\\q\n";
+$session->finish;
+$node->stop;
+done_testing();
