@@ -15,6 +15,7 @@ extern "C" {
 #include "pg/fdw/routing.h"
 
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
 
@@ -425,90 +426,7 @@ HashClass hash_class(Oid type) {
 }
 
 void add_key_value(KeyEncoder &key, Oid type, Datum value, bool isnull) {
-    if (isnull) {
-        key.add_null();
-        return;
-    }
-    switch (type) {
-        case INT2OID:
-            key.add_int(DatumGetInt16(value));
-            return;
-        case INT4OID:
-            key.add_int(DatumGetInt32(value));
-            return;
-        case INT8OID:
-            key.add_int(DatumGetInt64(value));
-            return;
-        case TEXTOID:
-        case VARCHAROID:
-        case BPCHAROID: {
-            text *t = nullptr;
-            pg_call([&] { t = reinterpret_cast<text *>(PG_DETOAST_DATUM_PACKED(value)); });
-            std::string_view bytes(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-            if (type == BPCHAROID)
-                while (!bytes.empty() && bytes.back() == ' ')
-                    bytes.remove_suffix(1);
-            key.add_text(bytes);
-            return;
-        }
-        case NAMEOID:
-            key.add_text(NameStr(*DatumGetName(value)));
-            return;
-        case BOOLOID:
-            key.add_bool(DatumGetBool(value));
-            return;
-        case FLOAT4OID:
-            key.add_double(static_cast<double>(DatumGetFloat4(value)));
-            return;
-        case FLOAT8OID:
-            key.add_double(DatumGetFloat8(value));
-            return;
-        case NUMERICOID: {
-            char *text = nullptr;
-            bool special = false;
-            pg_call([&] {
-                Numeric n = DatumGetNumeric(value);
-                special = numeric_is_nan(n) || numeric_is_inf(n);
-                if (!special)
-                    text = DatumGetCString(DirectFunctionCall1(numeric_out, value));
-            });
-            if (special)
-                throw SqlError(ERRCODE_INVALID_PARAMETER_VALUE,
-                               "picoroute: a sharding key cannot be NaN or infinity");
-            key.add_decimal(text);
-            return;
-        }
-        case UUIDOID: {
-            std::array<uint8_t, 16> bytes;
-            memcpy(bytes.data(), DatumGetUUIDP(value)->data, bytes.size());
-            key.add_uuid(bytes);
-            return;
-        }
-        case TIMESTAMPTZOID: {
-            TimestampTz ts = DatumGetTimestampTz(value);
-            if (TIMESTAMP_NOT_FINITE(ts))
-                throw SqlError(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE,
-                               "picoroute: a sharding key cannot be an infinite timestamp");
-            int64_t seconds = ts / USECS_PER_SEC;
-            int64_t micros = ts % USECS_PER_SEC;
-            if (micros < 0) {
-                seconds -= 1;
-                micros += USECS_PER_SEC;
-            }
-            seconds += static_cast<int64_t>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
-            key.add_datetime(seconds, static_cast<int32_t>(micros * 1000));
-            return;
-        }
-        default: {
-            char *name = nullptr;
-            pg_call([&] { name = format_type_be(type); });
-            throw SqlError(
-                ERRCODE_DATATYPE_MISMATCH,
-                std::string("picoroute: cannot hash a sharding key value of type ") + name, {},
-                "Sharding key columns must be integer, text, boolean, double "
-                "precision, numeric, uuid or timestamp with time zone.");
-        }
-    }
+    add_key_datum(key, type, value, isnull);
 }
 
 }  // namespace picoroute::pg::fdw
