@@ -84,6 +84,21 @@ for key in 1 2 3; do
     as_user $EMU locate users --key "[$key]"
 done
 
+say "queries through the picoroute foreign data wrapper"
+psql_demo -q <<'SQL'
+CREATE SERVER picodata FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+CREATE USER MAPPING FOR CURRENT_USER SERVER picodata OPTIONS (user 'picoroute', password 'picoroute');
+IMPORT FOREIGN SCHEMA picodata FROM SERVER picodata INTO public;
+SQL
+echo "IMPORT FOREIGN SCHEMA built the foreign table 'users' from _pico_table (sharding key id)."
+echo "A point query goes straight to the master that owns the key's bucket:"
+psql_demo -c "EXPLAIN (COSTS OFF) SELECT name FROM users WHERE id = 1"
+psql_demo -c "SELECT id, name FROM users WHERE id IN (1, 2, 3) ORDER BY id"
+echo "A query without the key goes to a coordinator, which answers for the whole cluster:"
+psql_demo -c "SELECT count(*) FROM users"
+psql_demo -c "INSERT INTO users (id, name) VALUES (100001, 'inserted through picoroute')"
+psql_demo -c "SELECT id, name FROM users WHERE id = 100001"
+
 say "6/6 a bucket move, followed live"
 BUCKET=$(psql_demo -At -c "SELECT picoroute_bucket_id('default', 1::int8)")
 OWNER=$(psql_demo -At -c "SELECT replicaset_name FROM picoroute_buckets WHERE $BUCKET BETWEEN bucket_id_start AND bucket_id_end")
@@ -108,6 +123,7 @@ The demo is running.
   psql:         psql -h 127.0.0.1 -p $PG_PORT -d postgres -U postgres
   try:          SELECT * FROM picoroute_status;  SELECT * FROM picoroute_instances;
                 SELECT (picoroute_route('default', 42)).*;
+                EXPLAIN SELECT * FROM users WHERE id = 42;
   the cluster:  $ROOT/test/emulator/picoemu --dir $DEMO_DIR/cluster status
   stop it all:  $ROOT/scripts/demo.sh stop
 EOF
