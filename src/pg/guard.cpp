@@ -34,6 +34,9 @@ static void copy_text(char *dest, size_t size, const char *src) noexcept {
 }
 
 void capture_current_exception(PendingError &out) noexcept {
+    out.sqlstate = ERRCODE_INTERNAL_ERROR;
+    out.pg = nullptr;
+    out.message[0] = out.detail[0] = out.hint[0] = '\0';
     try {
         throw;
     } catch (const PgError &e) {

@@ -57,13 +57,15 @@ class SqlError : public std::exception {
 
 int sqlstate_for(ErrorKind kind);
 
-// Plain buffers describing an error to raise once every C++ object is gone.
+// Plain buffers describing an error to raise once every C++ object is gone. Deliberately left
+// uninitialised: guarded() runs on every call of every function, and only the error path (which
+// fills every field in capture_current_exception) may pay for the 4 kB.
 struct PendingError {
-    int sqlstate = 0;
-    ErrorData *pg = nullptr;
-    char message[2048] = {0};
-    char detail[1024] = {0};
-    char hint[1024] = {0};
+    int sqlstate;
+    ErrorData *pg;
+    char message[2048];
+    char detail[1024];
+    char hint[1024];
 };
 
 void capture_current_exception(PendingError &out) noexcept;
