@@ -86,4 +86,18 @@ isnt($ret, 0, 'a zero timeout cannot be met');
 like($stderr, qr/refresh|timed out|timeout/i, 'the error says the refresh did not finish in time');
 
 $node->stop;
+
+# A topology larger than the configured capacity: reported in the status and the log, and no
+# partial map is ever published.
+my $small = start_picoroute_node(name => 'small', extra_conf => "picoroute.max_bucket_ranges = 1\n");
+ok(wait_for($small, 'SELECT capacity_exceeded FROM picoroute_status'),
+    'capacity overflow reported in picoroute_status');
+like($small->safe_psql('postgres', 'SELECT last_error FROM picoroute_status'),
+    qr/picoroute\.max_bucket_ranges is 1 but the topology has 2 bucket ranges.*raise picoroute\.max_bucket_ranges/,
+    'the error names the setting and the size needed');
+is($small->safe_psql('postgres', 'SELECT generation, bucket_ranges, instances FROM picoroute_status'),
+    '0|0|0', 'nothing was published: no truncated map');
+ok($small->log_contains('picoroute: topology refresh failed: picoroute.max_bucket_ranges is 1'),
+    'the overflow is logged');
+$small->stop;
 done_testing();
