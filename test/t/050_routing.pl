@@ -4,76 +4,41 @@
 use strict;
 use warnings;
 
-BEGIN {
-    $ENV{PATH} = "/usr/lib/postgresql/15/bin:$ENV{PATH}" if -d '/usr/lib/postgresql/15/bin';
-    $ENV{PG_REGRESS} //= '/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress';
-}
-use lib '/usr/lib/postgresql/15/lib/pgxs/src/test/perl';
 use FindBin;
-use lib $FindBin::Bin;
+use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use JSON::PP;
-use File::Temp qw(tempdir);
+use IPC::Run;
 use Time::HiRes qw(sleep time);
+use Picoroute::TestCluster qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for);
 
-my $root = "$FindBin::Bin/../..";
-my $emu_bin = "$root/test/emulator/picoemu";
-plan skip_all => 'emulator not available' unless -x $emu_bin;
+start_emulator(base_port => 21000);
 
-my $emu_dir = tempdir('picoroute-emu-XXXX', TMPDIR => 1, CLEANUP => 1);
-chmod 0755, $emu_dir;
-my $base_port = 21000 + ($$ % 400) * 20;
-
-sub emu {
-    my @args = @_;
-    my $out = `"$emu_bin" --dir "$emu_dir" @args 2>&1`;
-    die "picoemu @args failed: $out" if $? != 0;
-    return $out;
-}
-sub emu_json { return decode_json(emu(@_)); }
-
-emu('up', '--base-port', $base_port);
-END { local $?; system("\"$emu_bin\" --dir \"$emu_dir\" down >/dev/null 2>&1") if defined $emu_dir; }
-
-emu('create-table', 'users', '--columns', '"id int8, name text, v int8"');
+emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('load', 'users', '--rows', '200');
-emu('create-table', 'pairs', '--columns', '"a text, b int8, note text"', '--primary-key', 'a,b');
-emu('insert', 'pairs', '--values', q{'["lol", 5, "five"]'}, '--values', q{'["kek", 7, "seven"]'});
-emu('create-table', 'nk', '--columns', '"id int8, k text, v int8"', '--primary-key', 'id',
+emu('create-table', 'pairs', '--columns', 'a text, b int8, note text', '--primary-key', 'a,b');
+emu('insert', 'pairs', '--values', q{["lol", 5, "five"]}, '--values', q{["kek", 7, "seven"]});
+emu('create-table', 'nk', '--columns', 'id int8, k text, v int8', '--primary-key', 'id',
     '--sharding-key', 'k');
-emu('insert', 'nk', '--values', q{'[1, null, 10]'}, '--values', q{'[2, "a", 20]'});
-emu('create-table', 'settings', '--columns', '"name text, value text"', '--global');
-emu('insert', 'settings', '--values', q{'["mode", "test"]'});
+emu('insert', 'nk', '--values', q{[1, null, 10]}, '--values', q{[2, "a", 20]});
+emu('create-table', 'settings', '--columns', 'name text, value text', '--global');
+emu('insert', 'settings', '--values', q{["mode", "test"]});
 
 my $status = emu_json('status', '--json');
 my %port_of = map { $_->{name} => $_->{port} } @{ $status->{instances} };
 my $admin_conninfo = emu('conninfo', '--user', 'admin');
 chomp $admin_conninfo;
 
-my $node = PostgreSQL::Test::Cluster->new('routing');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'picoroute'
-picoroute.conninfo = '$admin_conninfo'
-picoroute.refresh_interval = 300
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION picoroute');
+my $node = start_picoroute_node(name => 'routing', conninfo => $admin_conninfo, refresh_interval => '300ms');
 
-sub wait_for {
+# Waits until `sql` returns `expected`; one test named `what`.
+sub wait_for_is {
     my ($sql, $expected, $what) = @_;
-    my $got = '';
-    for (1 .. 100) {
-        $got = $node->safe_psql('postgres', $sql);
-        return 1 if $got eq $expected;
-        sleep 0.1;
-    }
-    is($got, $expected, $what);
-    return 0;
+    ok(wait_for($node, $sql, $expected, 10), $what);
 }
-wait_for("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
+
+wait_for_is("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
 
 $node->safe_psql('postgres', q{
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
@@ -126,7 +91,7 @@ sub run_and_touched {
 }
 sub owner_of {
     my ($table, $key) = @_;
-    return emu_json('locate', $table, '--key', "'$key'")->{master};
+    return emu_json('locate', $table, '--key', $key)->{master};
 }
 
 # ---- strict mode: every point statement reaches the owner -----------------------------------

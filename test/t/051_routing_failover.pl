@@ -4,55 +4,30 @@
 use strict;
 use warnings;
 
-BEGIN {
-    $ENV{PATH} = "/usr/lib/postgresql/15/bin:$ENV{PATH}" if -d '/usr/lib/postgresql/15/bin';
-    $ENV{PG_REGRESS} //= '/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress';
-}
-use lib '/usr/lib/postgresql/15/lib/pgxs/src/test/perl';
 use FindBin;
+use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use JSON::PP;
-use File::Temp qw(tempdir);
 use Time::HiRes qw(sleep time);
+use Picoroute::TestCluster qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for);
 
-my $root = "$FindBin::Bin/../..";
-my $emu_bin = "$root/test/emulator/picoemu";
-plan skip_all => 'emulator not available' unless -x $emu_bin;
-
-my $emu_dir = tempdir('picoroute-emu-XXXX', TMPDIR => 1, CLEANUP => 1);
-chmod 0755, $emu_dir;
-my $base_port = 29000 + ($$ % 150) * 20;
-
-sub emu {
-    my @args = @_;
-    my $out = `"$emu_bin" --dir "$emu_dir" @args 2>&1`;
-    die "picoemu @args failed: $out" if $? != 0;
-    return $out;
-}
-sub emu_json { return decode_json(emu(@_)); }
-
-emu('up', '--base-port', $base_port);
-END { local $?; system("\"$emu_bin\" --dir \"$emu_dir\" down >/dev/null 2>&1") if defined $emu_dir; }
-emu('create-table', 'users', '--columns', '"id int8, name text, v int8"');
+start_emulator(base_port => 22000);
+emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('load', 'users', '--rows', '100');
 my $admin_conninfo = emu('conninfo', '--user', 'admin');
 chomp $admin_conninfo;
 my %port_of = map { $_->{name} => $_->{port} } @{ emu_json('status', '--json')->{instances} };
 
-my $node = PostgreSQL::Test::Cluster->new('failover');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'picoroute'
-picoroute.conninfo = '$admin_conninfo'
-picoroute.refresh_interval = 200
-picoroute.connect_timeout = 2
-});
-$node->start;
+my $node = start_picoroute_node(name => 'failover', conninfo => $admin_conninfo, refresh_interval => '200ms');
+
+# Waits until `sql` returns `expected`; one test named `what`.
+sub wait_for_is {
+    my ($sql, $expected, $what) = @_;
+    ok(wait_for($node, $sql, $expected, 10), $what);
+}
 $node->safe_psql('postgres', q{
-CREATE EXTENSION picoroute;
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
   OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
@@ -63,18 +38,7 @@ CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER pico_m
   OPTIONS (table_name 'users', sharding_key 'id');
 });
 
-sub wait_for {
-    my ($sql, $expected, $what) = @_;
-    my $got = '';
-    for (1 .. 150) {
-        $got = $node->safe_psql('postgres', $sql);
-        return 1 if $got eq $expected;
-        sleep 0.1;
-    }
-    is($got, $expected, "timeout waiting: $what");
-    return 0;
-}
-wait_for("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
+wait_for_is("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
 
 # A long-lived psql session, one statement at a time, errors captured.
 my ($in, $out) = ('', '');
@@ -95,7 +59,7 @@ sub session {
 }
 
 # ---- a prepared statement across a bucket move --------------------------------------------------
-my $loc = emu_json('locate', 'users', '--key', q{'[5]'});
+my $loc = emu_json('locate', 'users', '--key', q{[5]});
 my ($bucket, $from) = ($loc->{bucket_id}, $loc->{replicaset});
 my $to = $from eq 'default_1' ? 'default_2' : 'default_1';
 is(session(q{SET plan_cache_mode = force_generic_plan;
@@ -103,7 +67,7 @@ PREPARE p(bigint) AS SELECT name FROM users WHERE id = $1;
 EXECUTE p(5);}), 'name_5', 'prepared statement before the move');
 emu('move', 'default', $bucket, $bucket, $to);
 emu('strict', 'on');
-wait_for("SELECT picoroute_master('default', $bucket)", "127.0.0.1:$port_of{\"${to}_1\"}",
+wait_for_is("SELECT picoroute_master('default', $bucket)", "127.0.0.1:$port_of{\"${to}_1\"}",
          'the map follows the bucket move');
 is(session('EXECUTE p(5);'), 'name_5', 'strict: the same prepared statement reaches the new owner');
 like(session("EXPLAIN (COSTS OFF) EXECUTE p(5);"),
@@ -115,7 +79,7 @@ emu('strict', 'off');
 is(session('SELECT count(*) FROM users_m;'), '100', 'masters scatter before the stop');
 my $key2 = 0;
 for my $id (1 .. 100) {
-    if (emu_json('locate', 'users', '--key', "'[$id]'")->{master} eq 'default_2_1') { $key2 = $id; last; }
+    if (emu_json('locate', 'users', '--key', "[$id]")->{master} eq 'default_2_1') { $key2 = $id; last; }
 }
 is(session("SELECT name FROM users WHERE id = $key2;"), "name_$key2", 'point read before the stop');
 emu('stop', 'default_2_1');
@@ -126,12 +90,12 @@ unlike($r, qr/^\d+$/m, 'no partial count was returned');
 $r = session("SELECT name FROM users WHERE id = $key2;");
 is($r, "name_$key2", 'a point read on the stopped master is retried through a coordinator');
 emu('start', 'default_2_1');
-wait_for("SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't',
+wait_for_is("SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't',
          'the restarted master is online again');
 is(session('SELECT count(*) FROM users_m;'), '100', 'masters scatter after the restart');
 
 # ---- a master switch during reads and writes -----------------------------------------------------
-my $switch = IPC::Run::start([ $emu_bin, '--dir', $emu_dir, 'switch-master', 'default_1' ],
+my $switch = IPC::Run::start(emu_command('switch-master', 'default_1'),
                              '>', \my $sw_out, '2>&1', IPC::Run::timeout(90));
 my (%acked, %failed, %maybe);
 my ($reads, $read_errors, $i) = (0, 0, 0);

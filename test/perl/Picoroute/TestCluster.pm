@@ -12,7 +12,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT_OK = qw(emu emu_json start_emulator start_picoroute_node wait_for);
+our @EXPORT_OK = qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -30,12 +30,16 @@ BEGIN {
 my $emulator = "$root/test/emulator/picoemu";
 my ($emu_dir, $emu_port);
 
+# The command line of a picoemu command for this test file's cluster (for IPC::Run::start).
+sub emu_command {
+    return [ $emulator, '--dir', $emu_dir, '--base-port', $emu_port, @_ ];
+}
+
 # Runs a picoemu command for this test file's cluster; dies with its output on failure.
 sub emu {
     my @args = @_;
     my ($stdout, $stderr);
-    my $ok = IPC::Run::run([ $emulator, '--dir', $emu_dir, '--base-port', $emu_port, @args ],
-        '>', \$stdout, '2>', \$stderr);
+    my $ok = IPC::Run::run(emu_command(@args), '>', \$stdout, '2>', \$stderr);
     die "picoemu @args failed:\n$stdout\n$stderr" unless $ok;
     chomp $stdout;
     return $stdout;
