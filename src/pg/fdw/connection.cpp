@@ -4,8 +4,10 @@ extern "C" {
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
 #include "utils/errcodes.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 }
@@ -94,6 +96,53 @@ bool wait_socket(PGconn *conn, bool for_write, TimestampTz deadline) {
         });
         if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
             return true;
+    }
+}
+
+// Waits until the connection's socket is ready, on the connection's own wait event set (created
+// on first use and kept), handling interrupts like wait_socket. Building a set per wait, as
+// WaitLatchOrSocket does, costs an epoll_create1, three epoll_ctl and a close every time.
+void wait_connection(Connection *c, bool for_write) {
+    uint32_t want = for_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
+    bool have_set = true;
+    pg_call([&] {
+        if (c->wait_set == nullptr) {
+            // The set holds a file descriptor; without one to spare, wait the old way.
+            if (!AcquireExternalFD()) {
+                have_set = false;
+                return;
+            }
+            ReleaseExternalFD();
+            c->wait_set = CreateWaitEventSet(TopMemoryContext, 3);
+            AddWaitEventToSet(c->wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
+            AddWaitEventToSet(c->wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
+            c->socket_pos =
+                AddWaitEventToSet(c->wait_set, want, PQsocket(c->conn), nullptr, nullptr);
+            c->socket_events = want;
+        } else if (c->socket_events != want) {
+            ModifyWaitEvent(c->wait_set, c->socket_pos, want, nullptr);
+            c->socket_events = want;
+        }
+    });
+    if (!have_set) {
+        wait_socket(c->conn, for_write, 0);
+        return;
+    }
+    for (;;) {
+        WaitEvent events[3];
+        int n = 0;
+        pg_call([&] {
+            n = WaitEventSetWait(c->wait_set, -1, events, 3, PG_WAIT_EXTENSION);
+            for (int i = 0; i < n; i++) {
+                if (events[i].events & WL_LATCH_SET) {
+                    ResetLatch(MyLatch);
+                    CHECK_FOR_INTERRUPTS();
+                }
+            }
+        });
+        for (int i = 0; i < n; i++)
+            if (events[i].events & want)
+                return;
     }
 }
 
@@ -193,6 +242,8 @@ void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 }  // namespace
 
 Connection::~Connection() {
+    if (wait_set != nullptr)
+        FreeWaitEventSet(wait_set);
     if (conn != nullptr)
         PQfinish(conn);
 }
@@ -296,14 +347,14 @@ PGresult *collect_result(Connection *c) {
             break;
         if (flushed < 0)
             throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-        wait_socket(conn, true, 0);
+        wait_connection(c, true);
         if (!PQconsumeInput(conn))
             throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
     }
     ResultPtr last;
     for (;;) {
         while (PQisBusy(conn)) {
-            wait_socket(conn, false, 0);
+            wait_connection(c, false);
             if (!PQconsumeInput(conn))
                 throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
         }

@@ -19,6 +19,7 @@ extern "C" {
 #include "postgres.h"
 #include "datatype/timestamp.h"
 #include "libpq-fe.h"
+#include "storage/latch.h"
 }
 
 #include <cstdint>
@@ -53,6 +54,12 @@ class Connection {
     TimestampTz last_used = 0;
     uint64_t statements = 0;
     bool busy = false;  // a statement is in flight
+    // Kept for the connection's life so that waiting for an answer costs one epoll_wait, not an
+    // epoll set built and closed per wait. nullptr until the first wait (or when no file
+    // descriptor was available for it: waits then build a set each time).
+    WaitEventSet *wait_set = nullptr;
+    int socket_pos = -1;         // position of the socket in wait_set
+    uint32_t socket_events = 0;  // WL_SOCKET_READABLE or WL_SOCKET_WRITEABLE
 };
 
 // Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached

@@ -415,11 +415,26 @@ TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
             PQgetisnull(res, ss->cur_row, col) ? nullptr : PQgetvalue(res, ss->cur_row, col);
         col++;
     }
+    // The values go straight into the slot as a virtual tuple (what BuildTupleFromCStrings does,
+    // without its two palloc'd arrays and the heap tuple formed per row). They live in tuple_cxt
+    // until the next row.
+    ExecClearTuple(slot);
     MemoryContextReset(ss->tuple_cxt);
     MemoryContext old = MemoryContextSwitchTo(ss->tuple_cxt);
-    HeapTuple tuple = BuildTupleFromCStrings(ss->attinmeta, ss->values);
+    TupleDesc desc = slot->tts_tupleDescriptor;
+    AttInMetadata *meta = ss->attinmeta;
+    for (int i = 0; i < natts; i++) {
+        if (TupleDescAttr(desc, i)->attisdropped) {
+            slot->tts_values[i] = (Datum)0;
+            slot->tts_isnull[i] = true;
+            continue;
+        }
+        slot->tts_values[i] = InputFunctionCall(&meta->attinfuncs[i], ss->values[i],
+                                                meta->attioparams[i], meta->atttypmods[i]);
+        slot->tts_isnull[i] = ss->values[i] == nullptr;
+    }
     MemoryContextSwitchTo(old);
-    ExecStoreHeapTuple(tuple, slot, false);
+    ExecStoreVirtualTuple(slot);
     ss->cur_row++;
     return slot;
 }

@@ -1,0 +1,933 @@
+#!/usr/bin/env python3
+"""picoroute against its peers: point SELECT, point INSERT and a 100,000-row scan, in one run.
+
+Starts, on 127.0.0.1 only, an emulated Picodata cluster (test/emulator/picoemu: 2 replicasets x 2
+instances, 3000 buckets, its own --dir, base port below 32768) and a private PostgreSQL node with
+picoroute preloaded, postgres_fdw and PL/Proxy. Every load loop is bounded (pgbench -T or -t);
+every server is stopped and every directory removed on exit, failures included.
+
+Point SELECT and point INSERT, same data, same keys, same pgbench client count:
+  picoroute   pgbench -> node: picoroute foreign table (the node computes the bucket and routes)
+  pg_fdw      pgbench -> node: postgres_fdw foreign table on the owning master (routed by hand)
+  plproxy     pgbench -> node: PL/Proxy function, RUN ON the partition of the bucket's owner
+  forward     pgbench -> the other replicaset's master, which forwards to the owner
+  direct      pgbench -> the owning master (the floor: one round trip)
+  direct_unnamed  the same with pgbench -M extended (SELECT only, for information)
+Scan of every row of the table, spread over both replicasets:
+  picoroute   foreign table with scatter 'masters'
+  pg_fdw      partitioned table of postgres_fdw foreign partitions (async_capable), default
+              fetch_size (100) and fetch_size 10000
+  direct      one psql per master, in parallel, reading its storage table
+
+Every figure is the median of --runs runs (min and max shown); variants are interleaved run by
+run, in a rotating order, so that drift of the machine hits all of them alike. A perf profile of
+the picoroute node's backends during a point-SELECT load is taken after the measurements.
+
+Usage: bench/peers_bench.py [--quick] [--runs 5] [--seconds 8] [--out FILE] [--no-profile]
+Run as root (servers then run as the postgres user) or as the postgres user; picoroute must be
+installed (make install). Python 3 standard library, pgbench, psql, perf (optional).
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+PICOEMU = os.path.join(ROOT, "test", "emulator", "picoemu")
+BIN = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
+                     check=True).stdout.strip()
+HOST = "127.0.0.1"
+EMU_USER = "admin"       # the emulator's superuser: every remote connection of every variant
+EMU_PASSWORD = "admin"
+EMU_DB = "picodata"
+KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
+
+SELECT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed"]
+INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct"]
+SCAN_VARIANTS = ["picoroute", "pg_fdw", "pg_fdw_10k", "direct"]
+
+
+class BenchError(Exception):
+    pass
+
+
+def as_server_user(cmd):
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--"] + cmd
+    return cmd
+
+
+def run(cmd, timeout, env=None, check=True):
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    if check and out.returncode != 0:
+        raise BenchError(f"{' '.join(cmd[:6])} ... failed ({out.returncode}):\n"
+                         f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return out
+
+
+def emu_conninfo(port):
+    return f"host={HOST} port={port} dbname={EMU_DB} user={EMU_USER} password={EMU_PASSWORD}"
+
+
+def psql_at(conninfo, sql, timeout=120):
+    return run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", sql],
+               timeout).stdout.strip()
+
+
+class Emulator:
+    """The emulated Picodata cluster, driven through its CLI."""
+
+    def __init__(self, base_port):
+        self.base_port = base_port
+        self.dir = tempfile.mkdtemp(prefix="picoroute-peers-emu-")
+        os.chmod(self.dir, 0o755)
+        self.started = False
+
+    def cli(self, *args, timeout=300):
+        return run([PICOEMU, "--dir", self.dir] + list(args), timeout).stdout
+
+    def up(self):
+        self.started = True
+        self.cli("up", "--base-port", str(self.base_port))
+
+    def status(self):
+        return json.loads(self.cli("status", "--json"))
+
+    def down(self):
+        if self.started:
+            subprocess.run([PICOEMU, "--dir", self.dir, "down"], capture_output=True, timeout=300)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Node:
+    """The private PostgreSQL server with picoroute preloaded (the routing node)."""
+
+    def __init__(self, port, conninfo):
+        self.port = port
+        self.conninfo = conninfo
+        self.dir = tempfile.mkdtemp(prefix="picoroute-peers-node-")
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres")
+        self.data = os.path.join(self.dir, "data")
+        self.started = False
+
+    def start(self):
+        run(as_server_user([f"{BIN}/initdb", "-D", self.data, "-A", "trust", "-U", "postgres"]),
+            120)
+        conf = f"""
+listen_addresses = '{HOST}'
+port = {self.port}
+unix_socket_directories = '{self.dir}'
+max_connections = 50
+shared_buffers = '128MB'
+jit = off
+shared_preload_libraries = 'picoroute'
+picoroute.conninfo = '{self.conninfo}'
+"""
+        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
+            f.write(conf)
+        self.started = True
+        run(as_server_user([f"{BIN}/pg_ctl", "-D", self.data, "-w", "-t", "60", "-l",
+                            os.path.join(self.dir, "log"), "start"]), 90)
+
+    def stop(self):
+        if self.started:
+            subprocess.run(as_server_user([f"{BIN}/pg_ctl", "-D", self.data, "-m", "fast", "-t",
+                                           "60", "stop"]), capture_output=True, timeout=90)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def dsn(self):
+        return f"host={HOST} port={self.port} dbname=postgres user=postgres"
+
+    def psql(self, sql, timeout=120):
+        return psql_at(self.dsn(), sql, timeout)
+
+
+# ---- pgbench ------------------------------------------------------------------------------------
+
+def key_tree(var, values, lo, hi):
+    """A balanced pgbench CASE expression mapping :var in [lo, hi) to values[var]."""
+    if hi - lo == 1:
+        return str(values[lo])
+    mid = (lo + hi) // 2
+    return (f"case when :{var} < {mid} then {key_tree(var, values, lo, mid)} "
+            f"else {key_tree(var, values, mid, hi)} end")
+
+
+def key_preamble(pool):
+    """pgbench lines that draw one entry of the key pool at random: :k the key, :b its bucket.
+    The same lines open every point script, so their (client-side) cost is the same for all."""
+    enc = [k * KEY_SHIFT + b for k, b in pool]
+    return (f"\\set i random(0, {len(enc) - 1})\n"
+            f"\\set kb {key_tree('i', enc, 0, len(enc))}\n"
+            f"\\set k :kb / {KEY_SHIFT}\n"
+            f"\\set b :kb % {KEY_SHIFT}\n")
+
+
+def parse_pgbench(out):
+    tps = re.search(r"^tps = ([0-9.]+) \(without initial connection time\)", out, re.M)
+    lat = re.search(r"^latency average = ([0-9.]+) ms", out, re.M)
+    done = re.search(r"^number of transactions actually processed: (\d+)", out, re.M)
+    failed = re.search(r"^number of failed transactions: (\d+)", out, re.M)
+    if not tps or not lat or not done:
+        raise BenchError("cannot parse pgbench output:\n" + out[-2000:])
+    if failed and int(failed.group(1)) != 0:
+        raise BenchError("pgbench reported failed transactions:\n" + out[-2000:])
+    return {"tps": float(tps.group(1)), "lat": float(lat.group(1)), "n": int(done.group(1))}
+
+
+class Pgbench:
+    def __init__(self, clients, threads, workdir):
+        self.clients = clients
+        self.threads = threads
+        self.workdir = workdir
+
+    def script(self, name, text):
+        path = os.path.join(self.workdir, name + ".sql")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run(self, target, script, seconds=None, transactions=None, defines=(), clients=None,
+            background=False, mode="prepared"):
+        """target: (port, dbname, user, password or None)."""
+        port, db, user, password = target
+        c = clients or self.clients
+        cmd = ["pgbench", "-n", "-M", mode, "-c", str(c), "-j", str(min(self.threads, c)),
+               "-h", HOST, "-p", str(port), "-U", user, "-f", script]
+        if seconds is not None:
+            cmd += ["-T", str(seconds)]
+            timeout = seconds + 120
+        else:
+            cmd += ["-t", str(transactions)]
+            timeout = 900
+        for d in defines:
+            cmd += ["-D", d]
+        cmd.append(db)
+        env = {"PGPASSWORD": password} if password else {}
+        if background:
+            full_env = dict(os.environ)
+            full_env.update(env)
+            return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env=full_env), timeout
+        out = run(cmd, timeout, env=env, check=False)
+        if out.returncode != 0 or "aborted" in out.stderr:
+            raise BenchError(f"pgbench on port {port} failed ({out.returncode}):\n"
+                             f"{out.stdout[-1500:]}\n{out.stderr[-1500:]}")
+        return parse_pgbench(out.stdout)
+
+
+# ---- the bench ----------------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.workdir = tempfile.mkdtemp(prefix="picoroute-peers-")
+        os.chmod(self.workdir, 0o755)
+        self.emu = Emulator(args.base_port)
+        self.node = None
+        self.pgb = Pgbench(args.clients, args.threads, self.workdir)
+        self.lines = []
+        self.notes = []
+
+    def say(self, text=""):
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def log(self, text):
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+    def cleanup(self):
+        if self.node is not None:
+            self.node.stop()
+        self.emu.down()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- setup --
+    def setup(self):
+        a = self.args
+        self.log(f"emulator: up on base port {a.base_port} in {self.emu.dir}")
+        self.emu.up()
+        self.emu.cli("create-table", "users", "--columns", "id int8, name text, v int8")
+        self.emu.cli("create-table", "events", "--columns", "id int8, sk int8, note text",
+                     "--primary-key", "id", "--sharding-key", "sk")
+        self.log(f"emulator: loading {a.rows} rows into users")
+        self.emu.cli("load", "users", "--rows", str(a.rows))
+        st = self.emu.status()
+        self.masters = {}   # replicaset -> port of its master
+        for rs in st["replicasets"]:
+            inst = next(i for i in st["instances"] if i["name"] == rs["master"])
+            self.masters[rs["name"]] = inst["port"]
+        tier = st["tiers"][0]
+        self.ranges = {}    # replicaset -> [(start, end)]
+        for r in tier["buckets"]:
+            self.ranges.setdefault(r["replicaset"], []).append((r["start"], r["end"]))
+        self.rs_names = sorted(self.masters)
+        if len(self.rs_names) != 2 or any(len(v) != 1 for v in self.ranges.values()):
+            raise BenchError(f"expected 2 replicasets with one bucket range each: {self.ranges}")
+        self.owner = self.rs_names[0]          # the keys of the point statements belong here
+        self.other = self.rs_names[1]          # the forwarding instance
+        self.owner_port = self.masters[self.owner]
+        self.other_port = self.masters[self.other]
+        self.bucket_count = tier["bucket_count"]
+
+        # Key pool: random loaded keys of the owner's replicaset, with their buckets.
+        rows = psql_at(emu_conninfo(self.owner_port),
+                       "SELECT id, bucket_id FROM _picoemu_local.users ORDER BY id")
+        keys = [tuple(int(x) for x in line.split("|")) for line in rows.splitlines()]
+        rng = random.Random(20250101)
+        self.pool = rng.sample(keys, min(a.pool, len(keys)))
+        self.log(f"key pool: {len(self.pool)} keys of replicaset {self.owner} "
+                 f"(master on port {self.owner_port}), out of {len(keys)} stored there")
+
+        # Remote helper for PL/Proxy inserts (a PL/Proxy function calls a function of the same
+        # name on the partition). Created on both masters; standbys receive it by replication.
+        for port in self.masters.values():
+            psql_at(emu_conninfo(port), """
+CREATE OR REPLACE FUNCTION public.px_insert(i bigint, s bigint, b integer) RETURNS integer
+LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); SELECT 1 $$;""")
+
+        self.log(f"node: starting on port {a.node_port}")
+        self.node = Node(a.node_port, self.emu.cli("conninfo", "--user", EMU_USER).strip())
+        self.node.start()
+        self.node.psql("CREATE EXTENSION picoroute; CREATE EXTENSION postgres_fdw; "
+                       "CREATE EXTENSION plproxy;")
+        for _ in range(100):
+            n = self.node.psql("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'")
+            if n == "2":
+                break
+            time.sleep(0.1)
+        else:
+            raise BenchError("picoroute did not load the bucket map: "
+                             + self.node.psql("SELECT * FROM picoroute_status"))
+        self.node.psql(self.node_ddl())
+
+    def node_ddl(self):
+        o, p = self.owner, self.other
+        part = " ".join(f"WHEN b BETWEEN {s} AND {e} THEN {i}"
+                        for i, rs in enumerate(self.rs_names) for s, e in self.ranges[rs])
+        sql = [f"""
+-- picoroute (default options: read_preference leader, connections cached per session)
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname '{EMU_DB}');
+CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
+CREATE FOREIGN TABLE pr_users (id bigint, name text, v bigint) SERVER pico
+  OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE pr_users_m (id bigint, name text, v bigint) SERVER pico_m
+  OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE pr_events (id bigint, sk bigint, note text) SERVER pico
+  OPTIONS (table_name 'events', sharding_key 'sk');
+"""]
+        for rs in self.rs_names:
+            sql.append(f"""
+CREATE SERVER fdw_{rs} FOREIGN DATA WRAPPER postgres_fdw
+  OPTIONS (host '{HOST}', port '{self.masters[rs]}', dbname '{EMU_DB}', async_capable 'true');
+CREATE USER MAPPING FOR CURRENT_USER SERVER fdw_{rs}
+  OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');""")
+        sql.append(f"""
+-- postgres_fdw routed by hand: the owner's public.users / public.events, as picoroute reaches them
+CREATE FOREIGN TABLE fdw_users_owner (id bigint, name text, v bigint, bucket_id bigint)
+  SERVER fdw_{o} OPTIONS (schema_name 'public', table_name 'users');
+CREATE FOREIGN TABLE fdw_events_owner (id bigint, sk bigint, note text)
+  SERVER fdw_{o} OPTIONS (schema_name 'public', table_name 'events');
+-- postgres_fdw partitions for the scan: each master's own storage (public.users is global)
+CREATE TABLE fdw_users_p (id bigint, name text, v bigint, bucket_id bigint)
+  PARTITION BY RANGE (bucket_id);
+CREATE TABLE fdw_users_p10k (id bigint, name text, v bigint, bucket_id bigint)
+  PARTITION BY RANGE (bucket_id);""")
+        for rs in self.rs_names:
+            (s, e), = self.ranges[rs]
+            sql.append(f"""
+CREATE FOREIGN TABLE fdw_users_p_{rs} PARTITION OF fdw_users_p FOR VALUES FROM ({s}) TO ({e + 1})
+  SERVER fdw_{rs} OPTIONS (schema_name '_picoemu_local', table_name 'users');
+CREATE FOREIGN TABLE fdw_users_p10k_{rs} PARTITION OF fdw_users_p10k
+  FOR VALUES FROM ({s}) TO ({e + 1})
+  SERVER fdw_{rs} OPTIONS (schema_name '_picoemu_local', table_name 'users', fetch_size '10000');""")
+        parts = ", ".join(f"p{i} '{HOST_KV(self.masters[rs])}'"
+                          for i, rs in enumerate(self.rs_names))
+        sql.append(f"""
+-- PL/Proxy: one partition per replicaset master, in replicaset order
+CREATE SERVER pxc FOREIGN DATA WRAPPER plproxy OPTIONS (connection_lifetime '3600', {parts});
+CREATE USER MAPPING FOR PUBLIC SERVER pxc OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
+-- the bucket -> partition map, precomputed from the cluster's bucket ranges
+CREATE FUNCTION px_part(b integer) RETURNS integer LANGUAGE sql IMMUTABLE
+  AS $$ SELECT CASE {part} END $$;
+CREATE FUNCTION px_get(k bigint, b integer) RETURNS TABLE (id bigint, name text, v bigint)
+LANGUAGE plproxy AS $$
+  CLUSTER 'pxc';
+  RUN ON px_part(b);
+  SELECT id, name, v FROM public.users WHERE id = k AND bucket_id = b;
+$$;
+CREATE FUNCTION px_insert(i bigint, s bigint, b integer) RETURNS integer LANGUAGE plproxy AS $$
+  CLUSTER 'pxc';
+  RUN ON px_part(b);
+$$;
+ANALYZE;""")
+        return "\n".join(sql)
+
+    # -- targets and scripts --
+    def targets(self):
+        node = (self.args.node_port, "postgres", "postgres", None)
+        return {
+            "node": node,
+            "owner": (self.owner_port, EMU_DB, EMU_USER, EMU_PASSWORD),
+            "other": (self.other_port, EMU_DB, EMU_USER, EMU_PASSWORD),
+        }
+
+    def select_scripts(self):
+        pre = key_preamble(self.pool)
+        remote = "SELECT id, name, v FROM users WHERE id = :k AND bucket_id = :b;\n"
+        return {
+            "picoroute": ("node", pre + "SELECT id, name, v FROM pr_users WHERE id = :k;\n"),
+            "pg_fdw": ("node", pre + "SELECT id, name, v FROM fdw_users_owner "
+                               "WHERE id = :k AND bucket_id = :b;\n"),
+            "plproxy": ("node", pre + "SELECT id, name, v FROM px_get(:k, :b);\n"),
+            "forward": ("other", pre + remote),
+            "direct": ("owner", pre + remote),
+            # The floor again, but as picoroute reaches the instance: one unnamed statement per
+            # execution (Parse/Bind/Execute), so the instance parses and plans every time.
+            "direct_unnamed": ("owner", pre + remote, "extended"),
+        }
+
+    def insert_scripts(self):
+        pre = key_preamble(self.pool) + "\\set n :n + 1\n" \
+            "\\set id :base + :client_id * 100000000 + :n\n"
+        remote = "INSERT INTO events (id, sk, note) VALUES (:id, :k, 'x');\n"
+        return {
+            "picoroute": ("node", pre + "INSERT INTO pr_events (id, sk, note) "
+                                  "VALUES (:id, :k, 'x');\n"),
+            "pg_fdw": ("node", pre + "INSERT INTO fdw_events_owner (id, sk, note) "
+                               "VALUES (:id, :k, 'x');\n"),
+            "plproxy": ("node", pre + "SELECT px_insert(:id, :k, :b);\n"),
+            "forward": ("other", pre + remote),
+            "direct": ("owner", pre + remote),
+        }
+
+    # -- sanity: every routed variant reaches the owner only (strict mode) and answers --
+    def sanity(self):
+        self.log("sanity: strict mode on; every routed variant must reach the owner only")
+        tg = self.targets()
+        k, b = self.pool[0]
+        want = f"{k}|name_{k}|{(7 * k) % 1000}"
+        self.emu.cli("strict", "on")
+        try:
+            for name, (where, text, *mode) in self.select_scripts().items():
+                if name == "forward":
+                    continue  # forwarding is refused in strict mode by definition
+                path = self.pgb.script(f"sanity_select_{name}", text)
+                self.pgb.run(tg[where], path, transactions=50, clients=2,
+                             mode=(mode or ["prepared"])[0])
+            for i, (name, (where, text, *_)) in enumerate(self.insert_scripts().items()):
+                if name == "forward":
+                    continue
+                path = self.pgb.script(f"sanity_insert_{name}", text)
+                self.pgb.run(tg[where], path, transactions=20, clients=2,
+                             defines=["n=0", f"base={(90 + i) * 10 ** 11}"])
+            got = [self.node.psql(f"SELECT id, name, v FROM pr_users WHERE id = {k}"),
+                   self.node.psql(f"SELECT id, name, v FROM fdw_users_owner WHERE id = {k} "
+                                  f"AND bucket_id = {b}"),
+                   self.node.psql(f"SELECT * FROM px_get({k}, {b})"),
+                   psql_at(emu_conninfo(self.owner_port),
+                           f"SELECT id, name, v FROM users WHERE id = {k} AND bucket_id = {b}")]
+            if any(g != want for g in got):
+                raise BenchError(f"sanity: key {k}: expected {want}, got {got}")
+        finally:
+            self.emu.cli("strict", "off")
+        got = psql_at(emu_conninfo(self.other_port),
+                      f"SELECT id, name, v FROM users WHERE id = {k} AND bucket_id = {b}")
+        if got != want:
+            raise BenchError(f"sanity: forwarding: expected {want}, got {got}")
+        n = psql_at(emu_conninfo(self.owner_port), "SELECT count(*) FROM _picoemu_local.events")
+        if int(n) != 4 * 2 * 20:
+            raise BenchError(f"sanity: {n} events stored at the owner, expected {4 * 2 * 20}")
+        self.truncate_events()
+        # The scan variants must all see every row exactly once.
+        expected = f"{self.args.rows}|{sum(range(1, self.args.rows + 1))}"
+        for table in ("pr_users_m", "fdw_users_p", "fdw_users_p10k"):
+            got = self.node.psql(f"SELECT count(*), sum(id) FROM {table}")
+            if got != expected:
+                raise BenchError(f"sanity: scan of {table}: {got}, expected {expected}")
+        plan = self.node.psql("EXPLAIN (COSTS OFF) SELECT count(*), sum(v), max(name) "
+                              "FROM fdw_users_p")
+        if "Async Foreign Scan" not in plan:
+            raise BenchError("sanity: postgres_fdw partitions are not scanned asynchronously:\n"
+                             + plan)
+        self.log("sanity: ok")
+
+    def truncate_events(self):
+        for port in self.masters.values():
+            psql_at(emu_conninfo(port), "TRUNCATE _picoemu_local.events")
+
+    # -- point statements --
+    def point(self, kind, scripts, runs, seconds=None, transactions=None, clients=None):
+        tg = self.targets()
+        paths = {n: self.pgb.script(f"{kind}_{n}", v[1]) for n, v in scripts.items()}
+        modes = {n: (v[2] if len(v) > 2 else "prepared") for n, v in scripts.items()}
+        names = list(scripts)
+        samples = {n: [] for n in names}
+        base = 10 ** 9
+        for r in range(-1, runs):  # run -1: warm-up, discarded
+            order = names[r % len(names):] + names[:r % len(names)] if r >= 0 else names
+            for n in order:
+                defines = []
+                if kind == "insert":
+                    base += 10 ** 9
+                    defines = ["n=0", f"base={base}"]
+                if r < 0:
+                    res = self.pgb.run(tg[scripts[n][0]], paths[n], defines=defines,
+                                       seconds=max(1, (seconds or 2) // 4) if seconds else None,
+                                       transactions=(transactions // 4) if transactions else None,
+                                       clients=clients, mode=modes[n])
+                else:
+                    res = self.pgb.run(tg[scripts[n][0]], paths[n], defines=defines,
+                                       seconds=seconds, transactions=transactions,
+                                       clients=clients, mode=modes[n])
+                    samples[n].append(res)
+                if kind == "insert":
+                    self.truncate_events()
+            if r >= 0:
+                self.log(f"{kind}{' (1 client)' if clients == 1 else ''} run {r + 1}/{runs}: "
+                         + ", ".join(
+                    f"{n} {samples[n][-1]['tps']:.0f} tps" for n in names))
+        return samples
+
+    # -- scans --
+    def scan_node(self, table, reps):
+        sql = f"SELECT count(*), sum(v), max(name) FROM {table};"
+        script = "\\timing on\n" + "\n".join([sql] * (reps + 1)) + "\n"
+        out = subprocess.run(
+            ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", self.node.dsn()],
+            input=script, capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise BenchError(f"scan of {table} failed: {out.stderr[-1500:]}")
+        times = [float(x) for x in re.findall(r"^Time: ([0-9.]+) ms", out.stdout, re.M)]
+        if len(times) != reps + 1:
+            raise BenchError(f"scan of {table}: cannot parse timings:\n{out.stdout[-1500:]}")
+        return statistics.median(times[1:])  # the first one opens the remote connections
+
+    def scan_direct(self, reps):
+        """One psql per master, started and connected first, then given the query at the same
+        moment; the time is from that moment to the last end marker."""
+        sql = "SELECT id, name, v FROM _picoemu_local.users;"
+        procs = []
+        try:
+            for port in self.masters.values():
+                procs.append(subprocess.Popen(
+                    ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d",
+                     emu_conninfo(port)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE, text=True, bufsize=1))
+
+            def send(text):
+                for p in procs:
+                    p.stdin.write(text)
+                    p.stdin.flush()
+
+            def wait_marker(marker, deadline):
+                for p in procs:
+                    while True:
+                        if time.time() > deadline:
+                            raise BenchError("direct scan: timeout")
+                        line = p.stderr.readline()
+                        if not line:
+                            raise BenchError("direct scan: psql ended early")
+                        if line.strip() == marker:
+                            break
+                        if "ERROR" in line:
+                            raise BenchError("direct scan: " + line)
+
+            send("\\o /dev/null\n" + sql + "\n\\warn READY\n")  # connect and warm up
+            wait_marker("READY", time.time() + 120)
+            times = []
+            for i in range(reps):
+                t0 = time.perf_counter()
+                send(f"{sql}\n\\warn DONE{i}\n")
+                wait_marker(f"DONE{i}", time.time() + 120)
+                times.append((time.perf_counter() - t0) * 1000)
+            send("\\q\n")
+            for p in procs:
+                p.wait(timeout=60)
+            return statistics.median(times)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+
+    def scans(self, runs, reps):
+        tables = {"picoroute": "pr_users_m", "pg_fdw": "fdw_users_p",
+                  "pg_fdw_10k": "fdw_users_p10k"}
+        samples = {n: [] for n in SCAN_VARIANTS}
+        for r in range(-1, runs):
+            order = SCAN_VARIANTS if r < 0 else \
+                SCAN_VARIANTS[r % 4:] + SCAN_VARIANTS[:r % 4]
+            for n in order:
+                ms = self.scan_direct(reps) if n == "direct" else self.scan_node(tables[n], reps)
+                if r >= 0:
+                    samples[n].append(ms)
+            if r >= 0:
+                self.log(f"scan run {r + 1}/{runs}: " + ", ".join(
+                    f"{n} {samples[n][-1]:.0f} ms" for n in SCAN_VARIANTS))
+        return samples
+
+    # -- profile --
+    def profile(self, seconds):
+        """perf record -g on every node backend serving pgbench during a picoroute point-SELECT
+        load, plus a system-wide CPU split by process during the same load."""
+        if shutil.which("perf") is None:
+            return None
+        tg = self.targets()
+        path = os.path.join(self.workdir, "select_picoroute.sql")
+        proc, timeout = self.pgb.run(tg["node"], path, seconds=seconds + 4, background=True)
+        pids = []
+        try:
+            for _ in range(50):
+                time.sleep(0.2)
+                out = self.node.psql("SELECT string_agg(pid::text, ',') FROM pg_stat_activity "
+                                     "WHERE application_name = 'pgbench'")
+                pids = [p for p in out.split(",") if p]
+                if len(pids) >= self.args.clients:
+                    break
+            time.sleep(1)
+            data = os.path.join(self.workdir, "perf.data")
+            rec = run(["perf", "record", "-q", "-g", "-F", "999", "-o", data, "-p",
+                       ",".join(pids), "--", "sleep", str(seconds // 2)],
+                      seconds + 60, check=False)
+            sysdata = os.path.join(self.workdir, "perf-sys.data")
+            run(["perf", "record", "-q", "-a", "-F", "499", "-o", sysdata, "--", "sleep",
+                 str(max(1, seconds // 2 - 1))], seconds + 60, check=False)
+            roles = self.process_roles()
+        finally:
+            out, err = proc.communicate(timeout=timeout)
+        if rec.returncode != 0:
+            return {"error": rec.stderr[-500:]}
+        flat = run(["perf", "report", "-i", data, "--no-children", "--stdio", "--sort",
+                    "dso,symbol", "-g", "none", "--percent-limit", "0.4"], 300, check=False).stdout
+        dsos = run(["perf", "report", "-i", data, "--no-children", "--stdio", "--sort", "dso",
+                    "-g", "none", "--percent-limit", "0.2"], 300, check=False).stdout
+        split = run(["perf", "report", "-i", sysdata, "--stdio", "--sort", "pid",
+                     "--percent-limit", "0.3"], 300, check=False).stdout
+        return {"pids": pids, "flat": flat, "dsos": dsos, "split": split, "roles": roles,
+                "pgbench": parse_pgbench(out)}
+
+    def process_roles(self):
+        """pid -> role, for the processes that run the load (by parent postmaster)."""
+        postmasters = {}
+        with open(os.path.join(self.node.data, "postmaster.pid")) as f:
+            postmasters[int(f.readline())] = "node"
+        st = self.emu.status()
+        for inst in st["instances"]:
+            pidfile = os.path.join(inst["datadir"], "postmaster.pid")
+            try:
+                with open(pidfile) as f:
+                    postmasters[int(f.readline())] = "emulator " + inst["name"]
+            except OSError:
+                pass
+        roles = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                ppid = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid in postmasters:
+                roles[int(pid)] = postmasters[ppid]
+        return roles
+
+    # -- report --
+    def report(self, sel, sel1, ins, scan, prof):
+        a = self.args
+        say = self.say
+        med = lambda xs: statistics.median(xs)  # noqa: E731
+
+        def stat(samples, key):
+            xs = [s[key] for s in samples]
+            return med(xs), min(xs), max(xs)
+
+        say("## picoroute against its peers (bench/peers_bench.py)")
+        say()
+        say(f"{os.cpu_count()} cores; one emulated cluster (2 replicasets x 2 instances, 3000 "
+            f"buckets, PostgreSQL servers on 127.0.0.1), {a.rows} rows in `users`; pgbench "
+            f"`-M prepared -c {a.clients} -j {a.threads}` for every point variant; every figure "
+            f"is the median of {a.runs} runs (min-max), variants interleaved run by run in a "
+            f"rotating order. Keys: {len(self.pool)} keys drawn at random (uniformly, by pgbench) "
+            f"from the rows of replicaset `{self.owner}`, the same keys for every variant.")
+        say()
+        say("Everything runs on the same machine: the pgbench client, the picoroute node and the "
+            "emulated instances share its cores, so a variant that uses more processes per "
+            "statement also pays for their CPU.")
+        say()
+        for title, samples, names, how in (
+                ("Point SELECT by key", sel, SELECT_VARIANTS,
+                 f"-c {a.clients} -j {a.threads} -T {a.seconds}"),
+                ("Point SELECT by key, one client (latency-bound; for information)", sel1,
+                 SELECT_VARIANTS, f"-c 1 -j 1 -T {a.seconds1}"),
+                ("Point INSERT (a fresh primary key per transaction)", ins, INSERT_VARIANTS,
+                 f"-c {a.clients} -j {a.threads} -t {a.insert_tx}")):
+            say(f"### {title} (pgbench {how})")
+            say()
+            say("| variant | tps median | min | max | latency ms median | min | max |")
+            say("|---|---|---|---|---|---|---|")
+            for n in names:
+                t, tmin, tmax = stat(samples[n], "tps")
+                lt, lmin, lmax = stat(samples[n], "lat")
+                say(f"| {n} | {t:.0f} | {tmin:.0f} | {tmax:.0f} | {lt:.3f} | {lmin:.3f} | "
+                    f"{lmax:.3f} |")
+            say()
+            tps = {n: med([s["tps"] for s in samples[n]]) for n in names}
+            say("| ratio (tps, medians) | value | target |")
+            say("|---|---|---|")
+            p = tps["picoroute"]
+            targets = [("picoroute / direct (floor)", p / tps["direct"], 0.8, ">= 0.80"),
+                       ("picoroute / postgres_fdw", p / tps["pg_fdw"], 2.0, ">= 2x"),
+                       ("picoroute / PL/Proxy", p / tps["plproxy"], 1.0, "> 1 (ahead)"),
+                       ("picoroute / forwarding instance", p / tps["forward"], 1.0,
+                        "> 1 (ahead)")]
+            for label, value, goal, text in targets:
+                if title == "Point SELECT by key":
+                    verdict = "met" if (value >= goal if goal != 1.0 else value > goal) \
+                        else "**missed**"
+                    self.verdicts.append((f"SELECT: {label}", value, text, verdict))
+                    say(f"| {label} | {value:.2f} | {text}: {verdict} |")
+                else:
+                    say(f"| {label} | {value:.2f} | (no target) |")
+            if "direct_unnamed" in tps:
+                say(f"| picoroute / direct with unnamed statements (`-M extended`) | "
+                    f"{p / tps['direct_unnamed']:.2f} | (information) |")
+                say(f"| direct unnamed / direct prepared | "
+                    f"{tps['direct_unnamed'] / tps['direct']:.2f} | (information) |")
+            say()
+        say(f"### Scan of all {a.rows} rows (`SELECT count(*), sum(v), max(name)` on the node; "
+            f"median of {a.scan_reps} executions per run after one warm-up)")
+        say()
+        say("| variant | ms median | min | max |")
+        say("|---|---|---|---|")
+        for n in SCAN_VARIANTS:
+            say(f"| {n} | {med(scan[n]):.1f} | {min(scan[n]):.1f} | {max(scan[n]):.1f} |")
+        say()
+        best_fdw = min(med(scan["pg_fdw"]), med(scan["pg_fdw_10k"]))
+        r = best_fdw / med(scan["picoroute"])
+        verdict = "met" if r >= 1.0 else "**missed**"
+        self.verdicts.append(("scan: postgres_fdw async (best fetch_size) / picoroute", r,
+                              ">= 1", verdict))
+        say("| ratio (time, medians) | value | target |")
+        say("|---|---|---|")
+        say(f"| postgres_fdw async, best fetch_size / picoroute | {r:.2f} | >= 1 "
+            f"(picoroute at least as fast): {verdict} |")
+        say(f"| postgres_fdw async, default fetch_size / picoroute | "
+            f"{med(scan['pg_fdw']) / med(scan['picoroute']):.2f} | |")
+        say(f"| direct parallel reads / picoroute | "
+            f"{med(scan['direct']) / med(scan['picoroute']):.2f} | |")
+        say()
+        say("### Targets")
+        say()
+        say("| target | value | goal | verdict |")
+        say("|---|---|---|---|")
+        for label, value, goal, verdict in self.verdicts:
+            say(f"| {label} | {value:.2f} | {goal} | {verdict} |")
+        say()
+        self.configuration()
+        if prof:
+            self.report_profile(prof)
+
+    def configuration(self):
+        a = self.args
+        o, p = self.owner, self.other
+        say = self.say
+        say("### Configuration of each variant")
+        say()
+        say(f"- Every remote connection (picoroute, postgres_fdw, PL/Proxy, pgbench) logs in to "
+            f"the instances as the emulator's superuser `{EMU_USER}` (scram-sha-256). Every "
+            f"variant keeps its remote connections for the whole pgbench session (picoroute: "
+            f"its per-session cache; postgres_fdw: its per-session cache; PL/Proxy: "
+            f"connection_lifetime 3600 s); pgbench connects once per client (no -C).")
+        say(f"- pgbench runs with `-M prepared` everywhere. On the node the local statement is "
+            f"prepared; what reaches the instance differs by design: picoroute sends one "
+            f"unnamed extended-protocol statement (Parse/Bind/Execute/Sync in one packet) with "
+            f"the bucket as a literal (`... WHERE (id = $1) AND bucket_id = N`); postgres_fdw "
+            f"opens a remote transaction and a cursor (START TRANSACTION, DECLARE, FETCH, "
+            f"CLOSE, COMMIT; for INSERT: a prepared INSERT per statement); PL/Proxy sends its "
+            f"SELECT with parameters; `forward` and `direct` are pgbench's own prepared "
+            f"statements on the instance. `direct_unnamed` is `direct` with pgbench "
+            f"`-M extended` (an unnamed statement per execution, like picoroute's): it shows "
+            f"what parsing and planning on every execution costs the instance; it is not a "
+            f"target.")
+        say(f"- Routing by hand for the peers: the keys all belong to `{o}`, so the postgres_fdw "
+            f"foreign tables point at `{o}`'s master, and the PL/Proxy function runs "
+            f"`RUN ON px_part(b)`, where `b` is the bucket passed by the client and `px_part` "
+            f"maps it to a partition with the cluster's bucket ranges, precomputed into an SQL "
+            f"CASE (PL/Proxy's own hash cannot reproduce Picodata's). The client knows each "
+            f"key's bucket (the pgbench key pool holds key and bucket; computed by the "
+            f"emulator at load time); picoroute alone is given only the key and computes the "
+            f"bucket itself.")
+        say(f"- The same remote statement for every point SELECT: the instance's `public.users` "
+            f"view filtered by `id` and by the literal or parameter `bucket_id`, which prunes "
+            f"the view to the owner's storage. `forward` sends it to `{p}`'s master, which "
+            f"forwards it through its own postgres_fdw foreign table (fetch_size 10000) to "
+            f"`{o}`: the bucket filter stands for the bucket Picodata's coordinator computes "
+            f"itself (without it the emulator would probe every replicaset). Point INSERTs all "
+            f"go through the instance's `public.events` view and its INSTEAD OF trigger "
+            f"(PL/Proxy: through `public.px_insert`, an SQL function on the masters that runs "
+            f"the same INSERT); `events` has primary key `id` and sharding key `sk`, "
+            f"`sk` drawn from the key pool, `id` fresh (a per-client counter); the owner's "
+            f"storage is truncated after each INSERT run.")
+        say(f"- postgres_fdw: default options except `async_capable 'true'` on its servers "
+            f"(used by the scan; a point statement has nothing to overlap); `fetch_size` "
+            f"default 100 (`pg_fdw`) and 10000 (`pg_fdw_10k`, table option) for the scan; "
+            f"`batch_size` default 1 (one row per INSERT anyway); `use_remote_estimate` off. "
+            f"The scan partitions read each master's storage table `_picoemu_local.users` "
+            f"directly (the `public.users` view is global on every instance), a little less "
+            f"remote work than picoroute's `public.users WHERE bucket_id BETWEEN a AND b`. "
+            f"No aggregate is pushed down (enable_partitionwise_aggregate off): both fetch "
+            f"every row.")
+        say(f"- picoroute: `picoroute.refresh_interval` default (1 s), scatter 'masters' for "
+            f"the scan, read_preference leader; no option tuned.")
+        say(f"- `direct` scan: one psql per master, connected beforehand, reading "
+            f"`_picoemu_local.users` unaligned to /dev/null; time from sending both queries "
+            f"to both end markers.")
+        say(f"- Node: PostgreSQL 15, shared_buffers 128MB, jit off. Emulated instances: the "
+            f"emulator's configuration (fsync off, shared_buffers 16MB, constraint_exclusion "
+            f"on). Sanity checks before timing: in the emulator's strict mode (`forward=off`) "
+            f"every routed variant's SELECT and INSERT succeeded (so each reached the owner), "
+            f"the rows came back equal, and every scan returned each row once.")
+        say()
+
+    def report_profile(self, prof):
+        say = self.say
+        say("### Profile: the picoroute node's backends during a picoroute point-SELECT load")
+        say()
+        if "error" in prof:
+            say(f"perf record failed: `{prof['error'].strip()}`")
+            say()
+            return
+        say(f"`perf record -g -F 999 -p {','.join(prof['pids'])}` (the {len(prof['pids'])} "
+            f"node backends serving pgbench, {self.args.seconds // 2} s) during a "
+            f"{self.args.seconds + 4} s pgbench run ({prof['pgbench']['tps']:.0f} tps); "
+            f"`perf report --no-children --stdio`, by shared object, then the top entries by "
+            f"symbol (>= 0.4%, at most 30):")
+        say()
+        say("```")
+        for key in ("dsos", "flat"):
+            shown = 0
+            for line in prof[key].splitlines():
+                if line.startswith("#") or not line.strip() or shown >= 30:
+                    continue
+                say(re.sub(r"\s+-\s+-\s*$", "", line).rstrip())
+                shown += 1
+            say()
+        say("```")
+        say()
+        # CPU split by process role, system-wide.
+        shares = {}
+        for line in prof["split"].splitlines():
+            m = re.match(r"\s*([0-9.]+)%\s+(\d+):(\S+)", line)
+            if not m:
+                continue
+            pct, pid, comm = float(m.group(1)), int(m.group(2)), m.group(3)
+            role = prof["roles"].get(pid)
+            if role is None:
+                role = "pgbench" if comm.startswith("pgbench") else (
+                    "idle" if pid == 0 else f"other ({comm})")
+            elif role == "node":
+                role = "node backends" if str(pid) in prof["pids"] else "node, other processes"
+            else:
+                role += " backends"
+            shares[role] = shares.get(role, 0.0) + pct
+        if shares:
+            say("System-wide CPU samples during the same load (`perf record -a`), by process "
+                "(a share of all cores' samples, idle included):")
+            say()
+            say("| processes | share of samples |")
+            say("|---|---|")
+            for role, pct in sorted(shares.items(), key=lambda kv: -kv[1]):
+                say(f"| {role} | {pct:.1f}% |")
+            say()
+
+    def main(self):
+        a = self.args
+        self.verdicts = []
+        self.setup()
+        self.sanity()
+        self.log(f"point SELECT: {a.runs} runs x {len(SELECT_VARIANTS)} variants x {a.seconds} s")
+        sel = self.point("select", self.select_scripts(), a.runs, seconds=a.seconds)
+        self.log(f"point SELECT, 1 client: {a.runs} runs x {len(SELECT_VARIANTS)} variants x "
+                 f"{a.seconds1} s")
+        sel1 = self.point("select", self.select_scripts(), a.runs, seconds=a.seconds1,
+                          clients=1)
+        self.log(f"point INSERT: {a.runs} runs x {len(INSERT_VARIANTS)} variants x "
+                 f"{a.insert_tx} transactions per client")
+        ins = self.point("insert", self.insert_scripts(), a.runs, transactions=a.insert_tx)
+        self.log(f"scan: {a.runs} runs x {len(SCAN_VARIANTS)} variants")
+        scan = self.scans(a.runs, a.scan_reps)
+        prof = None
+        if a.profile:
+            self.log("profile: perf on the node's backends during a picoroute SELECT load")
+            prof = self.profile(a.seconds)
+        self.report(sel, sel1, ins, scan, prof)
+
+
+def HOST_KV(port):
+    return f"host={HOST} port={port} dbname={EMU_DB}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="a short smoke run (well under 2 minutes); figures are not meaningful")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=10,
+                    help="pgbench -T of a point SELECT run")
+    ap.add_argument("--seconds1", type=int, default=5,
+                    help="pgbench -T of a one-client point SELECT run")
+    ap.add_argument("--insert-tx", type=int, default=2500,
+                    help="pgbench -t (per client) of a point INSERT run")
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rows", type=int, default=100000)
+    ap.add_argument("--pool", type=int, default=4096, help="keys in the pgbench key pool")
+    ap.add_argument("--scan-reps", type=int, default=3)
+    ap.add_argument("--base-port", type=int, default=27400,
+                    help="emulator base port (below 32768, outside the ephemeral range)")
+    ap.add_argument("--node-port", type=int, default=27490)
+    ap.add_argument("--no-profile", dest="profile", action="store_false")
+    ap.add_argument("--out", default=None, help="also write the report (markdown) here")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.seconds, args.seconds1, args.insert_tx, args.rows = 1, 2, 1, 100, 20000
+        args.pool, args.scan_reps, args.profile = 512, 1, False
+
+    def on_signal(signum, frame):
+        raise SystemExit(f"interrupted by signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    bench = Bench(args)
+    start = time.time()
+    try:
+        bench.main()
+    finally:
+        bench.cleanup()
+    bench.log(f"done in {time.time() - start:.0f} s")
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(bench.lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

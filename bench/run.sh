@@ -1,0 +1,88 @@
+#!/bin/sh
+# One command for the benchmarks: bench/lookup_bench.py and bench/peers_bench.py, in that order,
+# and one report with both, the date, the core count and the PostgreSQL version.
+#
+#   bench/run.sh                 full run (about 10 minutes on 2 cores), writes bench/RESULTS.md
+#   bench/run.sh --quick         smoke run (well under 2 minutes); prints the report and writes
+#                                it only when --out is given (its figures are not meaningful)
+#   bench/run.sh --out FILE      write the report to FILE instead
+#
+# Run as root (the servers then run as the postgres user) or as the postgres user, after
+# `make && make install`. Everything listens on 127.0.0.1; every server is stopped on exit.
+set -eu
+cd "$(dirname "$0")/.."
+
+quick=""
+out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --out) [ $# -ge 2 ] || { echo "bench/run.sh: --out needs a file" >&2; exit 2; }
+               out="$2"; shift ;;
+        *) echo "usage: bench/run.sh [--quick] [--out FILE]" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -n "$out" ] || [ -n "$quick" ] || out=bench/RESULTS.md
+
+tmp=$(mktemp -d /tmp/picoroute-run.XXXXXX)
+child=""
+cleanup() { rm -rf "$tmp"; }
+stop() {
+    # Let the running benchmark stop its servers (it handles SIGTERM), then leave.
+    [ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child" 2>/dev/null
+    cleanup
+    exit 143
+}
+trap cleanup EXIT
+trap stop INT TERM HUP
+
+# Runs a benchmark in the background and waits for it, so that a signal reaches it.
+run_bench() {
+    "$@" &
+    child=$!
+    wait "$child"
+    child=""
+}
+
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+if [ -n "$quick" ]; then
+    run_bench python3 bench/lookup_bench.py --port 29480 --runs 3 --calls 100000 \
+        --out "$tmp/lookup.md"
+    run_bench python3 bench/peers_bench.py --quick --out "$tmp/peers.md"
+else
+    run_bench python3 bench/lookup_bench.py --port 29480 --out "$tmp/lookup.md"
+    run_bench python3 bench/peers_bench.py --out "$tmp/peers.md"
+fi
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain -- src 2>/dev/null)" ]; then commit="$commit + uncommitted changes in src/"; fi
+{
+    echo "# picoroute benchmark results"
+    echo
+    if [ -n "$quick" ]; then
+        echo "**Smoke run (\`bench/run.sh --quick\`): one short run per variant, figures not meaningful.**"
+        echo
+    fi
+    echo "- Date: $started"
+    echo "- Machine: $(nproc) cores ($cpu), $(uname -sr)"
+    echo "- PostgreSQL: $("$(pg_config --bindir)/postgres" --version)"
+    echo "- picoroute: $commit"
+    echo "- Command: \`bench/run.sh${quick:+ --quick}\`"
+    echo
+    cat "$tmp/peers.md"
+    echo
+    if [ -z "$quick" ] && [ -f bench/peers_notes.md ]; then
+        cat bench/peers_notes.md
+        echo
+    fi
+    cat "$tmp/lookup.md"
+} > "$tmp/RESULTS.md"
+
+if [ -n "$out" ]; then
+    cp "$tmp/RESULTS.md" "$out"
+    echo "bench/run.sh: report written to $out"
+else
+    cat "$tmp/RESULTS.md"
+fi
