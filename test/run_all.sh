@@ -65,5 +65,9 @@ if [ -x test/emulator/selftest.sh ]; then
     as_user bash -c "cd '$WORK' && test/emulator/selftest.sh"
 fi
 
+step "benchmark smoke run (bench/run.sh --quick: checks the scripts work; figures not meaningful)"
+bench/run.sh --quick >"$WORK/bench-quick.log" 2>&1 || { tail -50 "$WORK/bench-quick.log"; exit 1; }
+tail -5 "$WORK/bench-quick.log"
+
 echo
 echo "all suites passed"
