@@ -42,24 +42,11 @@ struct SharedState {
     Size slot_capacity;
     Size slot_stride;
 
-    slock_t mutex;  // protects everything below
-    int worker_pid;
+    slock_t mutex;      // protects everything below
+    StatusCopy status;  // what picoroute_status shows (its generation field is unused here)
     int worker_procno;
-    WorkerState state;
-    char source_instance[256];
-    char last_error[1024];
-    char last_warning[1024];
-    TimestampTz last_refresh_start;
-    TimestampTz last_refresh_end;
-    TimestampTz last_success;
-    uint64 refreshes_started;
-    uint64 refreshes_finished;
-    uint64 refreshes_failed;
-    uint64 topology_resets;
     uint64 last_finished_seq;
     bool last_finished_failed;
-    uint32 n_tiers, n_replicasets, n_instances, n_ranges;
-    bool capacity_exceeded;
     ConditionVariable refresh_cv;
 };
 
@@ -124,9 +111,9 @@ void startup_shmem() {
             slot->size = 0;
         }
         SpinLockInit(&shared->mutex);
-        shared->worker_pid = 0;
+        shared->status.worker_pid = 0;
         shared->worker_procno = -1;
-        shared->state = WorkerState::NotStarted;
+        shared->status.state = WorkerState::NotStarted;
         ConditionVariableInit(&shared->refresh_cv);
     }
     LWLockRelease(AddinShmemInitLock);
@@ -251,10 +238,10 @@ bool publish(const std::string &image) {
 
     SnapshotView view(image.data(), image.size());
     SpinLockAcquire(&shared->mutex);
-    shared->n_tiers = view.n_tiers();
-    shared->n_replicasets = view.n_replicasets();
-    shared->n_instances = view.n_instances();
-    shared->n_ranges = view.n_ranges();
+    shared->status.n_tiers = view.n_tiers();
+    shared->status.n_replicasets = view.n_replicasets();
+    shared->status.n_instances = view.n_instances();
+    shared->status.n_ranges = view.n_ranges();
     SpinLockRelease(&shared->mutex);
     return true;
 }
@@ -282,23 +269,7 @@ const char *worker_state_name(WorkerState state) {
 StatusCopy read_status() {
     StatusCopy copy;
     SpinLockAcquire(&shared->mutex);
-    copy.worker_pid = shared->worker_pid;
-    copy.state = shared->state;
-    memcpy(copy.source_instance, shared->source_instance, sizeof(copy.source_instance));
-    memcpy(copy.last_error, shared->last_error, sizeof(copy.last_error));
-    memcpy(copy.last_warning, shared->last_warning, sizeof(copy.last_warning));
-    copy.last_refresh_start = shared->last_refresh_start;
-    copy.last_refresh_end = shared->last_refresh_end;
-    copy.last_success = shared->last_success;
-    copy.refreshes_started = shared->refreshes_started;
-    copy.refreshes_finished = shared->refreshes_finished;
-    copy.refreshes_failed = shared->refreshes_failed;
-    copy.topology_resets = shared->topology_resets;
-    copy.n_tiers = shared->n_tiers;
-    copy.n_replicasets = shared->n_replicasets;
-    copy.n_instances = shared->n_instances;
-    copy.n_ranges = shared->n_ranges;
-    copy.capacity_exceeded = shared->capacity_exceeded;
+    copy = shared->status;
     SpinLockRelease(&shared->mutex);
     copy.generation = pg_atomic_read_u64(&shared->generation);
     return copy;
@@ -306,63 +277,63 @@ StatusCopy read_status() {
 
 void status_worker_started(int pid) {
     SpinLockAcquire(&shared->mutex);
-    shared->worker_pid = pid;
+    shared->status.worker_pid = pid;
     shared->worker_procno = MyProc->pgprocno;
-    shared->state = WorkerState::Idle;
+    shared->status.state = WorkerState::Idle;
     SpinLockRelease(&shared->mutex);
 }
 
 void status_worker_stopped() {
     SpinLockAcquire(&shared->mutex);
-    shared->worker_pid = 0;
+    shared->status.worker_pid = 0;
     shared->worker_procno = -1;
-    shared->state = WorkerState::Stopped;
+    shared->status.state = WorkerState::Stopped;
     SpinLockRelease(&shared->mutex);
     ConditionVariableBroadcast(&shared->refresh_cv);
 }
 
 void status_set_state(WorkerState state) {
     SpinLockAcquire(&shared->mutex);
-    shared->state = state;
+    shared->status.state = state;
     SpinLockRelease(&shared->mutex);
 }
 
 void status_set_source(const char *instance) {
     SpinLockAcquire(&shared->mutex);
-    strlcpy(shared->source_instance, instance, sizeof(shared->source_instance));
+    strlcpy(shared->status.source_instance, instance, sizeof(shared->status.source_instance));
     SpinLockRelease(&shared->mutex);
 }
 
 void status_count_reset() {
     SpinLockAcquire(&shared->mutex);
-    shared->topology_resets++;
+    shared->status.topology_resets++;
     SpinLockRelease(&shared->mutex);
 }
 
 void status_set_error(const char *message) {
     SpinLockAcquire(&shared->mutex);
-    strlcpy(shared->last_error, message, sizeof(shared->last_error));
+    strlcpy(shared->status.last_error, message, sizeof(shared->status.last_error));
     SpinLockRelease(&shared->mutex);
 }
 
 void status_set_warning(const char *message) {
     SpinLockAcquire(&shared->mutex);
-    strlcpy(shared->last_warning, message, sizeof(shared->last_warning));
+    strlcpy(shared->status.last_warning, message, sizeof(shared->status.last_warning));
     SpinLockRelease(&shared->mutex);
 }
 
 void status_set_capacity_exceeded(bool exceeded) {
     SpinLockAcquire(&shared->mutex);
-    shared->capacity_exceeded = exceeded;
+    shared->status.capacity_exceeded = exceeded;
     SpinLockRelease(&shared->mutex);
 }
 
 uint64_t status_refresh_begin() {
     TimestampTz now = GetCurrentTimestamp();
     SpinLockAcquire(&shared->mutex);
-    uint64 seq = ++shared->refreshes_started;
-    shared->last_refresh_start = now;
-    shared->state = WorkerState::Refreshing;
+    uint64 seq = ++shared->status.refreshes_started;
+    shared->status.last_refresh_start = now;
+    shared->status.state = WorkerState::Refreshing;
     SpinLockRelease(&shared->mutex);
     return seq;
 }
@@ -370,12 +341,12 @@ uint64_t status_refresh_begin() {
 void status_refresh_end(uint64_t seq, bool success) {
     TimestampTz now = GetCurrentTimestamp();
     SpinLockAcquire(&shared->mutex);
-    shared->refreshes_finished++;
+    shared->status.refreshes_finished++;
     if (!success)
-        shared->refreshes_failed++;
+        shared->status.refreshes_failed++;
     else
-        shared->last_success = now;
-    shared->last_refresh_end = now;
+        shared->status.last_success = now;
+    shared->status.last_refresh_end = now;
     shared->last_finished_seq = seq;
     shared->last_finished_failed = !success;
     SpinLockRelease(&shared->mutex);
@@ -392,7 +363,7 @@ void wake_worker() {
 
 bool request_refresh_and_wait(int timeout_ms, bool *failed) {
     SpinLockAcquire(&shared->mutex);
-    uint64 started_before = shared->refreshes_started;
+    uint64 started_before = shared->status.refreshes_started;
     SpinLockRelease(&shared->mutex);
     wake_worker();
 
@@ -402,7 +373,7 @@ bool request_refresh_and_wait(int timeout_ms, bool *failed) {
     ConditionVariablePrepareToSleep(&shared->refresh_cv);
     for (;;) {
         SpinLockAcquire(&shared->mutex);
-        int pid = shared->worker_pid;
+        int pid = shared->status.worker_pid;
         if (shared->last_finished_seq > started_before) {
             done = true;
             *failed = shared->last_finished_failed;

@@ -4,6 +4,7 @@
 #include "core/snapshot.h"
 #include "core/snapshot_restore.h"
 #include "core/topology.h"
+#include "event_builders.h"
 
 #include <gtest/gtest.h>
 
@@ -12,60 +13,11 @@
 #include <vector>
 
 namespace picoroute {
+using namespace picoroute::testing;
+
 namespace {
 
 const SnapshotLimits kLimits{64, 32, 1024};
-
-TierEvent tier(const std::string &name, uint32_t count) {
-    TierEvent e;
-    e.name = name;
-    e.bucket_count = count;
-    return e;
-}
-
-ReplicasetEvent replicaset(const std::string &uuid, std::optional<std::string> tier_name,
-                           std::optional<std::string> master = std::nullopt,
-                           std::optional<std::string> name = std::nullopt) {
-    ReplicasetEvent e;
-    e.op = Op::Replace;
-    e.replicaset_uuid = uuid;
-    e.tier = std::move(tier_name);
-    e.current_master_uuid = std::move(master);
-    e.name = std::move(name);
-    return e;
-}
-
-ReplicasetEvent replicaset_delete(const std::string &uuid) {
-    ReplicasetEvent e;
-    e.op = Op::Delete;
-    e.replicaset_uuid = uuid;
-    return e;
-}
-
-InstanceEvent instance(const std::string &uuid, std::optional<std::string> rs,
-                       std::optional<std::string> state, std::optional<std::string> address,
-                       std::optional<std::string> name = std::nullopt) {
-    InstanceEvent e;
-    e.op = Op::Replace;
-    e.instance_uuid = uuid;
-    e.replicaset_uuid = std::move(rs);
-    e.current_state = std::move(state);
-    e.address = std::move(address);
-    e.name = std::move(name);
-    return e;
-}
-
-BucketEvent bucket(const std::string &tier_name, uint32_t start, uint32_t end,
-                   const std::string &rs, const std::string &state = "active") {
-    BucketEvent e;
-    e.op = Op::Replace;
-    e.tier = tier_name;
-    e.state = state;
-    e.start = start;
-    e.end = end;
-    e.current_replicaset_uuid = rs;
-    return e;
-}
 
 Topology build(const std::vector<Event> &events) {
     Topology topology;

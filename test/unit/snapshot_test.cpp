@@ -1,6 +1,7 @@
 // The flat topology image: round trip against the model, capacities, and damaged images.
 #include "core/errors.h"
 #include "core/snapshot.h"
+#include "event_builders.h"
 
 #include <gtest/gtest.h>
 
@@ -9,22 +10,14 @@
 #include <vector>
 
 namespace picoroute {
+using namespace picoroute::testing;
+
 namespace {
 
 std::string uuid(char kind, int n) {
     char buf[40];
     std::snprintf(buf, sizeof buf, "%c%07d-aaaa-bbbb-cccc-0123456789ab", kind, n);
     return buf;
-}
-
-BucketEvent range(const std::string &tier, uint32_t start, uint32_t end, const std::string &rs) {
-    BucketEvent e;
-    e.tier = tier;
-    e.state = "active";
-    e.start = start;
-    e.end = end;
-    e.current_replicaset_uuid = rs;
-    return e;
 }
 
 // Several tiers with gaps, unknown owners and every kind of missing master.
@@ -57,13 +50,13 @@ Topology sample() {
             }
         }
     }
-    ev.push_back(range("hot", 1, 1000, uuid('R', 1)));
-    ev.push_back(range("hot", 1001, 1500, uuid('R', 2)));
-    ev.push_back(range("hot", 1601, 2500, uuid('R', 3)));  // gap 1501..1600
-    ev.push_back(range("hot", 2501, 2999, uuid('R', 9)));  // unknown replicaset; 3000 unowned
-    ev.push_back(range("cold", 1, 8, uuid('R', 4)));
-    ev.push_back(range("cold", 9, 16, uuid('R', 5)));
-    ev.push_back(range("orphan", 5, 7, uuid('R', 1)));  // a tier known only by its bucket map
+    ev.push_back(bucket("hot", 1, 1000, uuid('R', 1)));
+    ev.push_back(bucket("hot", 1001, 1500, uuid('R', 2)));
+    ev.push_back(bucket("hot", 1601, 2500, uuid('R', 3)));  // gap 1501..1600
+    ev.push_back(bucket("hot", 2501, 2999, uuid('R', 9)));  // unknown replicaset; 3000 unowned
+    ev.push_back(bucket("cold", 1, 8, uuid('R', 4)));
+    ev.push_back(bucket("cold", 9, 16, uuid('R', 5)));
+    ev.push_back(bucket("orphan", 5, 7, uuid('R', 1)));  // a tier known only by its bucket map
     t.apply_all(ev);
     return t;
 }
@@ -221,7 +214,7 @@ TEST(Snapshot, RealisticTopologyAtTheLimitsFits) {
         }
     }
     for (uint32_t b = 1; b <= 3000; ++b) {  // worst case: every bucket its own range
-        ev.push_back(range("default", b, b, uuid('R', static_cast<int>(b % 100))));
+        ev.push_back(bucket("default", b, b, uuid('R', static_cast<int>(b % 100))));
     }
     ASSERT_TRUE(t.apply_all(ev));
     const std::string image = build_snapshot(t, limits);
@@ -413,20 +406,11 @@ TEST(SnapshotBucketIndex, AgreesWithTheSearchForEveryBucket) {
         e.tier = "a";
         events.push_back(e);
     }
-    auto range = [](const char *tier, uint32_t start, uint32_t end, const char *rs) {
-        BucketEvent e;
-        e.tier = tier;
-        e.start = start;
-        e.end = end;
-        e.current_replicaset_uuid = rs;
-        e.state = "active";
-        return e;
-    };
-    events.push_back(range("a", 1, 10, "r1"));
-    events.push_back(range("a", 11, 11, "r2"));
-    events.push_back(range("a", 20, 60, "r1"));  // gap 12..19, and 61..100 unmapped
-    events.push_back(range("b", 1, 7, "r2"));
-    events.push_back(range("c", 5, 9, "r2"));  // a tier whose count is not known
+    events.push_back(bucket("a", 1, 10, "r1"));
+    events.push_back(bucket("a", 11, 11, "r2"));
+    events.push_back(bucket("a", 20, 60, "r1"));  // gap 12..19, and 61..100 unmapped
+    events.push_back(bucket("b", 1, 7, "r2"));
+    events.push_back(bucket("c", 5, 9, "r2"));  // a tier whose count is not known
     topology.apply_all(events);
     const std::string image = build_snapshot(topology, SnapshotLimits{16, 16, 64});
 

@@ -2,6 +2,7 @@
 // after every step.
 #include "core/errors.h"
 #include "core/topology.h"
+#include "event_builders.h"
 
 #include <gtest/gtest.h>
 
@@ -10,58 +11,11 @@
 #include <vector>
 
 namespace picoroute {
+using namespace picoroute::testing;
+
 namespace {
 
 using Ranges = std::vector<std::tuple<uint32_t, uint32_t, std::string>>;
-
-BucketEvent bucket(const std::string &tier, uint32_t start, uint32_t end, const std::string &rs) {
-    BucketEvent e;
-    e.op = Op::Replace;
-    e.tier = tier;
-    e.state = "active";
-    e.start = start;
-    e.end = end;
-    e.current_replicaset_uuid = rs;
-    return e;
-}
-
-BucketEvent bucket_delete(const std::string &tier, uint32_t start) {
-    BucketEvent e;
-    e.op = Op::Delete;
-    e.tier = tier;
-    e.start = start;
-    e.end = start;
-    return e;
-}
-
-ReplicasetEvent replicaset(const std::string &uuid, std::optional<std::string> tier,
-                           std::optional<std::string> master = std::nullopt) {
-    ReplicasetEvent e;
-    e.op = Op::Replace;
-    e.replicaset_uuid = uuid;
-    e.tier = std::move(tier);
-    e.current_master_uuid = std::move(master);
-    return e;
-}
-
-ReplicasetEvent replicaset_delete(const std::string &uuid) {
-    ReplicasetEvent e;
-    e.op = Op::Delete;
-    e.replicaset_uuid = uuid;
-    return e;
-}
-
-InstanceEvent instance(const std::string &uuid, std::optional<std::string> rs,
-                       std::optional<std::string> state = std::string("Online"),
-                       std::optional<std::string> address = std::nullopt) {
-    InstanceEvent e;
-    e.op = Op::Replace;
-    e.instance_uuid = uuid;
-    e.replicaset_uuid = std::move(rs);
-    e.current_state = std::move(state);
-    e.address = std::move(address);
-    return e;
-}
 
 Ranges ranges(const Topology &t, const std::string &tier) {
     Ranges out;

@@ -9,6 +9,7 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/tupdesc.h"
+#include "commands/explain.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "nodes/execnodes.h"
@@ -121,6 +122,8 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext);
 // True when the routing depends on parameters whose values EXPLAIN does not have.
 bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext);
 char *explain_routing(RoutedStatement *st, ExprContext *econtext, bool have_params);
+// EXPLAIN's "Remote SQL" and "Routing" lines of a scan or a direct modification.
+void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es);
 void release_results(RoutedStatement *st);
 
 // ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------

@@ -421,14 +421,7 @@ void picoEndDirectModify(ForeignScanState *node) {
 }
 
 void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
-    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
-    ExplainPropertyText("Remote SQL", ds->st->sql, es);
-    const char *routing = ds->st->routing;
-    if (routing == nullptr) {
-        routing = explain_routing(ds->st, node->ss.ps.ps_ExprContext,
-                                  routing_params_unknown(ds->st, node->ss.ps.ps_ExprContext));
-    }
-    ExplainPropertyText("Routing", routing, es);
+    explain_remote(static_cast<DirectState *>(node->fdw_state)->st, node, es);
 }
 
 }  // namespace

@@ -456,14 +456,7 @@ void picoEndForeignScan(ForeignScanState *node) {
 }
 
 void picoExplainForeignScan(ForeignScanState *node, ExplainState *es) {
-    ScanState *ss = static_cast<ScanState *>(node->fdw_state);
-    ExplainPropertyText("Remote SQL", ss->st->sql, es);
-    const char *routing = ss->st->routing;
-    if (routing == nullptr) {
-        routing = explain_routing(ss->st, node->ss.ps.ps_ExprContext,
-                                  routing_params_unknown(ss->st, node->ss.ps.ps_ExprContext));
-    }
-    ExplainPropertyText("Routing", routing, es);
+    explain_remote(static_cast<ScanState *>(node->fdw_state)->st, node, es);
 }
 
 }  // namespace
@@ -623,6 +616,16 @@ bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
             return true;
     }
     return false;
+}
+
+void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es) {
+    ExplainPropertyText("Remote SQL", st->sql, es);
+    const char *routing = st->routing;
+    if (routing == nullptr) {
+        ExprContext *econtext = node->ss.ps.ps_ExprContext;
+        routing = explain_routing(st, econtext, routing_params_unknown(st, econtext));
+    }
+    ExplainPropertyText("Routing", routing, es);
 }
 
 char *explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown) {
