@@ -121,7 +121,10 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext);
 // Routing as it would be decided now, for EXPLAIN without ANALYZE.
 // True when the routing depends on parameters whose values EXPLAIN does not have.
 bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext);
-char *explain_routing(RoutedStatement *st, ExprContext *econtext, bool have_params);
+// Sets *routing to the description and, when the statement goes to a single instance, *sql to the
+// statement as sent (with its bucket filter); *sql is left alone otherwise.
+void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,
+                     const char **routing, const char **sql);
 // EXPLAIN's "Remote SQL" and "Routing" lines of a scan or a direct modification.
 void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es);
 void release_results(RoutedStatement *st);

@@ -619,27 +619,37 @@ bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
 }
 
 void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es) {
-    ExplainPropertyText("Remote SQL", st->sql, es);
+    // The statement as it is sent: with the owner's bucket filter when the routing resolves to a
+    // single instance now (EXPLAIN ANALYZE, or keys given as constants).
+    const char *sql = st->sql;
     const char *routing = st->routing;
     if (routing == nullptr) {
         ExprContext *econtext = node->ss.ps.ps_ExprContext;
-        routing = explain_routing(st, econtext, routing_params_unknown(st, econtext));
+        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
     }
+    ExplainPropertyText("Remote SQL", sql, es);
     ExplainPropertyText("Routing", routing, es);
 }
 
-char *explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown) {
-    if (params_unknown && st->key_kinds != NIL)
-        return pstrdup("by sharding key, computed from parameter values at execution");
+void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,
+                     const char **routing, const char **sql) {
+    if (params_unknown && st->key_kinds != NIL) {
+        *routing = pstrdup("by sharding key, computed from parameter values at execution");
+        return;
+    }
     KeyValues *keys = evaluate_keys(st, econtext);
-    return guarded([&] {
+    guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
         std::string description;
-        (void)decide_targets(st, keys, &tier, &retry, &description);
-        char *out = nullptr;
-        pg_call([&] { out = pstrdup(description.c_str()); });
-        return out;
+        std::vector<Target> targets = decide_targets(st, keys, &tier, &retry, &description);
+        std::string routed =
+            targets.size() == 1 ? with_bucket_filter(st->sql, st->has_where, targets[0]) : "";
+        pg_call([&] {
+            *routing = pstrdup(description.c_str());
+            if (!routed.empty())
+                *sql = pstrdup(routed.c_str());
+        });
     });
 }
 
