@@ -41,9 +41,9 @@ std::string last_logged_warning;
 // Brings the model in line with the shared map when somebody else published since (push mode,
 // or a restart of this worker with the map still in shared memory).
 void adopt_shared_map() {
+    if (published_generation() == model_generation)
+        return;  // the usual case: nothing to copy
     MapRef map = current_map();
-    if (map.generation == model_generation)
-        return;
     *model = topology_from_snapshot(*map.view);
     model_generation = map.generation;
 }
@@ -98,7 +98,7 @@ std::string refresh_once() {
         if (update.reset)
             status_count_reset();
         if (changed)
-            model_generation = current_map().generation;
+            model_generation = published_generation();
         return {};
     } catch (const SourceError &e) {
         error = e.what();
