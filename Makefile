@@ -3,17 +3,34 @@
 
 EXTENSION = picoroute
 MODULE_big = picoroute
-# The install script is assembled from its parts: the topology surface, then routing and the FDW.
-DATA_built = picoroute--0.1.sql
-SCRIPT_PARTS = sql/picoroute--0.1.sql $(sort $(wildcard src/sql/*.sql))
 PGFILEDESC = "picoroute - bucket-aware routing to Picodata"
+
+# Versioned SQL. Everything that makes up the extension's scripts lives in src/sql/:
+#   src/sql/NN_<topic>.sql     the parts of the CURRENT version's install script, concatenated in
+#                              sorted order into picoroute--$(EXTVERSION).sql (built, not committed);
+#   src/sql/releases/          the install scripts of released versions, frozen as shipped (their
+#                              checksums are in SHA256SUMS and checked on every build);
+#   src/sql/updates/           the update scripts picoroute--FROM--TO.sql.
+# The current version is default_version in picoroute.control. Contributors: every SQL object you
+# add, change or drop goes BOTH into a part (src/sql/NN_<topic>.sql) AND into the update script to
+# the current version (src/sql/updates/picoroute--<previous>--$(EXTVERSION).sql). The pg_regress
+# suite `upgrade` fails when an updated installation differs from a fresh one. To release a
+# version: freeze its built script into src/sql/releases/ (and add it to SHA256SUMS), raise
+# default_version (and META.json), and start the next update script.
+# sql/ and expected/ hold the pg_regress suites only.
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" picoroute.control)
+SCRIPT_PARTS = $(sort $(wildcard src/sql/*.sql))
+RELEASED_SCRIPTS = $(sort $(wildcard src/sql/releases/picoroute--*.sql))
+UPDATE_SCRIPTS = $(sort $(wildcard src/sql/updates/picoroute--*--*.sql))
+DATA_built = picoroute--$(EXTVERSION).sql
+DATA = $(RELEASED_SCRIPTS) $(UPDATE_SCRIPTS)
 
 CORE_SRCS := $(sort $(wildcard src/core/*.cpp))
 PG_SRCS := $(sort $(wildcard src/pg/*.cpp) $(wildcard src/pg/fdw/*.cpp))
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 # pg_regress suites, on a temporary instance that preloads the library (see test/regress.conf).
-REGRESS = setup hashing topology_push errors privileges routing
+REGRESS = setup upgrade hashing topology_push errors privileges routing
 REGRESS_OUTDIR ?= .
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=$(REGRESS_OUTDIR)/tmp_check \
 	--outputdir=$(REGRESS_OUTDIR) --load-extension=picoroute
@@ -35,5 +52,15 @@ src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
 
 $(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/pg/*.h)
 
-picoroute--0.1.sql: $(SCRIPT_PARTS)
-	cat $^ > $@
+# The current version's install script. Refuses to build when a released script was edited, when
+# the current version was already released, or when no update script leads to it.
+picoroute--$(EXTVERSION).sql: $(SCRIPT_PARTS) $(RELEASED_SCRIPTS) $(UPDATE_SCRIPTS) src/sql/releases/SHA256SUMS picoroute.control
+	@test -n "$(EXTVERSION)" || { echo "picoroute.control: no default_version" >&2; exit 1; }
+	@cd src/sql/releases && sha256sum --quiet --strict -c SHA256SUMS || { \
+	  echo "src/sql/releases: a released install script was changed; released scripts are frozen," >&2; \
+	  echo "put the change into src/sql/ and the update script instead" >&2; exit 1; }
+	@test ! -e src/sql/releases/$@ || { \
+	  echo "$@ is already released (src/sql/releases): raise default_version in picoroute.control" >&2; exit 1; }
+	@test -z "$(RELEASED_SCRIPTS)" || test -n "$(wildcard src/sql/updates/picoroute--*--$(EXTVERSION).sql)" || { \
+	  echo "no update script to $(EXTVERSION): add src/sql/updates/picoroute--<previous>--$(EXTVERSION).sql" >&2; exit 1; }
+	{ printf '%s\n\n' '\echo Use "CREATE EXTENSION picoroute" to load this file. \quit'; cat $(SCRIPT_PARTS); } > $@
