@@ -64,3 +64,18 @@ picoroute--$(EXTVERSION).sql: $(SCRIPT_PARTS) $(RELEASED_SCRIPTS) $(UPDATE_SCRIP
 	@test -z "$(RELEASED_SCRIPTS)" || test -n "$(wildcard src/sql/updates/picoroute--*--$(EXTVERSION).sql)" || { \
 	  echo "no update script to $(EXTVERSION): add src/sql/updates/picoroute--<previous>--$(EXTVERSION).sql" >&2; exit 1; }
 	{ printf '%s\n\n' '\echo Use "CREATE EXTENSION picoroute" to load this file. \quit'; cat $(SCRIPT_PARTS); } > $@
+
+# The source distribution (PGXN, and the Debian package's upstream tarball):
+# picoroute-<version>.tar.gz from the committed tree (git archive HEAD), the version being
+# META.json's (default_version with a patch level, checked by test/tools/pgxn_meta_check.py).
+# DIST_DIR chooses where it is written.
+DIST_VERSION = $(shell python3 -c 'import json; print(json.load(open("META.json"))["version"])')
+DIST_DIR ?= .
+.PHONY: dist
+dist:
+	@test -n "$(DIST_VERSION)" || { echo "META.json: no version" >&2; exit 1; }
+	@python3 test/tools/pgxn_meta_check.py .
+	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make dist needs a git checkout" >&2; exit 1; }
+	@git diff --quiet HEAD -- || echo "make dist: uncommitted changes are not in the tarball (git archive HEAD)" >&2
+	git archive --format=tar.gz --prefix=picoroute-$(DIST_VERSION)/ -o $(DIST_DIR)/picoroute-$(DIST_VERSION).tar.gz HEAD
+	@echo "$(DIST_DIR)/picoroute-$(DIST_VERSION).tar.gz"
