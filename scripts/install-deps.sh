@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what picoroute needs to build, test and demo on Debian 12 (run as root).
+# Installs what picoroute needs to build, package, test and demo on Debian 12 (run as root).
 # Does nothing when every package is already there.
 set -euo pipefail
 
@@ -9,6 +9,7 @@ PACKAGES=(
     postgresql-15-plproxy
     nlohmann-json3-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang-format libipc-run-perl perl python3
+    debhelper dpkg-dev postgresql-server-dev-all lintian
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command: installs the build dependencies (Debian 12, as root), checks formatting,
-# builds the core with CMake and runs its unit tests, builds and installs the extension with PGXS,
+# builds the core with CMake and runs its unit tests, checks the packaging (PGXN metadata, make dist,
+# the Debian package installed into a scratch server), builds and installs the extension with PGXS,
 # then runs the pg_regress suites and the multi-node TAP tests as an unprivileged user.
 set -euo pipefail
 
@@ -31,6 +32,11 @@ cmake --build build/cmake -j "$JOBS"
 step "hash cross-check against the independent Python reference"
 python3 test/tools/bucket_hash_reference.py --self-test
 python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
+
+# Before `make install`: the package test installs the Debian package into the system directories
+# and purges it at the end, so the tree's own build installed next is what the later suites use.
+step "packaging (PGXN META.json, make dist, Debian package: build, lintian, dpkg -i, CREATE EXTENSION, update path)"
+if [ "$(id -u)" -eq 0 ]; then test/package_test.sh; else sudo test/package_test.sh; fi
 
 step "extension (PGXS make, make install)"
 make -j "$JOBS"
