@@ -14,7 +14,8 @@
 #     shared_preload_libraries, Unix socket only, port $PICOROUTE_DEB_TEST_PORT) runs
 #     CREATE EXTENSION picoroute against the installed files, and the update path from 0.1 to the
 #     current version: CREATE EXTENSION picoroute VERSION '0.1', ALTER EXTENSION picoroute UPDATE.
-#  5. The server is stopped and the package purged, which removes its files from the system
+#     The pg_regress suites (`make installcheck`, `upgrade` among them) pass on the installed files.
+#  5. The package is purged, which removes its files from the system
 #     directories: run `make install` afterwards to get the tree's own build back (run_all.sh does).
 set -euo pipefail
 
@@ -123,10 +124,24 @@ count() { psql_scratch -d "$1" -c "SELECT count(*) FROM pg_depend WHERE deptype 
 [ "$(count from_01)" = "$(count postgres)" ] || fail "updated: $(count from_01) members, fresh: $(count postgres)"
 ok "update path 0.1 -> $EXTVERSION ($path) in the installed files: ALTER EXTENSION picoroute UPDATE reaches $EXTVERSION with the same $(count postgres) members"
 
-# 5. Stop and remove.
 runuser -u "$RUN_USER" -- "$BINDIR/pg_ctl" -D "$T/pg/data" -m fast stop >/dev/null
+
+# The pg_regress suites on the package's files (their temporary instance reads the extension from
+# the system directories, where the package put it); among them `upgrade`: 0.1 updated to the
+# current version has the same catalog as a fresh installation.
+mkdir "$T/regress"
+tar -C "$ROOT" --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.so' -cf - . | tar -C "$T/regress" -xf -
+chown -R "$RUN_USER" "$T/regress"
+if ! runuser -u "$RUN_USER" -- make -s -C "$T/regress" installcheck >"$T/regress.log" 2>&1; then
+    cat "$T/regress.log"
+    head -200 "$T/regress/regression.diffs" 2>/dev/null || true
+    fail "pg_regress suites on the installed package"
+fi
+ok "pg_regress suites on the installed package: $(grep -E 'tests passed' "$T/regress.log" | tr -s ' ')"
+
+# 5. Remove.
 dpkg --purge "$PKG" >/dev/null
 installed=no
 [ ! -e "$(pg_config --pkglibdir)/picoroute.so" ] || fail "dpkg --purge left picoroute.so behind"
 ok "$PKG purged"
-echo "package test passed"
+echo "package test passed in $(($(date +%s) - start)) s"
