@@ -137,7 +137,7 @@ if ! runuser -u "$RUN_USER" -- make -s -C "$T/regress" installcheck >"$T/regress
     head -200 "$T/regress/regression.diffs" 2>/dev/null || true
     fail "pg_regress suites on the installed package"
 fi
-ok "pg_regress suites on the installed package: $(grep -E 'tests passed' "$T/regress.log" | tr -s ' ')"
+ok "pg_regress suites on the installed package: $(grep -oE 'All [0-9]+ tests passed' "$T/regress.log")"
 
 # 5. Remove.
 dpkg --purge "$PKG" >/dev/null
