@@ -16,7 +16,7 @@ PGFILEDESC = "picoroute - bucket-aware routing to Picodata"
 # the current version (src/sql/updates/picoroute--<previous>--$(EXTVERSION).sql). The pg_regress
 # suite `upgrade` fails when an updated installation differs from a fresh one. To release a
 # version: freeze its built script into src/sql/releases/ (and add it to SHA256SUMS), raise
-# default_version (and META.json), and start the next update script.
+# default_version (and META.json, debian/changelog), and start the next update script.
 # sql/ and expected/ hold the pg_regress suites only.
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" picoroute.control)
 SCRIPT_PARTS = $(sort $(wildcard src/sql/*.sql))
