@@ -3,7 +3,7 @@
 
 bucket_id = murmur3_x86_32(key bytes, seed 13) % bucket_count + 1, where the key bytes are the
 sharding-key values, each encoded as Picodata encodes it, concatenated in key order
-(see /work/shared/picodata-facts.md, section 3).
+(see the Picodata facts document, section 3: how Picodata computes bucket_id).
 
 This file deliberately shares no code with src/core/bucket_hash.cpp: it exists so that the two
 implementations can be checked against each other. It is also imported by the test cluster
