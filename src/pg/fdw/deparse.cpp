@@ -1,16 +1,29 @@
-// Building the remote SQL text of the picoroute FDW (plain C style: see fdw_internal.h).
+// Building the remote SQL text of the picoroute FDW in Picodata's dialect (plain C style: see
+// fdw_internal.h; the facts are in the README, "Picodata SQL compatibility").
 //
-// Shipped to Picodata: columns of the foreign table, constants, parameters, comparisons
-// (= <> < <= > >=), LIKE / NOT LIKE, + - *, IN / NOT IN lists (= ANY / <> ALL over a constant array
-// or an ARRAY[...] of constants and parameters), IS [NOT] NULL, AND / OR / NOT, for the types
-// Picodata knows (integers, double precision, numeric, text, varchar, boolean, uuid, timestamptz).
-// Integers, finite numbers, booleans and strings are written as literals; other constants and all
-// parameters are sent as text parameters ($n) and typed by the server from their context.
+// Shipped to Picodata, from an explicit list of what it implements with PostgreSQL's meaning:
+// columns of the foreign table, constants, parameters, comparisons (= <> < <= > >=; on text the
+// ordering ones only under a byte-order collation, as Picodata orders strings by bytes), LIKE,
+// ILIKE (byte-order collation), NOT LIKE / NOT ILIKE written NOT (a LIKE b), + - * on numbers,
+// unary minus on integers and numerics written (0 - x), IN / NOT IN lists (= ANY / <> ALL over a
+// constant array or an ARRAY[...] of constants and parameters), IS [NOT] NULL, AND / OR / NOT,
+// for the types Picodata knows (integers, double precision, numeric, text, varchar, boolean,
+// uuid, timestamptz). Everything else (functions, casts, COLLATE, real, other types, a
+// non-deterministic collation) is evaluated locally.
+//
+// Every name is double-quoted (Picodata keywords such as "option" or "set" are plain names in
+// PostgreSQL). Constants are written so that Picodata types them as PostgreSQL does: integers
+// as integers, doubles with an exponent (1.5e0), numerics with their scale (2.50, or
+// CAST(1 AS decimal) for an integral value), and a numeric compared with a numeric(p,s) column is
+// first given the column's scale, because Picodata hashes a decimal with its scale. Other
+// constants and all parameters are sent as text parameters ($n), written with fixed settings
+// (set_transmission_modes) and typed by the server from their context.
 extern "C" {
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -20,6 +33,7 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 }
@@ -38,7 +52,6 @@ bool shippable_type(Oid type) {
         case INT2OID:
         case INT4OID:
         case INT8OID:
-        case FLOAT4OID:
         case FLOAT8OID:
         case NUMERICOID:
         case TEXTOID:
@@ -47,33 +60,77 @@ bool shippable_type(Oid type) {
         case TIMESTAMPTZOID:
             return true;
         default:
+            // real: Picodata has doubles only, and comparing a widened real differs.
             return false;
     }
 }
 
-// The remote spelling of a builtin operator, or nullptr when it is not shipped.
-const char *remote_operator(Oid opno, int nargs) {
+bool is_text_type(Oid type) {
+    return type == TEXTOID || type == VARCHAROID;
+}
+
+enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
+
+struct RemoteOp {
+    OpKind kind = OpKind::None;
+    const char *spelling = nullptr;
+};
+
+// The remote form of a builtin operator (the allow-list).
+RemoteOp remote_operator(Oid opno, int nargs) {
+    RemoteOp out;
     if (opno >= FirstGenbkiObjectId)
-        return nullptr;
+        return out;
     HeapTuple tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
     if (!HeapTupleIsValid(tuple))
-        return nullptr;
+        return out;
     const char *name = NameStr(((Form_pg_operator)GETSTRUCT(tuple))->oprname);
-    const char *out = nullptr;
     if (nargs == 2) {
-        static const char *const binary[] = {"=", "<>", "<", "<=", ">", ">=", "+", "-", "*"};
-        for (const char *op : binary)
+        static const char *const compare[] = {"=", "<>"};
+        static const char *const order[] = {"<", "<=", ">", ">="};
+        static const char *const arith[] = {"+", "-", "*"};
+        for (const char *op : compare)
             if (strcmp(name, op) == 0)
-                out = op;
+                out = {OpKind::Compare, op};
+        for (const char *op : order)
+            if (strcmp(name, op) == 0)
+                out = {OpKind::Order, op};
+        for (const char *op : arith)
+            if (strcmp(name, op) == 0)
+                out = {OpKind::Arith, op};
         if (strcmp(name, "~~") == 0)
-            out = "LIKE";
+            out = {OpKind::Like, "LIKE"};
         else if (strcmp(name, "!~~") == 0)
-            out = "NOT LIKE";
+            out = {OpKind::NotLike, "LIKE"};
+        else if (strcmp(name, "~~*") == 0)
+            out = {OpKind::ILike, "ILIKE"};
+        else if (strcmp(name, "!~~*") == 0)
+            out = {OpKind::NotILike, "ILIKE"};
     } else if (nargs == 1 && strcmp(name, "-") == 0) {
-        out = "-";
+        out = {OpKind::Negate, "-"};
     }
     ReleaseSysCache(tuple);
     return out;
+}
+
+// A collation under which PostgreSQL compares as Picodata does (bytes).
+bool byte_order_collation(Oid collid) {
+    return !OidIsValid(collid) || lc_collate_is_c(collid);
+}
+
+bool deterministic_collation(Oid collid) {
+    return !OidIsValid(collid) || collid == DEFAULT_COLLATION_OID ||
+           get_collation_isdeterministic(collid);
+}
+
+bool shippable(Node *node, RelOptInfo *rel);
+
+bool shippable_args(List *args, RelOptInfo *rel) {
+    ListCell *lc;
+    foreach (lc, args)
+        if (!shippable(static_cast<Node *>(lfirst(lc)), rel))
+            return false;
+    return true;
 }
 
 bool shippable(Node *node, RelOptInfo *rel) {
@@ -92,26 +149,57 @@ bool shippable(Node *node, RelOptInfo *rel) {
             return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
                    shippable_type(p->paramtype);
         }
-        case T_RelabelType:
-            return shippable(reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(node)->arg),
-                             rel);
+        case T_RelabelType: {
+            RelabelType *r = reinterpret_cast<RelabelType *>(node);
+            // A relabel that only changes varchar to text; no COLLATE (not in Picodata's grammar).
+            return shippable_type(r->resulttype) &&
+                   r->resultcollid == exprCollation(reinterpret_cast<Node *>(r->arg)) &&
+                   shippable(reinterpret_cast<Node *>(r->arg), rel);
+        }
         case T_OpExpr: {
             OpExpr *op = reinterpret_cast<OpExpr *>(node);
             int nargs = list_length(op->args);
-            if (remote_operator(op->opno, nargs) == nullptr)
+            RemoteOp rop = remote_operator(op->opno, nargs);
+            if (rop.kind == OpKind::None)
                 return false;
             if (op->opresulttype != BOOLOID && !shippable_type(op->opresulttype))
                 return false;
-            ListCell *lc;
-            foreach (lc, op->args)
-                if (!shippable(static_cast<Node *>(lfirst(lc)), rel))
-                    return false;
-            return true;
+            if (!deterministic_collation(op->inputcollid))
+                return false;
+            Oid argtype = exprType(static_cast<Node *>(linitial(op->args)));
+            switch (rop.kind) {
+                case OpKind::Order:
+                    // Picodata orders strings by their bytes.
+                    if (is_text_type(argtype) && !byte_order_collation(op->inputcollid))
+                        return false;
+                    break;
+                case OpKind::ILike:
+                case OpKind::NotILike:
+                    if (!byte_order_collation(op->inputcollid))
+                        return false;
+                    break;
+                case OpKind::Arith:
+                    if (!(argtype == INT2OID || argtype == INT4OID || argtype == INT8OID ||
+                          argtype == FLOAT8OID || argtype == NUMERICOID))
+                        return false;
+                    break;
+                case OpKind::Negate:
+                    // Written (0 - x); -0.0 has no such form, so doubles stay local.
+                    if (!(argtype == INT2OID || argtype == INT4OID || argtype == INT8OID ||
+                          argtype == NUMERICOID))
+                        return false;
+                    break;
+                default:
+                    break;
+            }
+            return shippable_args(op->args, rel);
         }
         case T_ScalarArrayOpExpr: {
             ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(node);
-            const char *op = remote_operator(sa->opno, 2);
-            if (op == nullptr || (sa->useOr ? strcmp(op, "=") : strcmp(op, "<>")) != 0)
+            RemoteOp rop = remote_operator(sa->opno, 2);
+            if (rop.kind != OpKind::Compare ||
+                strcmp(rop.spelling, sa->useOr ? "=" : "<>") != 0 ||
+                !deterministic_collation(sa->inputcollid))
                 return false;
             if (!shippable(static_cast<Node *>(linitial(sa->args)), rel))
                 return false;
@@ -124,21 +212,12 @@ bool shippable(Node *node, RelOptInfo *rel) {
                 ArrayExpr *a = reinterpret_cast<ArrayExpr *>(array);
                 if (a->multidims || a->elements == NIL)
                     return false;
-                ListCell *lc;
-                foreach (lc, a->elements)
-                    if (!shippable(static_cast<Node *>(lfirst(lc)), rel))
-                        return false;
-                return true;
+                return shippable_args(a->elements, rel);
             }
             return false;
         }
-        case T_BoolExpr: {
-            ListCell *lc;
-            foreach (lc, reinterpret_cast<BoolExpr *>(node)->args)
-                if (!shippable(static_cast<Node *>(lfirst(lc)), rel))
-                    return false;
-            return true;
-        }
+        case T_BoolExpr:
+            return shippable_args(reinterpret_cast<BoolExpr *>(node)->args, rel);
         case T_NullTest: {
             NullTest *nt = reinterpret_cast<NullTest *>(node);
             return !nt->argisrow && shippable(reinterpret_cast<Node *>(nt->arg), rel);
@@ -170,6 +249,7 @@ void add_param(Node *expr, Context *cx) {
     appendStringInfo(cx->buf, "$%d", list_length(*cx->params));
 }
 
+// A string literal as Picodata reads it: quotes doubled, backslashes plain.
 void append_string_literal(StringInfo buf, const char *value) {
     appendStringInfoChar(buf, '\'');
     for (const char *p = value; *p; p++) {
@@ -178,6 +258,10 @@ void append_string_literal(StringInfo buf, const char *value) {
         appendStringInfoChar(buf, *p);
     }
     appendStringInfoChar(buf, '\'');
+}
+
+bool is_numeric_spelling(const char *text) {
+    return text[0] != '\0' && strspn(text, "-+0123456789.eE") == strlen(text);
 }
 
 void deparse_const(Const *c, Context *cx) {
@@ -191,18 +275,34 @@ void deparse_const(Const *c, Context *cx) {
     switch (c->consttype) {
         case INT2OID:
         case INT4OID:
-        case INT8OID:
-        case NUMERICOID:
-        case FLOAT4OID:
-        case FLOAT8OID: {
+        case INT8OID: {
             char *text = OidOutputFunctionCall(out, c->constvalue);
-            if (strspn(text, "-+0123456789.eE") != strlen(text)) {
+            appendStringInfo(cx->buf, text[0] == '-' ? "(%s)" : "%s", text);
+            return;
+        }
+        case FLOAT8OID: {
+            // Picodata types 1.5 as a decimal and hashes it as one: a double needs an exponent.
+            char *text = OidOutputFunctionCall(out, c->constvalue);
+            if (!is_numeric_spelling(text)) {
                 add_param(reinterpret_cast<Node *>(c), cx);  // NaN, Infinity
-            } else if (text[0] == '-') {
-                appendStringInfo(cx->buf, "(%s)", text);
-            } else {
-                appendStringInfoString(cx->buf, text);
+                return;
             }
+            const char *exponent = strpbrk(text, "eE") ? "" : "e0";
+            appendStringInfo(cx->buf, text[0] == '-' ? "(%s%s)" : "%s%s", text, exponent);
+            return;
+        }
+        case NUMERICOID: {
+            // A decimal keeps its scale as written: 2.50 stays 2.50; an integral value needs a
+            // cast, or Picodata would read an integer.
+            char *text = OidOutputFunctionCall(out, c->constvalue);
+            if (!is_numeric_spelling(text)) {
+                add_param(reinterpret_cast<Node *>(c), cx);  // NaN, Infinity
+                return;
+            }
+            if (strchr(text, '.') == nullptr)
+                appendStringInfo(cx->buf, "CAST(%s AS decimal)", text);
+            else
+                appendStringInfo(cx->buf, text[0] == '-' ? "(%s)" : "%s", text);
             return;
         }
         case BOOLOID:
@@ -218,20 +318,59 @@ void deparse_const(Const *c, Context *cx) {
     }
 }
 
-void deparse_list(List *items, const char *separator, Context *cx) {
+// The numeric(p,s) column `other` is compared with, or -1.
+int32 numeric_column_typmod(Node *other) {
+    while (other != nullptr && IsA(other, RelabelType))
+        other = reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(other)->arg);
+    if (other == nullptr || !IsA(other, Var))
+        return -1;
+    Var *var = reinterpret_cast<Var *>(other);
+    return var->vartype == NUMERICOID ? var->vartypmod : -1;
+}
+
+// A value compared with a numeric(p,s) column, given the column's scale when that is exact: a
+// constant is rescaled now; a parameter is marked (a RelabelType carrying the typmod) and
+// rescaled when its value is known (see init_routed_statement).
+Node *with_column_scale(Node *value, int32 typmod) {
+    if (typmod < 0 || value == nullptr)
+        return value;
+    if (IsA(value, Const)) {
+        Const *c = reinterpret_cast<Const *>(value);
+        if (c->consttype != NUMERICOID || c->constisnull)
+            return value;
+        Const *copy = static_cast<Const *>(copyObjectImpl(c));
+        copy->constvalue = numeric_to_typmod(c->constvalue, typmod);
+        return reinterpret_cast<Node *>(copy);
+    }
+    if (IsA(value, Param) && reinterpret_cast<Param *>(value)->paramtype == NUMERICOID)
+        return reinterpret_cast<Node *>(makeRelabelType(reinterpret_cast<Expr *>(value),
+                                                        NUMERICOID, typmod, InvalidOid,
+                                                        COERCE_IMPLICIT_CAST));
+    return value;
+}
+
+void deparse_value(Node *value, int32 typmod, Context *cx) {
+    value = with_column_scale(value, typmod);
+    if (IsA(value, RelabelType) && IsA(reinterpret_cast<RelabelType *>(value)->arg, Param))
+        add_param(value, cx);
+    else
+        deparse_node(value, cx);
+}
+
+void deparse_list(List *items, const char *separator, Context *cx, int32 typmod = -1) {
     bool first = true;
     ListCell *lc;
     foreach (lc, items) {
         if (!first)
             appendStringInfoString(cx->buf, separator);
         first = false;
-        deparse_node(static_cast<Node *>(lfirst(lc)), cx);
+        deparse_value(static_cast<Node *>(lfirst(lc)), typmod, cx);
     }
 }
 
-void deparse_array_elements(Node *array, Context *cx) {
+void deparse_array_elements(Node *array, int32 typmod, Context *cx) {
     if (IsA(array, ArrayExpr)) {
-        deparse_list(reinterpret_cast<ArrayExpr *>(array)->elements, ", ", cx);
+        deparse_list(reinterpret_cast<ArrayExpr *>(array)->elements, ", ", cx, typmod);
         return;
     }
     Const *c = reinterpret_cast<Const *>(array);
@@ -254,7 +393,7 @@ void deparse_array_elements(Node *array, Context *cx) {
             appendStringInfoString(cx->buf, ", ");
         Const *elem =
             makeConst(elemtype, -1, c->constcollid, typlen, values[i], nulls[i], typbyval);
-        deparse_const(elem, cx);
+        deparse_value(reinterpret_cast<Node *>(elem), typmod, cx);
     }
 }
 
@@ -277,25 +416,33 @@ void deparse_node(Node *node, Context *cx) {
             return;
         case T_OpExpr: {
             OpExpr *op = reinterpret_cast<OpExpr *>(node);
-            const char *name = remote_operator(op->opno, list_length(op->args));
-            appendStringInfoChar(cx->buf, '(');
-            if (list_length(op->args) == 1) {
-                appendStringInfo(cx->buf, "%s ", name);
+            RemoteOp rop = remote_operator(op->opno, list_length(op->args));
+            if (rop.kind == OpKind::Negate) {
+                // No prefix minus in Picodata's grammar.
+                appendStringInfoString(cx->buf, "(0 - ");
                 deparse_node(static_cast<Node *>(linitial(op->args)), cx);
-            } else {
-                deparse_node(static_cast<Node *>(linitial(op->args)), cx);
-                appendStringInfo(cx->buf, " %s ", name);
-                deparse_node(static_cast<Node *>(lsecond(op->args)), cx);
+                appendStringInfoChar(cx->buf, ')');
+                return;
             }
-            appendStringInfoChar(cx->buf, ')');
+            Node *l = static_cast<Node *>(linitial(op->args));
+            Node *r = static_cast<Node *>(lsecond(op->args));
+            bool negated = rop.kind == OpKind::NotLike || rop.kind == OpKind::NotILike;
+            // Picodata's LIKE has no NOT flag.
+            appendStringInfoString(cx->buf, negated ? "(NOT (" : "(");
+            deparse_value(l, numeric_column_typmod(r), cx);
+            appendStringInfo(cx->buf, " %s ", rop.spelling);
+            deparse_value(r, numeric_column_typmod(l), cx);
+            appendStringInfoString(cx->buf, negated ? "))" : ")");
             return;
         }
         case T_ScalarArrayOpExpr: {
             ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(node);
+            Node *left = static_cast<Node *>(linitial(sa->args));
             appendStringInfoChar(cx->buf, '(');
-            deparse_node(static_cast<Node *>(linitial(sa->args)), cx);
+            deparse_node(left, cx);
             appendStringInfoString(cx->buf, sa->useOr ? " IN (" : " NOT IN (");
-            deparse_array_elements(static_cast<Node *>(lsecond(sa->args)), cx);
+            deparse_array_elements(static_cast<Node *>(lsecond(sa->args)),
+                                   numeric_column_typmod(left), cx);
             appendStringInfoString(cx->buf, "))");
             return;
         }
@@ -345,7 +492,15 @@ bool deparse_where(List *conds, Context *cx) {
 }  // namespace
 
 const char *quote_remote_identifier(const char *name) {
-    return quote_identifier(name);
+    // Always quoted: several Picodata keywords (option, set, by, begin, filter, over) are plain
+    // names to PostgreSQL's quote_identifier.
+    check_remote_name(name, "remote");
+    StringInfoData buf;
+    initStringInfo(&buf);
+    appendStringInfoChar(&buf, '"');
+    appendStringInfoString(&buf, name);
+    appendStringInfoChar(&buf, '"');
+    return buf.data;
 }
 
 bool is_foreign_expr(PlannerInfo *, RelOptInfo *rel, Expr *expr) {
@@ -383,7 +538,9 @@ void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relati
     }
     appendStringInfo(buf, " FROM %s", quote_remote_identifier(table->remote_table));
     Context cx{buf, RelationGetRelid(relation), params};
+    int nestlevel = set_transmission_modes();
     *has_where = deparse_where(remote_conds, &cx);
+    reset_transmission_modes(nestlevel);
 }
 
 void deparse_update(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relation,
@@ -391,6 +548,7 @@ void deparse_update(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relati
                     List **params, bool *has_where) {
     appendStringInfo(buf, "UPDATE %s SET ", quote_remote_identifier(table->remote_table));
     Context cx{buf, RelationGetRelid(relation), params};
+    int nestlevel = set_transmission_modes();
     ListCell *la, *le;
     bool first = true;
     forboth(la, target_attrs, le, target_exprs) {
@@ -401,16 +559,23 @@ void deparse_update(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relati
         appendStringInfo(
             buf, "%s = ",
             quote_remote_identifier(get_attname(RelationGetRelid(relation), attnum, false)));
-        deparse_node(static_cast<Node *>(lfirst(le)), &cx);
+        deparse_value(static_cast<Node *>(lfirst(le)),
+                      TupleDescAttr(RelationGetDescr(relation), attnum - 1)->atttypid == NUMERICOID
+                          ? TupleDescAttr(RelationGetDescr(relation), attnum - 1)->atttypmod
+                          : -1,
+                      &cx);
     }
     *has_where = deparse_where(remote_conds, &cx);
+    reset_transmission_modes(nestlevel);
 }
 
 void deparse_delete(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relation,
                     TableInfo *table, List *remote_conds, List **params, bool *has_where) {
     appendStringInfo(buf, "DELETE FROM %s", quote_remote_identifier(table->remote_table));
     Context cx{buf, RelationGetRelid(relation), params};
+    int nestlevel = set_transmission_modes();
     *has_where = deparse_where(remote_conds, &cx);
+    reset_transmission_modes(nestlevel);
 }
 
 void deparse_insert(StringInfo buf, Relation relation, TableInfo *table, List *target_attrs,

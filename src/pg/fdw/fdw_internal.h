@@ -25,6 +25,13 @@ namespace picoroute::pg::fdw {
 
 enum class Scatter { Coordinator = 0, Masters = 1 };
 
+// The Picodata release family a server runs (server option picodata_version), where behaviour
+// differs (see the README, "Picodata SQL compatibility"). 26.2.1 stands for 26.2.1 and later.
+enum class PicodataVersion { V25_5 = 0, V26_1 = 1, V26_2 = 2, V26_2_1 = 3 };
+
+// The row limit Picodata applies when nothing overrides it (cluster setting sql_motion_row_max).
+constexpr int kDefaultMotionRowMax = 5000;
+
 // Options of a foreign table and its server, resolved. palloc'd.
 struct TableInfo {
     Oid relid;
@@ -36,6 +43,10 @@ struct TableInfo {
     char *remote_table;  // table_name or the foreign table's name
     bool global;         // distribution 'global'
     int batch_size;
+    int version;          // PicodataVersion
+    bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
+    int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
+    int vdbe_opcode_max;  // sql_vdbe_opcode_max, likewise
     int nkeys;
     AttrNumber *key_attnums;  // sharding key columns in hashing order
 };
@@ -60,6 +71,35 @@ enum PrivateIndex {
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
+// The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
+std::string startup_options(const char *execution_options, const char *read_preference);
+// Refuses (ereport) a remote table or column name that Picodata cannot take quoted: one that
+// contains a double quote. `what` names the kind of object in the message.
+void check_remote_name(const char *name, const char *what);
+// The trailing " OPTION (...)" of a statement on `table`, "" for none. `keyless`: the statement
+// does not fix the sharding key (a scatter, a global table, a coordinator), so the row and
+// instruction limits are lifted unless the table or server gives them.
+std::string option_clause(const TableInfo *table, bool keyless);
+// The most rows one INSERT ... VALUES may carry for `table` (0: no limit).
+int insert_row_limit(const TableInfo *table);
+
+// ---- declarations checked against the cluster (declcheck.cpp) --------------------------------
+// At the first use of a table in a session (and after each change of the map): errors when the
+// table's sharding key, tier, distribution or key column types disagree with _pico_table.
+void check_declaration_at_first_use(TableInfo *table);
+
+// ---- values in Picodata's format (values.cpp) ----------------------------------------------
+// Sets DateStyle ISO, IntervalStyle postgres, extra_float_digits 3 and TimeZone UTC for the
+// output functions that write values sent to Picodata, like postgres_fdw's
+// set_transmission_modes; returns the GUC nest level to pass to reset_transmission_modes.
+int set_transmission_modes();
+void reset_transmission_modes(int nestlevel);
+// A numeric value rounded to the scale of `typmod` when that is exact (no digit lost, no
+// overflow); the value itself otherwise. Picodata hashes a decimal with its scale.
+Datum numeric_to_typmod(Datum value, int32 typmod);
+// Refuses a non-NULL value for a json/jsonb column (a Picodata map, array or any column): Picodata
+// cannot take such values as parameters.
+void refuse_json_value(Relation rel, AttrNumber attnum);
 // Connection parameters of the server's user mapping for `userid`. C++: call inside guarded().
 ConnParams conn_params_for(Oid serverid, Oid userid);
 
@@ -101,9 +141,11 @@ struct RoutedStatement {
     int nparams;
     List *param_states;  // ExprState per $n
     FmgrInfo *param_out;
-    List *key_kinds;   // IntList or NIL
-    List *key_states;  // ExprState per key expression
+    int32 *param_typmods;  // per $n: the numeric(p,s) typmod to rescale its value to, or -1
+    List *key_kinds;       // IntList or NIL
+    List *key_states;      // ExprState per key expression
     Oid *key_types;
+    int32 *key_typmods;  // per key column: its typmod (numeric scale before hashing)
     // results
     PGresult **results;
     int nresults;

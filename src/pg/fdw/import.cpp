@@ -295,6 +295,11 @@ List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid) {
             }
             if (!global && tier != server_tier)
                 continue;
+            // Names are sent double-quoted; Picodata cannot take one with a double quote.
+            pg_call([&] { check_remote_name(name.c_str(), "table"); });
+            for (const Json &field : format.items)
+                if (const Json *fname = field.get("name"))
+                    pg_call([&] { check_remote_name(fname->text.c_str(), "column"); });
             std::string sql = "CREATE FOREIGN TABLE " + quote_ident(name) + " (";
             bool first = true;
             for (const Json &field : format.items) {

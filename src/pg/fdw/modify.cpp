@@ -146,6 +146,7 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
     InsertState *s = static_cast<InsertState *>(palloc0(sizeof(InsertState)));
     s->rel = rel;
     s->table = get_table_info(RelationGetRelid(rel));
+    check_declaration_at_first_use(s->table);
     s->target_attrs = static_cast<List *>(linitial(fdw_private));
     s->nattrs = list_length(s->target_attrs);
     s->out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (s->nattrs + 1)));
@@ -235,7 +236,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 deparse_insert(&buf, s->rel, t, s->target_attrs, n);
                 sql = buf.data;
             });
-            job.sql = sql;
+            job.sql = std::string(sql) + option_clause(t, false);
             for (int r : group.second)
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
@@ -253,12 +254,19 @@ TupleTableSlot **insert_slots(ResultRelInfo *rinfo, TupleTableSlot **slots, int 
     int nkeys = s->table->nkeys;
     Datum *keys = static_cast<Datum *>(palloc0(sizeof(Datum) * (nslots * nkeys + 1)));
     bool *key_nulls = static_cast<bool *>(palloc0(sizeof(bool) * (nslots * nkeys + 1)));
+    TupleDesc desc = RelationGetDescr(s->rel);
+    // Values in Picodata's format, whatever the session's DateStyle or extra_float_digits.
+    int nestlevel = set_transmission_modes();
     for (int r = 0; r < nslots; r++) {
         int c = 0;
         ListCell *lc;
         foreach (lc, s->target_attrs) {
             bool isnull = false;
-            Datum value = slot_getattr(slots[r], lfirst_int(lc), &isnull);
+            AttrNumber attnum = lfirst_int(lc);
+            Datum value = slot_getattr(slots[r], attnum, &isnull);
+            Oid type = TupleDescAttr(desc, attnum - 1)->atttypid;
+            if (!isnull && (type == JSONOID || type == JSONBOID))
+                refuse_json_value(s->rel, attnum);
             values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
             c++;
         }
@@ -269,6 +277,7 @@ TupleTableSlot **insert_slots(ResultRelInfo *rinfo, TupleTableSlot **slots, int 
                 slot_getattr(slots[r], s->table->key_attnums[k], &key_nulls[r * nkeys + k]);
         }
     }
+    reset_transmission_modes(nestlevel);
     MemoryContextSwitchTo(old);
     send_rows(s, nslots, values, keys, key_nulls, GetUserId());
     MemoryContextReset(s->row_cxt);
@@ -298,6 +307,10 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
     int nattrs = s ? s->nattrs : RelationGetDescr(rinfo->ri_RelationDesc)->natts;
     if (nattrs > 0)
         batch = Min(batch, 65535 / nattrs);
+    // One INSERT ... VALUES may not carry more rows than Picodata's sql_motion_row_max.
+    int limit = insert_row_limit(table);
+    if (limit > 0)
+        batch = Min(batch, limit);
     return Max(batch, 1);
 }
 
@@ -375,13 +388,15 @@ bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     return true;
 }
 
-void picoBeginDirectModify(ForeignScanState *node, int) {
+void picoBeginDirectModify(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     EState *estate = node->ss.ps.state;
     Relation rel = node->ss.ss_currentRelation;
     if (plan->scan.scanrelid == 0)
         rel = ExecOpenScanRelation(estate, node->resultRelInfo->ri_RangeTableIndex, 0);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        check_declaration_at_first_use(table);
     List *priv = plan->fdw_private;
     DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
     ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),

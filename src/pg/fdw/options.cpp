@@ -1,10 +1,13 @@
 // Options of the picoroute foreign data wrapper: validation and resolution.
 //
 //   server:        tier (default 'default'), scatter (coordinator | masters),
-//                  read_preference (leader | replica | any), dbname, sslmode, batch_size
+//                  read_preference (leader | replica | any), dbname, sslmode, batch_size,
+//                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1, default 26.2),
+//                  execution_options (on | off), sql_motion_row_max, sql_vdbe_opcode_max
 //   user mapping:  user, password (a non-superuser must give a password)
 //   foreign table: table_name, sharding_key ('a, b': columns in hashing order),
-//                  distribution (sharded | global), batch_size
+//                  distribution (sharded | global), batch_size, sql_motion_row_max,
+//                  sql_vdbe_opcode_max
 //
 // Host and port never come from options: they come from the topology map.
 extern "C" {
@@ -48,12 +51,18 @@ const OptionDef kOptions[] = {
     {"dbname", ForeignServerRelationId},
     {"sslmode", ForeignServerRelationId},
     {"batch_size", ForeignServerRelationId},
+    {"picodata_version", ForeignServerRelationId},
+    {"execution_options", ForeignServerRelationId},
+    {"sql_motion_row_max", ForeignServerRelationId},
+    {"sql_vdbe_opcode_max", ForeignServerRelationId},
     {"user", UserMappingRelationId},
     {"password", UserMappingRelationId},
     {"table_name", ForeignTableRelationId},
     {"sharding_key", ForeignTableRelationId},
     {"distribution", ForeignTableRelationId},
     {"batch_size", ForeignTableRelationId},
+    {"sql_motion_row_max", ForeignTableRelationId},
+    {"sql_vdbe_opcode_max", ForeignTableRelationId},
 };
 
 bool valid_option(const char *name, Oid context) {
@@ -94,6 +103,8 @@ void validate(List *options, Oid catalog) {
     static const char *const scatter_values[] = {"coordinator", "masters", nullptr};
     static const char *const pref_values[] = {"leader", "replica", "any", nullptr};
     static const char *const dist_values[] = {"sharded", "global", nullptr};
+    static const char *const version_values[] = {"25.5", "26.1", "26.2", "26.2.1", nullptr};
+    static const char *const onoff_values[] = {"on", "off", nullptr};
     bool has_key = false, is_global = false;
     ListCell *lc;
     foreach (lc, options) {
@@ -123,8 +134,25 @@ void validate(List *options, Oid catalog) {
             check_enum(def, dist_values);
             is_global = strcmp(defGetString(def), "global") == 0;
         } else if (strcmp(def->defname, "sharding_key") == 0) {
-            (void)split_key(defGetString(def), def->defname);
+            ListCell *kc;
+            foreach (kc, split_key(defGetString(def), def->defname))
+                check_remote_name(static_cast<const char *>(lfirst(kc)), "sharding key column");
             has_key = true;
+        } else if (strcmp(def->defname, "table_name") == 0) {
+            check_remote_name(defGetString(def), "table");
+        } else if (strcmp(def->defname, "picodata_version") == 0) {
+            check_enum(def, version_values);
+        } else if (strcmp(def->defname, "execution_options") == 0) {
+            check_enum(def, onoff_values);
+        } else if (strcmp(def->defname, "sql_motion_row_max") == 0 ||
+                   strcmp(def->defname, "sql_vdbe_opcode_max") == 0) {
+            int value = 0;
+            if (!parse_int(defGetString(def), &value, 0, nullptr) || value < 0)
+                ereport(ERROR,
+                        (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+                         errmsg("picoroute: %s must be a non-negative integer, not \"%s\"",
+                                def->defname, defGetString(def)),
+                         errhint("0 lifts the limit for the statements of this table or server.")));
         } else if (strcmp(def->defname, "batch_size") == 0) {
             int value = 0;
             if (!parse_int(defGetString(def), &value, 0, nullptr) || value < 1 || value > 10000)
@@ -151,6 +179,27 @@ const char *option_value(List *options, const char *name) {
             return defGetString(def);
     }
     return nullptr;
+}
+
+// -1 when the option is not given.
+int int_option(List *options, const char *name) {
+    const char *value = option_value(options, name);
+    int out = -1;
+    if (value != nullptr && !parse_int(value, &out, 0, nullptr))
+        out = -1;
+    return out;
+}
+
+PicodataVersion parse_version(const char *value) {
+    if (value == nullptr)
+        return PicodataVersion::V26_2;
+    if (strcmp(value, "25.5") == 0)
+        return PicodataVersion::V25_5;
+    if (strcmp(value, "26.1") == 0)
+        return PicodataVersion::V26_1;
+    if (strcmp(value, "26.2.1") == 0)
+        return PicodataVersion::V26_2_1;
+    return PicodataVersion::V26_2;
 }
 
 }  // namespace
@@ -189,6 +238,15 @@ TableInfo *get_table_info(Oid relid) {
         batch = table_batch;
     if (batch)
         (void)parse_int(batch, &t->batch_size, 0, nullptr);
+    t->version = static_cast<int>(parse_version(option_value(server->options, "picodata_version")));
+    const char *exec_options = option_value(server->options, "execution_options");
+    t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
+    t->motion_row_max = int_option(ft->options, "sql_motion_row_max");
+    if (t->motion_row_max < 0)
+        t->motion_row_max = int_option(server->options, "sql_motion_row_max");
+    t->vdbe_opcode_max = int_option(ft->options, "sql_vdbe_opcode_max");
+    if (t->vdbe_opcode_max < 0)
+        t->vdbe_opcode_max = int_option(server->options, "sql_vdbe_opcode_max");
     const char *key = option_value(ft->options, "sharding_key");
     if (key && !t->global) {
         List *names = split_key(key, "sharding_key");
@@ -212,6 +270,14 @@ TableInfo *get_table_info(Oid relid) {
     return t;
 }
 
+std::string startup_options(const char *execution_options, const char *read_preference) {
+    if (execution_options != nullptr && strcmp(execution_options, "off") == 0)
+        return {};
+    if (read_preference == nullptr || strcmp(read_preference, "leader") == 0)
+        return {};
+    return std::string("read_preference=") + read_preference;
+}
+
 ConnParams conn_params_for(Oid serverid, Oid userid) {
     ForeignServer *server = nullptr;
     UserMapping *um = nullptr;
@@ -226,12 +292,23 @@ ConnParams conn_params_for(Oid serverid, Oid userid) {
     params.userid = userid;
     params.server_name = server->servername;
     bool has_password = false;
+    const char *exec_options = nullptr, *read_preference = nullptr;
     ListCell *lc;
     foreach (lc, server->options) {
         DefElem *def = lfirst_node(DefElem, lc);
         if (strcmp(def->defname, "dbname") == 0 || strcmp(def->defname, "sslmode") == 0)
             params.options.emplace_back(def->defname, strVal(def->arg));
+        else if (strcmp(def->defname, "execution_options") == 0)
+            exec_options = strVal(def->arg);
+        else if (strcmp(def->defname, "read_preference") == 0)
+            read_preference = strVal(def->arg);
     }
+    // Picodata reads its session options from the startup packet's "options" field, in its own
+    // syntax (name=value,name=value). read_preference goes there: it parses on every version,
+    // while OPTION (read_preference = ...) does not parse on 25.5.
+    std::string startup = startup_options(exec_options, read_preference);
+    if (!startup.empty())
+        params.options.emplace_back("options", startup);
     foreach (lc, um->options) {
         DefElem *def = lfirst_node(DefElem, lc);
         if (strcmp(def->defname, "user") == 0 || strcmp(def->defname, "password") == 0)

@@ -139,11 +139,40 @@ Target coordinator_target(const SnapshotView &view, const std::set<std::string> 
         "Check picoroute_instances and picoroute_status.");
 }
 
+Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool write) {
+    // Candidates: online members of the table's tier (any tier when it has none), masters for
+    // writes and leader reads, replicas first for 'replica', everyone for 'any'.
+    std::vector<int32_t> masters, replicas;
+    for (int pass = 0; pass < 2 && masters.empty() && replicas.empty(); pass++) {
+        for (uint32_t i = 0; i < view.n_instances(); i++) {
+            const InstanceRecord &inst = view.instance(i);
+            if (!usable(inst))
+                continue;
+            if (pass == 0 && (inst.replicaset == kNone ||
+                              view.replicaset(inst.replicaset).tier_index != tier))
+                continue;
+            bool is_master = inst.replicaset != kNone &&
+                             view.replicaset(inst.replicaset).master == static_cast<int32_t>(i);
+            (is_master ? masters : replicas).push_back(static_cast<int32_t>(i));
+        }
+    }
+    std::vector<int32_t> pool = masters;
+    if (!write && pref == ReadPref::Replica && !replicas.empty())
+        pool = replicas;
+    else if (!write && pref == ReadPref::Any)
+        pool.insert(pool.end(), replicas.begin(), replicas.end());
+    if (pool.empty())
+        return coordinator_target(view);
+    // One session keeps one coordinator; sessions spread over the candidates.
+    return make_target(view, pool[static_cast<size_t>(MyProcPid) % pool.size()],
+                       Role::Coordinator);
+}
+
 std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {
+    // Only the replicasets that own buckets of the tier: a master without buckets (a new
+    // replicaset before the rebalance) would get a statement without any bucket filter and
+    // answer for the whole cluster.
     std::set<int32_t> replicasets;
-    for (uint32_t i = 0; i < view.n_replicasets(); i++)
-        if (view.replicaset(i).tier_index == tier)
-            replicasets.insert(static_cast<int32_t>(i));
     const TierRecord &t = view.tier(tier);
     for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++)
         if (view.range(r).replicaset != kNone)
@@ -234,15 +263,19 @@ std::string with_bucket_filter(const std::string &sql, bool has_where, const Tar
         return sql;
     std::string out = sql + (has_where ? " AND " : " WHERE ");
     if (target.buckets.empty()) {
-        if (target.ranges.size() > 1)
-            out += "(";
-        for (size_t i = 0; i < target.ranges.size(); i++) {
-            if (i > 0)
-                out += " OR ";
-            out += "bucket_id BETWEEN " + std::to_string(target.ranges[i].first) + " AND " +
-                   std::to_string(target.ranges[i].second);
+        // Every bucket listed: Picodata (26.2.1+) restricts a statement to the owners of the
+        // buckets of "bucket_id IN (...)", while BETWEEN is only a row filter.
+        out += "bucket_id IN (";
+        bool first = true;
+        for (const auto &[start, end] : target.ranges) {
+            for (uint32_t b = start; b <= end && b != 0; b++) {
+                out += (first ? "" : ", ") + std::to_string(b);
+                first = false;
+                if (b == end)
+                    break;
+            }
         }
-        return target.ranges.size() > 1 ? out + ")" : out;
+        return out + ")";
     }
     if (target.buckets.size() == 1)
         return out + "bucket_id = " + std::to_string(target.buckets[0]);

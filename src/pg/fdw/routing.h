@@ -50,7 +50,11 @@ bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, Read
                    Target *out);
 // Any online instance, masters first, skipping `exclude`. Throws when there is none.
 Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude = {});
-// The master of every replicaset of the tier, with the bucket ranges it owns. Throws, naming the
+// The instance that coordinates a statement without a sharding key (or on a global table): an
+// online member of the tier chosen per session, a master for writes and 'leader' reads, a
+// replica for 'replica' reads when there is one, any member for 'any'.
+Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool write);
+// The master of every replicaset that owns buckets of the tier, with the bucket ranges it owns. Throws, naming the
 // replicaset, when one has no online master with an address, or when the map does not cover every
 // bucket of the tier (a scatter over masters must not miss rows).
 std::vector<Target> master_targets(const SnapshotView &view, int32_t tier);
@@ -62,8 +66,8 @@ std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
 // The tier of `name`, with a clear error when the map does not know it.
 int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::string &name);
 
-// `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)", or to
-// its ranges: "(bucket_id BETWEEN a AND b OR ...)".
+// `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; the
+// ranges of a master are written as the IN list of all their buckets.
 std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target);
 
 enum class Retry {

@@ -156,11 +156,13 @@ KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
         bool isnull = false;
         Datum value = ExecEvalExpr(es, econtext, &isnull);
         Oid type = exprType(strip_relabel(reinterpret_cast<Node *>(es->expr)));
+        // Hashed as the column stores it: a numeric with the column's scale (1 -> 1.00).
+        int32 typmod = st->key_typmods[i];
         if (kind == KEY_SCALAR) {
             k->n = 1;
             k->values = static_cast<Datum *>(palloc(sizeof(Datum)));
             k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
-            k->values[0] = value;
+            k->values[0] = !isnull && type == NUMERICOID ? numeric_to_typmod(value, typmod) : value;
             k->nulls[0] = isnull;
             k->type = type;
             continue;
@@ -178,39 +180,51 @@ KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
         deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &k->values,
                           &k->nulls, &k->n);
         k->type = ARR_ELEMTYPE(array);
+        if (k->type == NUMERICOID)
+            for (int v = 0; v < k->n; v++)
+                if (!k->nulls[v])
+                    k->values[v] = numeric_to_typmod(k->values[v], typmod);
     }
     return keys;
 }
 
-// Text values of the $n parameters (plain: may ereport).
+// Text values of the $n parameters, written in Picodata's format whatever the session's
+// DateStyle or extra_float_digits (plain: may ereport).
 const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     const char **values = static_cast<const char **>(palloc0(sizeof(char *) * (st->nparams + 1)));
     int i = 0;
+    int nestlevel = st->nparams > 0 ? set_transmission_modes() : -1;
     ListCell *lc;
     foreach (lc, st->param_states) {
         ExprState *es = static_cast<ExprState *>(lfirst(lc));
         bool isnull = false;
         Datum value = ExecEvalExpr(es, econtext, &isnull);
+        if (!isnull && st->param_typmods[i] >= 0)
+            value = numeric_to_typmod(value, st->param_typmods[i]);
         values[i] = isnull ? nullptr : OutputFunctionCall(&st->param_out[i], value);
         i++;
     }
+    if (nestlevel >= 0)
+        reset_transmission_modes(nestlevel);
     return values;
 }
 
 constexpr size_t kMaxKeyCombinations = 4096;
 
 // The routing decision: targets, retry policy and a description (C++: inside guarded()).
+// *keyless tells whether the statement goes out without a sharding key (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
-                                   Retry *retry, std::string *description) {
+                                   Retry *retry, std::string *description, bool *keyless) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     TableInfo *t = st->table;
     int32_t tier = tier_or_error(view, map.generation, t->tier);
     *tier_out = tier;
+    *keyless = true;
     ReadPref pref = st->is_write ? ReadPref::Leader : static_cast<ReadPref>(t->read_pref);
     *retry = st->is_write ? Retry::Write : Retry::Read;
     if (t->global) {
-        Target c = coordinator_target(view);
+        Target c = spread_target(view, tier, pref, st->is_write);
         *description = "global table: " + describe(c);
         return {c};
     }
@@ -240,6 +254,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
                 }
             }
             std::vector<Target> targets = group_buckets(view, tier, buckets, pref);
+            *keyless = false;
             for (const Target &target : targets) {
                 if (!description->empty())
                     *description += "; ";
@@ -251,7 +266,14 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
             return targets;
         }
     }
-    if (static_cast<Scatter>(t->scatter) == Scatter::Masters) {
+    std::string note;
+    if (static_cast<Scatter>(t->scatter) == Scatter::Masters &&
+        static_cast<PicodataVersion>(t->version) < PicodataVersion::V26_2_1) {
+        // Before 26.2.1 a bucket_id filter does not restrict a statement: every master would run
+        // a cluster-wide query (N x N storage queries), so one coordinator does it once.
+        note = "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
+               "restrict a statement before); ";
+    } else if (static_cast<Scatter>(t->scatter) == Scatter::Masters) {
         std::vector<Target> masters = master_targets(view, tier);
         *retry = Retry::Never;
         *description = "scatter to the " + std::to_string(masters.size()) + " masters of tier \"" +
@@ -265,9 +287,15 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
         }
         return masters;
     }
-    Target c = coordinator_target(view);
-    *description = "scatter through coordinator " + c.address;
+    Target c = spread_target(view, tier, pref, st->is_write);
+    *description = note + "scatter through coordinator " + c.address;
     return {c};
+}
+
+// The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
+std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
+    return with_bucket_filter(st->sql, st->has_where, target) +
+           option_clause(st->table, keyless);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
@@ -358,6 +386,8 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     Relation rel = node->ss.ss_currentRelation;
     TableInfo *table = get_table_info(RelationGetRelid(rel));
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        check_declaration_at_first_use(table);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     List *priv = plan->fdw_private;
     ss->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
@@ -373,7 +403,6 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
     ss->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute tuple", ALLOCSET_SMALL_SIZES);
     node->fdw_state = ss;
-    (void)eflags;
 }
 
 TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
@@ -545,18 +574,30 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
     st->param_states = ExecInitExprList(param_exprs, ps);
     st->key_states = ExecInitExprList(key_exprs, ps);
     st->param_out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
+    st->param_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nparams + 1)));
     int i = 0;
     ListCell *lc;
     foreach (lc, param_exprs) {
+        Node *expr = static_cast<Node *>(lfirst(lc));
         Oid out;
         bool varlena;
-        getTypeOutputInfo(exprType(static_cast<Node *>(lfirst(lc))), &out, &varlena);
+        getTypeOutputInfo(exprType(expr), &out, &varlena);
+        // A parameter compared with a numeric(p,s) column is marked by the deparser (see
+        // with_column_scale): its value gets the column's scale.
+        st->param_typmods[i] = IsA(expr, RelabelType) && exprType(expr) == NUMERICOID
+                                   ? reinterpret_cast<RelabelType *>(expr)->resulttypmod
+                                   : -1;
         fmgr_info(out, &st->param_out[i++]);
     }
     int nkeys = list_length(key_kinds);
     st->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
-    for (int k = 0; k < nkeys && k < table->nkeys; k++)
+    st->key_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nkeys + 1)));
+    for (int k = 0; k < nkeys && k < table->nkeys; k++) {
+        Oid type, collation;
+        get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->key_typmods[k],
+                              &collation);
         st->key_types[k] = get_atttype(table->relid, table->key_attnums[k]);
+    }
     st->cleanup.func = cleanup_results;
     st->cleanup.arg = st;
     MemoryContextRegisterResetCallback(cxt, &st->cleanup);
@@ -581,14 +622,16 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
         std::string description;
-        std::vector<Target> targets = decide_targets(st, keys, &tier, &retry, &description);
+        bool keyless = true;
+        std::vector<Target> targets =
+            decide_targets(st, keys, &tier, &retry, &description, &keyless);
         save_description(st, description);
         if (targets.empty())
             return;
         std::vector<Job> jobs(targets.size());
         for (size_t i = 0; i < targets.size(); i++) {
             jobs[i].target = targets[i];
-            jobs[i].sql = with_bucket_filter(st->sql, st->has_where, targets[i]);
+            jobs[i].sql = statement_for(st, targets[i], keyless);
             jobs[i].values.assign(values, values + st->nparams);
         }
         ReadPref pref =
@@ -642,9 +685,10 @@ void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unk
         int32_t tier = kNone;
         Retry retry = Retry::Read;
         std::string description;
-        std::vector<Target> targets = decide_targets(st, keys, &tier, &retry, &description);
-        std::string routed =
-            targets.size() == 1 ? with_bucket_filter(st->sql, st->has_where, targets[0]) : "";
+        bool keyless = true;
+        std::vector<Target> targets =
+            decide_targets(st, keys, &tier, &retry, &description, &keyless);
+        std::string routed = targets.size() == 1 ? statement_for(st, targets[0], keyless) : "";
         pg_call([&] {
             *routing = pstrdup(description.c_str());
             if (!routed.empty())

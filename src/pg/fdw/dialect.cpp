@@ -1,0 +1,110 @@
+// What a statement needs to be accepted by Picodata and to mean there what it means here: values
+// written with fixed settings, names Picodata can take quoted, the OPTION clause with the row
+// and instruction limits, and the values Picodata cannot take as parameters (plain C style: see
+// fdw_internal.h).
+extern "C" {
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+
+#include <cstring>
+
+namespace picoroute::pg::fdw {
+
+int set_transmission_modes() {
+    int nestlevel = NewGUCNestLevel();
+    // The same values whatever the session says: Picodata reads ISO dates with a numeric offset,
+    // and a double must keep every digit (extra_float_digits 3 prints the shortest exact form).
+    (void)set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                            0, false);
+    (void)set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    (void)set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    (void)set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                            0, false);
+    return nestlevel;
+}
+
+void reset_transmission_modes(int nestlevel) {
+    AtEOXact_GUC(true, nestlevel);
+}
+
+Datum numeric_to_typmod(Datum value, int32 typmod) {
+    if (typmod < 0)
+        return value;
+    Datum out = value;
+    MemoryContext cxt = CurrentMemoryContext;
+    PG_TRY();
+    {
+        Datum rounded = DirectFunctionCall2(numeric, value, Int32GetDatum(typmod));
+        // Only an exact change of scale: 2.5 -> 2.50, never 2.555 -> 2.56.
+        if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, rounded, value)) == 0)
+            out = rounded;
+    }
+    PG_CATCH();
+    {
+        // Too many digits for the column: no stored value can equal it; keep it as it is.
+        MemoryContextSwitchTo(cxt);
+        ErrorData *edata = CopyErrorData();
+        if (edata->sqlerrcode != ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE)
+            PG_RE_THROW();
+        FlushErrorState();
+        FreeErrorData(edata);
+    }
+    PG_END_TRY();
+    return out;
+}
+
+void refuse_json_value(Relation rel, AttrNumber attnum) {
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("picoroute: cannot send a value for column \"%s\" of foreign table \"%s\"",
+                    NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname),
+                    RelationGetRelationName(rel)),
+             errdetail("A json column stands for a Picodata map, array or any column, and "
+                       "Picodata refuses non-NULL values for those as parameters (\"cannot "
+                       "represent json in sbroad\")."),
+             errhint("Write NULL there, or write that column through Picodata itself.")));
+}
+
+void check_remote_name(const char *name, const char *what) {
+    if (strchr(name, '"') == nullptr)
+        return;
+    ereport(ERROR,
+            (errcode(ERRCODE_INVALID_NAME),
+             errmsg("picoroute: %s name \"%s\" contains a double quote", what, name),
+             errdetail("picoroute double-quotes every name it sends, and Picodata does not "
+                       "unescape a double quote inside a quoted name."),
+             errhint("Rename the %s in Picodata, or map it to a name without a double quote.",
+                     what)));
+}
+
+std::string option_clause(const TableInfo *table, bool keyless) {
+    if (!table->exec_options)
+        return {};
+    int rows = table->motion_row_max >= 0 ? table->motion_row_max : (keyless ? 0 : -1);
+    int opcodes = table->vdbe_opcode_max >= 0 ? table->vdbe_opcode_max : (keyless ? 0 : -1);
+    std::string out;
+    if (rows >= 0)
+        out += "sql_motion_row_max = " + std::to_string(rows);
+    if (opcodes >= 0)
+        out += (out.empty() ? "" : ", ") + std::string("sql_vdbe_opcode_max = ") +
+               std::to_string(opcodes);
+    return out.empty() ? out : " OPTION (" + out + ")";
+}
+
+int insert_row_limit(const TableInfo *table) {
+    return table->motion_row_max >= 0 ? table->motion_row_max : kDefaultMotionRowMax;
+}
+
+}  // namespace picoroute::pg::fdw
