@@ -494,7 +494,7 @@ bool deparse_where(List *conds, Context *cx) {
 const char *quote_remote_identifier(const char *name) {
     // Always quoted: several Picodata keywords (option, set, by, begin, filter, over) are plain
     // names to PostgreSQL's quote_identifier.
-    check_remote_name(name, "remote");
+    check_remote_name(name, "remote column or table");
     StringInfoData buf;
     initStringInfo(&buf);
     appendStringInfoChar(&buf, '"');
