@@ -319,10 +319,13 @@ LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); 
         part = " ".join(f"WHEN b BETWEEN {s} AND {e} THEN {i}"
                         for i, rs in enumerate(self.rs_names) for s, e in self.ranges[rs])
         sql = [f"""
--- picoroute (default options: read_preference leader, connections cached per session)
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname '{EMU_DB}');
+-- picoroute (default options: read_preference leader, connections cached per session). The
+-- emulated instances are PostgreSQL servers: no Picodata OPTION clause nor startup options.
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname '{EMU_DB}', execution_options 'off');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters');
+  OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters', picodata_version '26.2.1',
+           execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 CREATE FOREIGN TABLE pr_users (id bigint, name text, v bigint) SERVER pico

@@ -138,6 +138,16 @@ SELECT * FROM explain_v($$DELETE FROM users WHERE v > 3$$);
 SELECT * FROM explain_v($$UPDATE users SET v = -v WHERE id = 3$$);
 SELECT * FROM explain_v($$UPDATE nm SET v = 'x' WHERE n = 1$$);
 
+-- INSERT batches never carry more rows than the row limit (5000 unless the table or server
+-- says otherwise), nor more than 65535 parameters.
+CREATE FOREIGN TABLE big (id bigint, v bigint) SERVER d OPTIONS (sharding_key 'id', batch_size '10000');
+CREATE FOREIGN TABLE big_lim (id bigint, v bigint) SERVER d_lim
+    OPTIONS (table_name 'big', sharding_key 'id', batch_size '10000', sql_motion_row_max '1000');
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO big SELECT g, g FROM generate_series(1, 6000) g;
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO big_lim SELECT g, g FROM generate_series(1, 6000) g;
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO users_lim SELECT g, g FROM generate_series(1, 6000) g;
+DROP FOREIGN TABLE big, big_lim;
+
 -- Scatter: 'masters' only where Picodata restricts a statement by bucket_id (26.2.1+), else a
 -- coordinator with a note; never the master that owns no bucket (rs_z).
 SELECT * FROM explain_v($$SELECT count(*) FROM users_m$$);

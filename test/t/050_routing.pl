@@ -11,7 +11,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
-use Picoroute::TestCluster qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for);
+use Picoroute::TestCluster
+  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options);
 
 start_emulator(base_port => 21000);
 
@@ -40,12 +41,13 @@ sub wait_for_is {
 
 wait_for_is("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
 
-$node->safe_psql('postgres', q{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+my $xo = exec_options();
+$node->safe_psql('postgres', qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
 CREATE SERVER pico_r FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', read_preference 'replica');
+  OPTIONS (tier 'default', dbname 'picodata', read_preference 'replica', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_r OPTIONS (user 'picoroute', password 'picoroute');
@@ -151,7 +153,7 @@ CREATE FOREIGN TABLE missing (id bigint) SERVER pico OPTIONS (table_name 'no_suc
 SELECT * FROM missing WHERE id = 5});
 like($err, qr/ERROR:  42P01: relation "no_such_table" does not exist/,
      'remote error keeps SQLSTATE 42P01 and message');
-like($err, qr/remote SQL on Picodata instance 127\.0\.0\.1:\d+ \(replicaset [0-9a-f-]+\): SELECT id FROM no_such_table WHERE \(id = 5\) AND bucket_id = 219/,
+like($err, qr/remote SQL on Picodata instance 127\.0\.0\.1:\d+ \(replicaset [0-9a-f-]+\): SELECT "id" FROM "no_such_table" WHERE \("id" = 5\) AND bucket_id = 219/,
      'remote error names the instance, replicaset and remote SQL with the bucket literal');
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
@@ -176,7 +178,7 @@ like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT * FROM users_m'),
      qr/Routing: scatter to the 2 masters of tier "default": 127\.0\.0\.1:\d+ \(buckets 1-1500\), 127\.0\.0\.1:\d+ \(buckets 1501-3000\)/,
      'EXPLAIN of a masters scatter');
 like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT name FROM users WHERE v > 10 AND name LIKE 'name_1%'}),
-     qr/Remote SQL: SELECT name FROM users WHERE \(v > 10\) AND \(name LIKE 'name_1%'\)\n\s+Routing: scatter through coordinator/,
+     qr/Remote SQL: SELECT "name" FROM "users" WHERE \("v" > 10\) AND \("name" LIKE 'name_1%'\)\n\s+Routing: scatter through coordinator/,
      'EXPLAIN pushes WHERE clauses down and shows the coordinator');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM users WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}),
    $node->safe_psql('postgres', q{SELECT count(*) FROM picoroute_exec_all('default', 'SELECT id, v, name FROM _picoemu_local.users') AS t(id bigint, v bigint, name text) WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}),

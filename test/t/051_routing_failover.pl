@@ -11,7 +11,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
-use Picoroute::TestCluster qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for);
+use Picoroute::TestCluster
+  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options);
 
 start_emulator(base_port => 22000);
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
@@ -27,10 +28,11 @@ sub wait_for_is {
     my ($sql, $expected, $what) = @_;
     ok(wait_for($node, $sql, $expected, 10), $what);
 }
-$node->safe_psql('postgres', q{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+my $xo = exec_options();
+$node->safe_psql('postgres', qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');

@@ -252,8 +252,8 @@ void compare(const Declared &d, const Remote &r) {
                                   : "Picodata cannot shard by that type.");
         if (!exact_type(it->second, c.type)) {
             std::string message = "picoroute: sharding key column \"" + c.name + "\" of " + ft +
-                                  " is " + c.type_name + ", Picodata column \"" + c.name +
-                                  "\" is " + it->second;
+                                  " is " + c.type_name + ", narrower than Picodata's " +
+                                  it->second + " (" + (wanted ? wanted : "?") + ")";
             std::string hint = std::string("It hashes the same, but not every value fits: ") +
                                "ALTER FOREIGN TABLE " + d.table + " ALTER COLUMN " + c.name +
                                " TYPE " + (wanted ? wanted : "?") + ";";

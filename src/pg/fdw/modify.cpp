@@ -316,6 +316,14 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
 
 void picoEndForeignModify(EState *, ResultRelInfo *) {}
 
+// EXPLAIN VERBOSE of an INSERT shows the rows per remote INSERT (batch_size, capped by Picodata's
+// row limit and by 65535 parameters).
+void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *, int,
+                              ExplainState *es) {
+    if (es->verbose)
+        ExplainPropertyInteger("Batch Size", nullptr, rinfo->ri_BatchSize, es);
+}
+
 // Never called: UPDATE and DELETE either run as direct modifications or are refused at planning
 // (picoPlanForeignModify). The executor only checks that the callbacks exist.
 TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *,
@@ -450,6 +458,7 @@ void install_modify_callbacks(FdwRoutine *routine) {
     routine->ExecForeignBatchInsert = picoExecForeignBatchInsert;
     routine->GetForeignModifyBatchSize = picoGetForeignModifyBatchSize;
     routine->EndForeignModify = picoEndForeignModify;
+    routine->ExplainForeignModify = picoExplainForeignModify;
     routine->ExecForeignUpdate = picoExecForeignRowChange;
     routine->ExecForeignDelete = picoExecForeignRowChange;
     routine->PlanDirectModify = picoPlanDirectModify;

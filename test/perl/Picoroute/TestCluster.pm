@@ -12,7 +12,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT_OK = qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for);
+our @EXPORT_OK =
+  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -28,6 +29,14 @@ BEGIN {
     $ENV{PATH} = "$bindir:$ENV{PATH}" unless index($ENV{PATH}, $bindir) == 0;
 }
 my $emulator = "$root/test/emulator/picoemu";
+
+# Server options for picoroute servers of the emulated cluster: its instances are PostgreSQL
+# servers that do not parse Picodata's trailing OPTION (...) clause nor its startup options, so
+# picoroute sends neither (execution_options 'off'). PICOROUTE_EXEC_OPTIONS=on sends them, for a
+# cluster that takes them.
+sub exec_options {
+    return "execution_options '" . ($ENV{PICOROUTE_EXEC_OPTIONS} // 'off') . "'";
+}
 my ($emu_dir, $emu_port);
 
 # The command line of a picoemu command for this test file's cluster (for IPC::Run::start).
@@ -56,6 +65,7 @@ sub start_emulator {
     push @up, '--replicasets', $opts{replicasets} if $opts{replicasets};
     push @up, '--replication-factor', $opts{replication_factor} if $opts{replication_factor};
     push @up, '--bucket-count', $opts{bucket_count} if $opts{bucket_count};
+    push @up, map { ('--tier', $_) } @{ $opts{tiers} // [] };
     emu(@up);
     return $emu_dir;
 }
