@@ -146,6 +146,10 @@ SET DateStyle = 'SQL, DMY';
 SELECT count(*) FROM vals WHERE ts = '2025-02-01 10:00:00+00' AND d = 0.1::float8 + 0.2::float8}), '2',
    'the stored values compare equal to what was inserted (prepared INSERT too)');
 is($node->safe_psql('postgres', q{
+SET DateStyle = 'SQL, DMY';
+SELECT ts = '2025-02-01 10:00:00+00'::timestamptz, d = 0.1::float8 + 0.2::float8 FROM vals WHERE id = 1}),
+   't|t', 'results are read the same under DateStyle SQL, DMY (compared locally)');
+is($node->safe_psql('postgres', q{
 SET DateStyle = 'German'; SET extra_float_digits = 0;
 SELECT id FROM vals WHERE ts = '2025-02-01 10:00:00+00'::timestamptz AND d > 0.3 ORDER BY id}), "1\n2",
    'WHERE parameters are sent in ISO with full precision whatever the session says');

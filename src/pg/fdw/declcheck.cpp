@@ -162,8 +162,7 @@ Remote read_remote(const Declared &d, Oid serverid, Oid userid) {
         jobs[0].target = tier != kNone ? spread_target(*map.view, tier, ReadPref::Leader, false)
                                        : coordinator_target(*map.view);
     }
-    jobs[0].sql =
-        "SELECT \"distribution\", \"format\" FROM \"_pico_table\" WHERE \"name\" = $1";
+    jobs[0].sql = "SELECT \"distribution\", \"format\" FROM \"_pico_table\" WHERE \"name\" = $1";
     jobs[0].values.push_back(d.remote.c_str());
     run_jobs(jobs, params, kNone, ReadPref::Leader, Retry::Never);
     const PGresult *res = jobs[0].result.get();
@@ -189,12 +188,11 @@ Remote read_remote(const Declared &d, Oid serverid, Oid userid) {
         }
         for (const auto &field : format)
             if (field.contains("name") && field.contains("field_type"))
-                r.types[field["name"].get<std::string>()] =
-                    field["field_type"].get<std::string>();
+                r.types[field["name"].get<std::string>()] = field["field_type"].get<std::string>();
     } catch (const nlohmann::json::exception &e) {
-        throw SqlError(ERRCODE_FDW_INVALID_DATA_TYPE,
-                       "picoroute: cannot read _pico_table row of table \"" + d.remote +
-                           "\": " + e.what());
+        throw SqlError(
+            ERRCODE_FDW_INVALID_DATA_TYPE,
+            "picoroute: cannot read _pico_table row of table \"" + d.remote + "\": " + e.what());
     }
     return r;
 }
@@ -217,12 +215,12 @@ void compare(const Declared &d, const Remote &r) {
     if (r.global)
         return;
     if (r.tier != d.tier)
-        throw SqlError(code,
-                       "picoroute: " + pt + " is sharded in tier \"" + r.tier + "\", but " + ft +
-                           " is on server \"" + d.server + "\" of tier \"" + d.tier + "\"",
-                       "Its buckets would be looked up in the wrong tier.",
-                       "Create the foreign table on a server with OPTIONS (tier '" + r.tier +
-                           "').");
+        throw SqlError(
+            code,
+            "picoroute: " + pt + " is sharded in tier \"" + r.tier + "\", but " + ft +
+                " is on server \"" + d.server + "\" of tier \"" + d.tier + "\"",
+            "Its buckets would be looked up in the wrong tier.",
+            "Create the foreign table on a server with OPTIONS (tier '" + r.tier + "').");
     if (r.key != d.key)
         throw SqlError(code,
                        "picoroute: " + ft + " declares sharding_key (" + join(d.key) + "), but " +
@@ -317,10 +315,9 @@ extern "C" Datum picoroute_check_foreign_table(PG_FUNCTION_ARGS) {
         Remote r = read_remote(d, table->serverid, userid);
         if (!r.found)
             throw SqlError(ERRCODE_UNDEFINED_TABLE,
-                           "picoroute: Picodata has no table \"" + d.remote + "\" (foreign table \"" +
-                               d.table + "\")",
-                           {},
-                           "Set the table option table_name, or use IMPORT FOREIGN SCHEMA.");
+                           "picoroute: Picodata has no table \"" + d.remote +
+                               "\" (foreign table \"" + d.table + "\")",
+                           {}, "Set the table option table_name, or use IMPORT FOREIGN SCHEMA.");
         compare(d, r);
         checked[relid] = current_map().generation;
     });

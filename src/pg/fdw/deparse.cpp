@@ -197,8 +197,7 @@ bool shippable(Node *node, RelOptInfo *rel) {
         case T_ScalarArrayOpExpr: {
             ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(node);
             RemoteOp rop = remote_operator(sa->opno, 2);
-            if (rop.kind != OpKind::Compare ||
-                strcmp(rop.spelling, sa->useOr ? "=" : "<>") != 0 ||
+            if (rop.kind != OpKind::Compare || strcmp(rop.spelling, sa->useOr ? "=" : "<>") != 0 ||
                 !deterministic_collation(sa->inputcollid))
                 return false;
             if (!shippable(static_cast<Node *>(linitial(sa->args)), rel))
@@ -343,9 +342,8 @@ Node *with_column_scale(Node *value, int32 typmod) {
         return reinterpret_cast<Node *>(copy);
     }
     if (IsA(value, Param) && reinterpret_cast<Param *>(value)->paramtype == NUMERICOID)
-        return reinterpret_cast<Node *>(makeRelabelType(reinterpret_cast<Expr *>(value),
-                                                        NUMERICOID, typmod, InvalidOid,
-                                                        COERCE_IMPLICIT_CAST));
+        return reinterpret_cast<Node *>(makeRelabelType(reinterpret_cast<Expr *>(value), NUMERICOID,
+                                                        typmod, InvalidOid, COERCE_IMPLICIT_CAST));
     return value;
 }
 

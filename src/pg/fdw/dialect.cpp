@@ -28,10 +28,10 @@ int set_transmission_modes() {
                             0, false);
     (void)set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
                             GUC_ACTION_SAVE, true, 0, false);
-    (void)set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
-    (void)set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-                            0, false);
+    (void)set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                            true, 0, false);
+    (void)set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                            false);
     return nestlevel;
 }
 
@@ -80,13 +80,13 @@ void refuse_json_value(Relation rel, AttrNumber attnum) {
 void check_remote_name(const char *name, const char *what) {
     if (strchr(name, '"') == nullptr)
         return;
-    ereport(ERROR,
-            (errcode(ERRCODE_INVALID_NAME),
-             errmsg("picoroute: %s name \"%s\" contains a double quote", what, name),
-             errdetail("picoroute double-quotes every name it sends, and Picodata does not "
-                       "unescape a double quote inside a quoted name."),
-             errhint("Rename the %s in Picodata, or map it to a name without a double quote.",
-                     what)));
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_INVALID_NAME),
+         errmsg("picoroute: %s name \"%s\" contains a double quote", what, name),
+         errdetail("picoroute double-quotes every name it sends, and Picodata does not "
+                   "unescape a double quote inside a quoted name."),
+         errhint("Rename the %s in Picodata, or map it to a name without a double quote.", what)));
 }
 
 std::string option_clause(const TableInfo *table, bool keyless) {

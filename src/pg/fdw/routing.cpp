@@ -148,8 +148,8 @@ Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool
             const InstanceRecord &inst = view.instance(i);
             if (!usable(inst))
                 continue;
-            if (pass == 0 && (inst.replicaset == kNone ||
-                              view.replicaset(inst.replicaset).tier_index != tier))
+            if (pass == 0 &&
+                (inst.replicaset == kNone || view.replicaset(inst.replicaset).tier_index != tier))
                 continue;
             bool is_master = inst.replicaset != kNone &&
                              view.replicaset(inst.replicaset).master == static_cast<int32_t>(i);
@@ -164,8 +164,7 @@ Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool
     if (pool.empty())
         return coordinator_target(view);
     // One session keeps one coordinator; sessions spread over the candidates.
-    return make_target(view, pool[static_cast<size_t>(MyProcPid) % pool.size()],
-                       Role::Coordinator);
+    return make_target(view, pool[static_cast<size_t>(MyProcPid) % pool.size()], Role::Coordinator);
 }
 
 std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {

@@ -54,9 +54,9 @@ Target coordinator_target(const SnapshotView &view, const std::set<std::string> 
 // online member of the tier chosen per session, a master for writes and 'leader' reads, a
 // replica for 'replica' reads when there is one, any member for 'any'.
 Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool write);
-// The master of every replicaset that owns buckets of the tier, with the bucket ranges it owns. Throws, naming the
-// replicaset, when one has no online master with an address, or when the map does not cover every
-// bucket of the tier (a scatter over masters must not miss rows).
+// The master of every replicaset that owns buckets of the tier, with the bucket ranges it owns.
+// Throws, naming the replicaset, when one has no online master with an address, or when the map
+// does not cover every bucket of the tier (a scatter over masters must not miss rows).
 std::vector<Target> master_targets(const SnapshotView &view, int32_t tier);
 // Groups buckets by the instance that runs them (buckets the map does not know go to one
 // coordinator). Targets come out in address order; buckets sorted.

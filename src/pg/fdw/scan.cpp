@@ -271,8 +271,9 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
         static_cast<PicodataVersion>(t->version) < PicodataVersion::V26_2_1) {
         // Before 26.2.1 a bucket_id filter does not restrict a statement: every master would run
         // a cluster-wide query (N x N storage queries), so one coordinator does it once.
-        note = "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
-               "restrict a statement before); ";
+        note =
+            "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
+            "restrict a statement before); ";
     } else if (static_cast<Scatter>(t->scatter) == Scatter::Masters) {
         std::vector<Target> masters = master_targets(view, tier);
         *retry = Retry::Never;
@@ -294,8 +295,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
 
 // The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
 std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
-    return with_bucket_filter(st->sql, st->has_where, target) +
-           option_clause(st->table, keyless);
+    return with_bucket_filter(st->sql, st->has_where, target) + option_clause(st->table, keyless);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
