@@ -796,7 +796,7 @@ ANALYZE;""")
             f"`batch_size` default 1 (one row per INSERT anyway); `use_remote_estimate` off. "
             f"The scan partitions read each master's storage table `_picoemu_local.users` "
             f"directly (the `public.users` view is global on every instance), a little less "
-            f"remote work than picoroute's `public.users WHERE bucket_id BETWEEN a AND b`. "
+            f"remote work than picoroute's `public.users WHERE bucket_id IN (every bucket the master owns)`. "
             f"No aggregate is pushed down (enable_partitionwise_aggregate off): both fetch "
             f"every row.")
         say(f"- picoroute: `picoroute.refresh_interval` default (1 s), scatter 'masters' for "

@@ -189,23 +189,27 @@ KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
 }
 
 // Text values of the $n parameters, written in Picodata's format whatever the session's
-// DateStyle or extra_float_digits (plain: may ereport).
+// DateStyle or extra_float_digits (plain: may ereport). The values are computed first, under the
+// session's settings (an InitPlan may run here), and only their output uses the fixed ones.
 const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     const char **values = static_cast<const char **>(palloc0(sizeof(char *) * (st->nparams + 1)));
-    int i = 0;
-    int nestlevel = st->nparams > 0 ? set_transmission_modes() : -1;
+    Datum *datums = static_cast<Datum *>(palloc0(sizeof(Datum) * (st->nparams + 1)));
+    bool *nulls = static_cast<bool *>(palloc0(sizeof(bool) * (st->nparams + 1)));
+    int n = 0;
     ListCell *lc;
     foreach (lc, st->param_states) {
         ExprState *es = static_cast<ExprState *>(lfirst(lc));
-        bool isnull = false;
-        Datum value = ExecEvalExpr(es, econtext, &isnull);
-        if (!isnull && st->param_typmods[i] >= 0)
-            value = numeric_to_typmod(value, st->param_typmods[i]);
-        values[i] = isnull ? nullptr : OutputFunctionCall(&st->param_out[i], value);
-        i++;
+        datums[n] = ExecEvalExpr(es, econtext, &nulls[n]);
+        if (!nulls[n] && st->param_typmods[n] >= 0)
+            datums[n] = numeric_to_typmod(datums[n], st->param_typmods[n]);
+        n++;
     }
-    if (nestlevel >= 0)
-        reset_transmission_modes(nestlevel);
+    if (n == 0)
+        return values;
+    int nestlevel = set_transmission_modes();
+    for (int i = 0; i < n; i++)
+        values[i] = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
+    reset_transmission_modes(nestlevel);
     return values;
 }
 
