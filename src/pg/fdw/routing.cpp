@@ -22,6 +22,7 @@ extern "C" {
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 namespace picoroute::pg::fdw {
 
@@ -45,86 +46,23 @@ const char *read_pref_name(ReadPref pref) {
     return "leader";
 }
 
-std::string describe(const Target &target) {
-    std::string out = target.address;
-    if (target.role == Role::Coordinator)
-        return out + " (coordinator)";
-    out += " (";
-    out += target.role == Role::Master ? "master" : "replica";
-    if (!target.replicaset.empty())
-        out += " of replicaset " + target.replicaset;
-    return out + ")";
-}
-
 namespace {
 
-std::string instance_name(const SnapshotView &view, const InstanceRecord &inst) {
-    return std::string(inst.name.length > 0 ? view.str(inst.name) : view.str(inst.uuid));
-}
-
-bool usable(const InstanceRecord &inst) {
-    return inst.online != 0 && inst.address.length > 0;
-}
-
-Target make_target(const SnapshotView &view, int32_t instance, Role role) {
-    const InstanceRecord &inst = view.instance(instance);
-    Target t;
-    t.address = std::string(view.str(inst.address));
-    t.instance = instance_name(view, inst);
-    t.role = role;
-    if (role != Role::Coordinator && inst.replicaset != kNone)
-        t.replicaset = std::string(view.str(view.replicaset(inst.replicaset).uuid));
-    return t;
+uint64_t session_salt() {
+    // One session keeps one choice; sessions spread over the candidates.
+    return static_cast<uint64_t>(MyProcPid);
 }
 
 }  // namespace
 
 bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, ReadPref pref,
                    Target *out) {
-    int32_t range = view.find_range(tier, bucket);
-    if (range == kNone)
-        return false;
-    int32_t rs = view.range(range).replicaset;
-    if (rs == kNone)
-        return false;
-    int32_t master = view.replicaset(rs).master;
-    bool master_ok = master != kNone && usable(view.instance(master));
-    if (pref != ReadPref::Leader) {
-        std::vector<int32_t> candidates;
-        for (uint32_t i = 0; i < view.n_instances(); i++) {
-            const InstanceRecord &inst = view.instance(i);
-            if (inst.replicaset != rs || !usable(inst))
-                continue;
-            if (pref == ReadPref::Replica && static_cast<int32_t>(i) == master)
-                continue;
-            candidates.push_back(static_cast<int32_t>(i));
-        }
-        if (!candidates.empty()) {
-            // Spread sessions over the candidates, but keep one session on one instance.
-            int32_t pick = candidates[static_cast<size_t>(MyProcPid) % candidates.size()];
-            *out = make_target(view, pick, pick == master ? Role::Master : Role::Replica);
-            return true;
-        }
-    }
-    if (!master_ok)
-        return false;
-    *out = make_target(view, master, Role::Master);
-    return true;
+    return route::bucket_target(view, tier, bucket, pref, session_salt(), out);
 }
 
 Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude) {
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t i = 0; i < view.n_instances(); i++) {
-            const InstanceRecord &inst = view.instance(i);
-            if (!usable(inst) || exclude.count(std::string(view.str(inst.address))) > 0)
-                continue;
-            bool is_master = inst.replicaset != kNone &&
-                             view.replicaset(inst.replicaset).master == static_cast<int32_t>(i);
-            if (pass == 0 && !is_master)
-                continue;
-            return make_target(view, static_cast<int32_t>(i), Role::Coordinator);
-        }
-    }
+    if (std::optional<Target> t = route::any_online(view, exclude))
+        return *t;
     throw SqlError(
         ERRCODE_CONNECTION_FAILURE,
         "picoroute: no online Picodata instance to coordinate the statement",
@@ -140,112 +78,63 @@ Target coordinator_target(const SnapshotView &view, const std::set<std::string> 
 }
 
 Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool write) {
-    // Candidates: online members of the table's tier (any tier when it has none), masters for
-    // writes and leader reads, replicas first for 'replica', everyone for 'any'.
-    std::vector<int32_t> masters, replicas;
-    for (int pass = 0; pass < 2 && masters.empty() && replicas.empty(); pass++) {
-        for (uint32_t i = 0; i < view.n_instances(); i++) {
-            const InstanceRecord &inst = view.instance(i);
-            if (!usable(inst))
-                continue;
-            if (pass == 0 &&
-                (inst.replicaset == kNone || view.replicaset(inst.replicaset).tier_index != tier))
-                continue;
-            bool is_master = inst.replicaset != kNone &&
-                             view.replicaset(inst.replicaset).master == static_cast<int32_t>(i);
-            (is_master ? masters : replicas).push_back(static_cast<int32_t>(i));
-        }
-    }
-    std::vector<int32_t> pool = masters;
-    if (!write && pref == ReadPref::Replica && !replicas.empty())
-        pool = replicas;
-    else if (!write && pref == ReadPref::Any)
-        pool.insert(pool.end(), replicas.begin(), replicas.end());
-    if (pool.empty())
-        return coordinator_target(view);
-    // One session keeps one coordinator; sessions spread over the candidates.
-    return make_target(view, pool[static_cast<size_t>(MyProcPid) % pool.size()], Role::Coordinator);
+    if (std::optional<Target> t = route::spread_target(view, tier, pref, write, session_salt()))
+        return *t;
+    return coordinator_target(view);  // raises the error
 }
 
 std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {
-    // Only the replicasets that own buckets of the tier: a master without buckets (a new
-    // replicaset before the rebalance) would get a statement without any bucket filter and
-    // answer for the whole cluster.
-    std::set<int32_t> replicasets;
+    route::MastersPlan plan = route::master_targets(view, tier);
     const TierRecord &t = view.tier(tier);
-    for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++)
-        if (view.range(r).replicaset != kNone)
-            replicasets.insert(view.range(r).replicaset);
-    std::vector<Target> out;
-    for (int32_t rs : replicasets) {
-        const ReplicasetRecord &rec = view.replicaset(rs);
-        int32_t master = rec.master;
-        if (master == kNone || !usable(view.instance(master))) {
+    switch (plan.status) {
+        case route::MastersPlan::Status::Ok:
+            return std::move(plan.targets);
+        case route::MastersPlan::Status::NoOnlineMaster: {
+            const ReplicasetRecord &rec = view.replicaset(plan.replicaset);
+            int32_t master = rec.master;
             std::string name(rec.name.length > 0 ? view.str(rec.name) : view.str(rec.uuid));
+            const InstanceRecord *inst = master == kNone ? nullptr : &view.instance(master);
             throw SqlError(
                 ERRCODE_CONNECTION_FAILURE,
                 "picoroute: replicaset \"" + name + "\" (" + std::string(view.str(rec.uuid)) +
                     ") of tier \"" + std::string(view.str(t.name)) + "\" has no online master",
-                master == kNone ? "The map knows no master for it."
-                                : "Its master " + instance_name(view, view.instance(master)) +
+                inst == nullptr ? "The map knows no master for it."
+                                : "Its master " +
+                                      std::string(inst->name.length > 0 ? view.str(inst->name)
+                                                                        : view.str(inst->uuid)) +
                                       " is not online.",
                 "A scan with scatter 'masters' needs every master; no partial "
                 "result is returned. Retry after the switchover, or use scatter "
                 "'coordinator'.");
         }
-        Target target = make_target(view, master, Role::Master);
-        for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++)
-            if (view.range(r).replicaset == rs)
-                target.ranges.emplace_back(view.range(r).start, view.range(r).end);
-        out.push_back(std::move(target));
+        case route::MastersPlan::Status::Incomplete:
+            throw SqlError(
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "picoroute: the topology map does not know the owner of every bucket of tier "
+                "\"" +
+                    std::string(view.str(t.name)) + "\"",
+                std::to_string(plan.covered) + " of " + std::to_string(t.bucket_count) +
+                    " buckets have a known replicaset.",
+                "A scan with scatter 'masters' would miss rows. Retry after the next "
+                "refresh (picoroute_refresh), or use scatter 'coordinator'.");
+        case route::MastersPlan::Status::NoReplicasets:
+            break;
     }
-    // Every bucket must belong to a known replicaset, or rows would silently be missing.
-    uint32_t covered = 0;
-    for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++)
-        if (view.range(r).replicaset != kNone)
-            covered += view.range(r).end - view.range(r).start + 1;
-    if (t.bucket_count == 0 || covered != t.bucket_count)
-        throw SqlError(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "picoroute: the topology map does not know the owner of every bucket of tier "
-            "\"" +
-                std::string(view.str(t.name)) + "\"",
-            std::to_string(covered) + " of " + std::to_string(t.bucket_count) +
-                " buckets have a known replicaset.",
-            "A scan with scatter 'masters' would miss rows. Retry after the next "
-            "refresh (picoroute_refresh), or use scatter 'coordinator'.");
-    if (out.empty())
-        throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                       "picoroute: tier \"" + std::string(view.str(t.name)) +
-                           "\" has no replicasets in the topology map",
-                       {}, "See picoroute_replicasets and picoroute_status.");
-    std::sort(out.begin(), out.end(),
-              [](const Target &a, const Target &b) { return a.address < b.address; });
-    return out;
+    throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                   "picoroute: tier \"" + std::string(view.str(t.name)) +
+                       "\" has no replicasets in the topology map",
+                   {}, "See picoroute_replicasets and picoroute_status.");
 }
 
 std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
                                   const std::set<uint32_t> &buckets, ReadPref pref) {
-    std::map<std::string, Target> groups;
-    std::vector<uint32_t> unknown;
-    for (uint32_t bucket : buckets) {
-        Target t;
-        if (!bucket_target(view, tier, bucket, pref, &t)) {
-            unknown.push_back(bucket);
-            continue;
-        }
-        auto [it, inserted] = groups.emplace(t.address, t);
-        it->second.buckets.push_back(bucket);
-    }
-    std::vector<Target> out;
-    for (auto &[address, t] : groups)
-        out.push_back(std::move(t));
-    if (!unknown.empty()) {
+    route::BucketGroups groups = route::group_buckets(view, tier, buckets, pref, session_salt());
+    if (!groups.unknown.empty()) {
         Target c = coordinator_target(view);
-        c.buckets = std::move(unknown);
-        out.push_back(std::move(c));
+        c.buckets = std::move(groups.unknown);
+        groups.targets.push_back(std::move(c));
     }
-    return out;
+    return std::move(groups.targets);
 }
 
 int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::string &name) {
@@ -255,36 +144,6 @@ int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::
     throw SqlError(ERRCODE_UNDEFINED_OBJECT, "picoroute: unknown tier \"" + name + "\"", {},
                    generation == 0 ? "The topology map is not loaded yet; see picoroute_status."
                                    : "See picoroute_tiers for the known tiers.");
-}
-
-std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target) {
-    if (target.buckets.empty() && target.ranges.empty())
-        return sql;
-    std::string out = sql + (has_where ? " AND " : " WHERE ");
-    if (target.buckets.empty()) {
-        // Every bucket listed: Picodata (26.2.1+) restricts a statement to the owners of the
-        // buckets of "bucket_id IN (...)", while BETWEEN is only a row filter.
-        out += "bucket_id IN (";
-        bool first = true;
-        for (const auto &[start, end] : target.ranges) {
-            for (uint32_t b = start; b <= end && b != 0; b++) {
-                out += (first ? "" : ", ") + std::to_string(b);
-                first = false;
-                if (b == end)
-                    break;
-            }
-        }
-        return out + ")";
-    }
-    if (target.buckets.size() == 1)
-        return out + "bucket_id = " + std::to_string(target.buckets[0]);
-    out += "bucket_id IN (";
-    for (size_t i = 0; i < target.buckets.size(); i++) {
-        if (i > 0)
-            out += ", ";
-        out += std::to_string(target.buckets[i]);
-    }
-    return out + ")";
 }
 
 namespace {

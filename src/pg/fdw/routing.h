@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include "core/bucket_hash.h"
+#include "core/route.h"
 #include "core/snapshot.h"
 #include "pg/fdw/connection.h"
 
@@ -25,24 +26,16 @@ extern "C" {
 
 namespace picoroute::pg::fdw {
 
-enum class ReadPref { Leader, Replica, Any };
+// The decisions themselves are pure functions in core/route.h; these wrappers give them the
+// session (its pid spreads sessions over candidates) and turn their outcomes into errors.
+using ReadPref = picoroute::route::ReadPref;
+using Role = picoroute::route::Role;
+using Target = picoroute::route::Target;
+using picoroute::route::describe;
+using picoroute::route::with_bucket_filter;
+
 ReadPref parse_read_pref(const char *value);  // defaults to Leader for nullptr
 const char *read_pref_name(ReadPref pref);
-
-enum class Role { Master, Replica, Coordinator };
-
-struct Target {
-    std::string address;
-    std::string replicaset;  // uuid; "" for a coordinator
-    std::string instance;    // name (or uuid when the name is unknown)
-    Role role = Role::Coordinator;
-    std::vector<uint32_t> buckets;  // the buckets this target answers for; empty: no bucket filter
-    // For a master of a 'masters' scatter: the bucket ranges its replicaset owns, so that every
-    // row is read once even where an instance would answer for the whole cluster.
-    std::vector<std::pair<uint32_t, uint32_t>> ranges;
-};
-
-std::string describe(const Target &target);
 
 // The instance that should run a statement on `bucket`, or false when the map does not know the
 // bucket's owner or its (online) master.
@@ -52,7 +45,7 @@ bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, Read
 Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude = {});
 // The instance that coordinates a statement without a sharding key (or on a global table): an
 // online member of the tier chosen per session, a master for writes and 'leader' reads, a
-// replica for 'replica' reads when there is one, any member for 'any'.
+// replica for 'replica' reads when there is one, any member for 'any'. Throws when none is online.
 Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool write);
 // The master of every replicaset that owns buckets of the tier, with the bucket ranges it owns.
 // Throws, naming the replicaset, when one has no online master with an address, or when the map
@@ -65,10 +58,6 @@ std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
 
 // The tier of `name`, with a clear error when the map does not know it.
 int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::string &name);
-
-// `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; the
-// ranges of a master are written as the IN list of all their buckets.
-std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target);
 
 enum class Retry {
     Read,   // retried once on a connection failure

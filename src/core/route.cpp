@@ -1,0 +1,200 @@
+// The routing decision as pure functions of a topology snapshot (see route.h).
+#include "core/route.h"
+
+#include <algorithm>
+#include <map>
+
+namespace picoroute::route {
+
+namespace {
+
+std::string instance_name(const SnapshotView &view, const InstanceRecord &inst) {
+    return std::string(inst.name.length > 0 ? view.str(inst.name) : view.str(inst.uuid));
+}
+
+bool usable(const InstanceRecord &inst) {
+    return inst.online != 0 && inst.address.length > 0;
+}
+
+bool is_master(const SnapshotView &view, uint32_t i) {
+    const InstanceRecord &inst = view.instance(i);
+    return inst.replicaset != kNone &&
+           view.replicaset(inst.replicaset).master == static_cast<int32_t>(i);
+}
+
+Target make_target(const SnapshotView &view, int32_t instance, Role role) {
+    const InstanceRecord &inst = view.instance(instance);
+    Target t;
+    t.address = std::string(view.str(inst.address));
+    t.instance = instance_name(view, inst);
+    t.role = role;
+    if (role != Role::Coordinator && inst.replicaset != kNone)
+        t.replicaset = std::string(view.str(view.replicaset(inst.replicaset).uuid));
+    return t;
+}
+
+}  // namespace
+
+std::string describe(const Target &target) {
+    std::string out = target.address;
+    if (target.role == Role::Coordinator)
+        return out + " (coordinator)";
+    out += " (";
+    out += target.role == Role::Master ? "master" : "replica";
+    if (!target.replicaset.empty())
+        out += " of replicaset " + target.replicaset;
+    return out + ")";
+}
+
+bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, ReadPref pref,
+                   uint64_t salt, Target *out) {
+    int32_t range = view.find_range(tier, bucket);
+    if (range == kNone)
+        return false;
+    int32_t rs = view.range(range).replicaset;
+    if (rs == kNone)
+        return false;
+    int32_t master = view.replicaset(rs).master;
+    bool master_ok = master != kNone && usable(view.instance(master));
+    if (pref != ReadPref::Leader) {
+        std::vector<int32_t> candidates;
+        for (uint32_t i = 0; i < view.n_instances(); i++) {
+            const InstanceRecord &inst = view.instance(i);
+            if (inst.replicaset != rs || !usable(inst))
+                continue;
+            if (pref == ReadPref::Replica && static_cast<int32_t>(i) == master)
+                continue;
+            candidates.push_back(static_cast<int32_t>(i));
+        }
+        if (!candidates.empty()) {
+            int32_t pick = candidates[salt % candidates.size()];
+            *out = make_target(view, pick, pick == master ? Role::Master : Role::Replica);
+            return true;
+        }
+    }
+    if (!master_ok)
+        return false;
+    *out = make_target(view, master, Role::Master);
+    return true;
+}
+
+std::optional<Target> any_online(const SnapshotView &view, const std::set<std::string> &exclude) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < view.n_instances(); i++) {
+            const InstanceRecord &inst = view.instance(i);
+            if (!usable(inst) || exclude.count(std::string(view.str(inst.address))) > 0)
+                continue;
+            if (pass == 0 && !is_master(view, i))
+                continue;
+            return make_target(view, static_cast<int32_t>(i), Role::Coordinator);
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Target> spread_target(const SnapshotView &view, int32_t tier, ReadPref pref,
+                                    bool write, uint64_t salt) {
+    std::vector<int32_t> masters, replicas;
+    for (int pass = 0; pass < 2 && masters.empty() && replicas.empty(); pass++) {
+        for (uint32_t i = 0; i < view.n_instances(); i++) {
+            const InstanceRecord &inst = view.instance(i);
+            if (!usable(inst))
+                continue;
+            if (pass == 0 &&
+                (inst.replicaset == kNone || view.replicaset(inst.replicaset).tier_index != tier))
+                continue;
+            (is_master(view, i) ? masters : replicas).push_back(static_cast<int32_t>(i));
+        }
+    }
+    std::vector<int32_t> pool = masters;
+    if (!write && pref == ReadPref::Replica && !replicas.empty())
+        pool = replicas;
+    else if (!write && pref == ReadPref::Any)
+        pool.insert(pool.end(), replicas.begin(), replicas.end());
+    if (pool.empty())
+        return any_online(view);
+    return make_target(view, pool[salt % pool.size()], Role::Coordinator);
+}
+
+MastersPlan master_targets(const SnapshotView &view, int32_t tier) {
+    MastersPlan plan;
+    const TierRecord &t = view.tier(tier);
+    std::set<int32_t> replicasets;
+    for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++) {
+        if (view.range(r).replicaset == kNone)
+            continue;
+        replicasets.insert(view.range(r).replicaset);
+        plan.covered += view.range(r).end - view.range(r).start + 1;
+    }
+    for (int32_t rs : replicasets) {
+        int32_t master = view.replicaset(rs).master;
+        if (master == kNone || !usable(view.instance(master))) {
+            plan.status = MastersPlan::Status::NoOnlineMaster;
+            plan.replicaset = rs;
+            plan.targets.clear();
+            return plan;
+        }
+        Target target = make_target(view, master, Role::Master);
+        for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++)
+            if (view.range(r).replicaset == rs)
+                target.ranges.emplace_back(view.range(r).start, view.range(r).end);
+        plan.targets.push_back(std::move(target));
+    }
+    if (t.bucket_count == 0 || plan.covered != t.bucket_count) {
+        plan.status = MastersPlan::Status::Incomplete;
+        plan.targets.clear();
+        return plan;
+    }
+    if (plan.targets.empty()) {
+        plan.status = MastersPlan::Status::NoReplicasets;
+        return plan;
+    }
+    std::sort(plan.targets.begin(), plan.targets.end(),
+              [](const Target &a, const Target &b) { return a.address < b.address; });
+    return plan;
+}
+
+BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
+                           const std::set<uint32_t> &buckets, ReadPref pref, uint64_t salt) {
+    BucketGroups out;
+    std::map<std::string, Target> groups;
+    for (uint32_t bucket : buckets) {
+        Target t;
+        if (!bucket_target(view, tier, bucket, pref, salt, &t)) {
+            out.unknown.push_back(bucket);
+            continue;
+        }
+        auto [it, inserted] = groups.emplace(t.address, t);
+        it->second.buckets.push_back(bucket);
+    }
+    for (auto &[address, t] : groups)
+        out.targets.push_back(std::move(t));
+    return out;
+}
+
+std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target) {
+    if (target.buckets.empty() && target.ranges.empty())
+        return sql;
+    std::string out = sql + (has_where ? " AND " : " WHERE ");
+    std::vector<uint32_t> listed = target.buckets;
+    if (listed.empty()) {
+        for (const auto &[start, end] : target.ranges) {
+            for (uint32_t b = start; b >= start && b <= end; b++) {
+                listed.push_back(b);
+                if (b == end)
+                    break;
+            }
+        }
+    }
+    if (listed.size() == 1)
+        return out + "bucket_id = " + std::to_string(listed[0]);
+    out += "bucket_id IN (";
+    for (size_t i = 0; i < listed.size(); i++) {
+        if (i > 0)
+            out += ", ";
+        out += std::to_string(listed[i]);
+    }
+    return out + ")";
+}
+
+}  // namespace picoroute::route

@@ -1,0 +1,84 @@
+// The routing decision as pure functions of a topology snapshot: which instance runs a statement
+// on a bucket, which instance coordinates a statement without a sharding key, which masters a
+// 'masters' scatter asks, and the bucket filter each of them gets. No PostgreSQL, no I/O: the
+// glue (src/pg/fdw/routing.cpp) turns the outcomes into errors and connections.
+#pragma once
+#include "core/firewall.h"
+#include "core/snapshot.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace picoroute::route {
+
+enum class ReadPref { Leader, Replica, Any };
+enum class Role { Master, Replica, Coordinator };
+
+struct Target {
+    std::string address;
+    std::string replicaset;  // uuid; "" for a coordinator
+    std::string instance;    // name (or uuid when the name is unknown)
+    Role role = Role::Coordinator;
+    std::vector<uint32_t> buckets;  // the buckets this target answers for; empty: no bucket filter
+    // For a master of a 'masters' scatter: the bucket ranges its replicaset owns, so that every
+    // row is read once even where an instance would answer for the whole cluster.
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+};
+
+// "address (master of replicaset uuid)" and the like.
+std::string describe(const Target &target);
+
+// The instance that should run a statement on `bucket`: the owner's master, or for 'replica' and
+// 'any' one of the owner's online members chosen by `salt` (a session keeps its choice). False
+// when the map does not know the bucket's owner or its online master.
+bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, ReadPref pref,
+                   uint64_t salt, Target *out);
+
+// Any online instance with an address, masters first, skipping the addresses in `exclude`.
+std::optional<Target> any_online(const SnapshotView &view,
+                                 const std::set<std::string> &exclude = {});
+
+// The coordinator of a statement without a sharding key (or on a global table): an online member
+// of the tier (of any tier when the tier has none) chosen by `salt`, among the masters for writes
+// and 'leader' reads, the replicas for 'replica' reads (masters when there is none), everyone
+// for 'any'. nullopt when no instance is online.
+std::optional<Target> spread_target(const SnapshotView &view, int32_t tier, ReadPref pref,
+                                    bool write, uint64_t salt);
+
+// The masters of a 'masters' scatter: one per replicaset that owns buckets of the tier (a
+// replicaset without buckets is never asked: without a bucket filter it would answer for the
+// whole cluster), each with its ranges, in address order.
+struct MastersPlan {
+    enum class Status {
+        Ok,
+        NoOnlineMaster,  // `replicaset` has no online master with an address
+        Incomplete,      // the map does not know the owner of every bucket (`covered` known)
+        NoReplicasets,   // the tier has no bucket owner at all
+    };
+    Status status = Status::Ok;
+    std::vector<Target> targets;
+    int32_t replicaset = kNone;  // for NoOnlineMaster
+    uint32_t covered = 0;        // buckets with a known owner
+};
+MastersPlan master_targets(const SnapshotView &view, int32_t tier);
+
+// Buckets grouped by the instance that runs them, in address order, buckets sorted; the buckets
+// whose owner the map does not know are returned apart.
+struct BucketGroups {
+    std::vector<Target> targets;
+    std::vector<uint32_t> unknown;
+};
+BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
+                           const std::set<uint32_t> &buckets, ReadPref pref, uint64_t salt);
+
+// `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; a
+// master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1+)
+// restricts a statement to the owners of the buckets of "bucket_id = N" or "IN (...)" while
+// BETWEEN is only a row filter. No filter when the target has neither.
+std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target);
+
+}  // namespace picoroute::route

@@ -1,0 +1,214 @@
+// The routing decision on snapshots: owners, replicas, coordinators spread per session, the
+// masters of a scatter (never one without buckets) and the bucket filters they get.
+#include "core/route.h"
+#include "core/snapshot.h"
+#include "core/topology.h"
+#include "event_builders.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace picoroute {
+using namespace picoroute::testing;
+using route::ReadPref;
+using route::Role;
+using route::Target;
+
+namespace {
+
+const SnapshotLimits kLimits{64, 32, 1024};
+
+// Tier "t" of 3000 buckets: r1 owns 1-1500 (master a1, replica a2), r2 owns 1501-3000 (master
+// b1), r3 (master c1) owns no bucket. Tier "u" of 10 buckets: r4 (master d1, replica d2) owns
+// them all.
+std::string build_image(const std::vector<Event> &extra) {
+    Topology topology;
+    std::vector<Event> events = {
+        tier("t", 3000),
+        tier("u", 10),
+        replicaset("r1", std::string("t"), std::string("a1"), std::string("rs1")),
+        replicaset("r2", std::string("t"), std::string("b1"), std::string("rs2")),
+        replicaset("r3", std::string("t"), std::string("c1"), std::string("rs3")),
+        replicaset("r4", std::string("u"), std::string("d1"), std::string("rs4")),
+        instance("a1", std::string("r1"), std::string("Online"), std::string("10.0.0.1:4327"),
+                 std::string("a1")),
+        instance("a2", std::string("r1"), std::string("Online"), std::string("10.0.0.2:4327"),
+                 std::string("a2")),
+        instance("b1", std::string("r2"), std::string("Online"), std::string("10.0.0.3:4327"),
+                 std::string("b1")),
+        instance("c1", std::string("r3"), std::string("Online"), std::string("10.0.0.4:4327"),
+                 std::string("c1")),
+        instance("d1", std::string("r4"), std::string("Online"), std::string("10.0.0.5:4327"),
+                 std::string("d1")),
+        instance("d2", std::string("r4"), std::string("Online"), std::string("10.0.0.6:4327"),
+                 std::string("d2")),
+        bucket("t", 1, 1500, "r1"),
+        bucket("t", 1501, 3000, "r2"),
+        bucket("u", 1, 10, "r4"),
+    };
+    events.insert(events.end(), extra.begin(), extra.end());
+    for (const Event &e : events)
+        topology.apply(e);
+    return build_snapshot(topology, kLimits);
+}
+
+struct Fixture {
+    std::string image;
+    SnapshotView view;
+    int32_t t, u;
+
+    explicit Fixture(const std::vector<Event> &extra = {})
+        : image(build_image(extra)),
+          view(image.data(), image.size()),
+          t(view.find_tier("t")),
+          u(view.find_tier("u")) {}
+};
+
+std::vector<std::string> addresses(const std::vector<Target> &targets) {
+    std::vector<std::string> out;
+    for (const Target &target : targets)
+        out.push_back(target.address);
+    return out;
+}
+
+}  // namespace
+
+TEST(Route, BucketGoesToTheOwnersMaster) {
+    Fixture f;
+    Target target;
+    ASSERT_TRUE(route::bucket_target(f.view, f.t, 7, ReadPref::Leader, 0, &target));
+    EXPECT_EQ(target.address, "10.0.0.1:4327");
+    EXPECT_EQ(target.role, Role::Master);
+    EXPECT_EQ(target.replicaset, "r1");
+    ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
+    EXPECT_EQ(target.address, "10.0.0.3:4327");
+    EXPECT_EQ(route::describe(target), "10.0.0.3:4327 (master of replicaset r2)");
+}
+
+TEST(Route, ReplicaPreferenceUsesAReplicaWhenThereIsOne) {
+    Fixture f;
+    Target target;
+    ASSERT_TRUE(route::bucket_target(f.view, f.t, 7, ReadPref::Replica, 0, &target));
+    EXPECT_EQ(target.address, "10.0.0.2:4327");
+    EXPECT_EQ(target.role, Role::Replica);
+    // r2 has no replica: its master.
+    ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Replica, 0, &target));
+    EXPECT_EQ(target.address, "10.0.0.3:4327");
+    EXPECT_EQ(target.role, Role::Master);
+}
+
+TEST(Route, UnknownBucketHasNoTarget) {
+    Fixture f({bucket_delete("t", 1501)});
+    Target target;
+    EXPECT_FALSE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
+    route::BucketGroups groups =
+        route::group_buckets(f.view, f.t, {7, 2000, 8}, ReadPref::Leader, 0);
+    ASSERT_EQ(groups.targets.size(), 1u);
+    EXPECT_EQ(groups.targets[0].buckets, (std::vector<uint32_t>{7, 8}));
+    EXPECT_EQ(groups.unknown, (std::vector<uint32_t>{2000}));
+}
+
+TEST(Route, GroupsBucketsPerInstanceInAddressOrder) {
+    Fixture f;
+    route::BucketGroups groups =
+        route::group_buckets(f.view, f.t, {2000, 7, 1500, 1501}, ReadPref::Leader, 0);
+    EXPECT_EQ(addresses(groups.targets),
+              (std::vector<std::string>{"10.0.0.1:4327", "10.0.0.3:4327"}));
+    EXPECT_EQ(groups.targets[0].buckets, (std::vector<uint32_t>{7, 1500}));
+    EXPECT_EQ(groups.targets[1].buckets, (std::vector<uint32_t>{1501, 2000}));
+    EXPECT_TRUE(groups.unknown.empty());
+}
+
+TEST(Route, MastersScatterSkipsAReplicasetWithoutBuckets) {
+    // r3 (c1) owns nothing: asking it without a bucket filter would return every row again.
+    Fixture f;
+    route::MastersPlan plan = route::master_targets(f.view, f.t);
+    ASSERT_EQ(plan.status, route::MastersPlan::Status::Ok);
+    EXPECT_EQ(addresses(plan.targets),
+              (std::vector<std::string>{"10.0.0.1:4327", "10.0.0.3:4327"}));
+    for (const Target &target : plan.targets)
+        EXPECT_FALSE(target.ranges.empty());
+}
+
+TEST(Route, MastersScatterRefusesAnIncompleteMap) {
+    Fixture f({bucket_delete("t", 1501)});
+    route::MastersPlan plan = route::master_targets(f.view, f.t);
+    EXPECT_EQ(plan.status, route::MastersPlan::Status::Incomplete);
+    EXPECT_EQ(plan.covered, 1500u);
+    EXPECT_TRUE(plan.targets.empty());
+}
+
+TEST(Route, MastersScatterNeedsEveryMasterOnline) {
+    Fixture f({instance("b1", std::string("r2"), std::string("Offline"),
+                        std::string("10.0.0.3:4327"), std::string("b1"))});
+    route::MastersPlan plan = route::master_targets(f.view, f.t);
+    EXPECT_EQ(plan.status, route::MastersPlan::Status::NoOnlineMaster);
+    EXPECT_EQ(f.view.str(f.view.replicaset(plan.replicaset).uuid), "r2");
+}
+
+TEST(Route, KeylessStatementsSpreadOverTheTiersMasters) {
+    Fixture f;
+    std::set<std::string> seen;
+    for (uint64_t salt = 0; salt < 12; salt++) {
+        std::optional<Target> target =
+            route::spread_target(f.view, f.t, ReadPref::Leader, false, salt);
+        ASSERT_TRUE(target.has_value());
+        EXPECT_EQ(target->role, Role::Coordinator);
+        seen.insert(target->address);
+        // One session (one salt) keeps its coordinator.
+        EXPECT_EQ(route::spread_target(f.view, f.t, ReadPref::Leader, false, salt)->address,
+                  target->address);
+    }
+    // The masters of tier t, including c1 (a coordinator needs no buckets); never a replica,
+    // never another tier's instance.
+    EXPECT_EQ(seen, (std::set<std::string>{"10.0.0.1:4327", "10.0.0.3:4327", "10.0.0.4:4327"}));
+}
+
+TEST(Route, KeylessReadsFollowReadPreference) {
+    Fixture f;
+    for (uint64_t salt = 0; salt < 4; salt++) {
+        EXPECT_EQ(route::spread_target(f.view, f.t, ReadPref::Replica, false, salt)->address,
+                  "10.0.0.2:4327");
+        // Writes always go to masters.
+        EXPECT_NE(route::spread_target(f.view, f.t, ReadPref::Replica, true, salt)->address,
+                  "10.0.0.2:4327");
+        EXPECT_EQ(route::spread_target(f.view, f.u, ReadPref::Leader, false, salt)->address,
+                  "10.0.0.5:4327");
+    }
+    std::set<std::string> any;
+    for (uint64_t salt = 0; salt < 8; salt++)
+        any.insert(route::spread_target(f.view, f.u, ReadPref::Any, false, salt)->address);
+    EXPECT_EQ(any, (std::set<std::string>{"10.0.0.5:4327", "10.0.0.6:4327"}));
+}
+
+TEST(Route, AnyOnlinePrefersMastersAndSkipsExcluded) {
+    Fixture f;
+    std::optional<Target> first = route::any_online(f.view);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->address, "10.0.0.1:4327");
+    std::optional<Target> other = route::any_online(f.view, {"10.0.0.1:4327"});
+    ASSERT_TRUE(other.has_value());
+    EXPECT_NE(other->address, "10.0.0.1:4327");
+}
+
+TEST(Route, BucketFilters) {
+    Target t;
+    EXPECT_EQ(route::with_bucket_filter("SELECT 1 FROM \"x\"", false, t), "SELECT 1 FROM \"x\"");
+    t.buckets = {5};
+    EXPECT_EQ(route::with_bucket_filter("SELECT 1 FROM \"x\"", false, t),
+              "SELECT 1 FROM \"x\" WHERE bucket_id = 5");
+    t.buckets = {5, 9};
+    EXPECT_EQ(route::with_bucket_filter("S WHERE (a)", true, t),
+              "S WHERE (a) AND bucket_id IN (5, 9)");
+    // A master's ranges become the list of all its buckets: only = and IN restrict a statement.
+    Target m;
+    m.ranges = {{1, 3}, {7, 8}};
+    EXPECT_EQ(route::with_bucket_filter("S", false, m), "S WHERE bucket_id IN (1, 2, 3, 7, 8)");
+    m.ranges = {{4, 4}};
+    EXPECT_EQ(route::with_bucket_filter("S", false, m), "S WHERE bucket_id = 4");
+}
+
+}  // namespace picoroute
