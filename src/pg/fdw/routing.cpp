@@ -49,8 +49,13 @@ const char *read_pref_name(ReadPref pref) {
 namespace {
 
 uint64_t session_salt() {
-    // One session keeps one choice; sessions spread over the candidates.
-    return static_cast<uint64_t>(MyProcPid);
+    // One session keeps one choice; sessions spread over the candidates. Mixed (splitmix64), as
+    // consecutive backends' pids often share their parity.
+    uint64_t x = static_cast<uint64_t>(MyProcPid) ^ (static_cast<uint64_t>(MyStartTimestamp) << 20);
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
 }
 
 }  // namespace
