@@ -164,6 +164,23 @@ SELECT string_agg(address, ',') FROM picoroute_connections() WHERE server_name =
 }
 cmp_ok(scalar(keys %coordinators), '>=', 2, 'keyless statements of different sessions use different coordinators');
 
+# ---- read_preference reaches the server ------------------------------------------------------------
+# It travels in the startup packet's options, in Picodata's syntax. The emulated instances are
+# PostgreSQL servers, which refuse that syntax: the refusal shows that it was sent.
+SKIP: {
+    skip 'the cluster takes Picodata startup options', 1 if ($ENV{PICOROUTE_EXEC_OPTIONS} // 'off') eq 'on';
+    $node->safe_psql('postgres', q{
+CREATE SERVER pico_rp FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname 'picodata', read_preference 'replica');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_rp OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE users_rp (id bigint, name text, v bigint) SERVER pico_rp
+  OPTIONS (table_name 'users', sharding_key 'id');
+});
+    my ($r, $o, $e) = $node->psql('postgres', 'SELECT name FROM users_rp WHERE id = 5');
+    like($e, qr/invalid command-line argument for server process: read_preference=replica/,
+         'read_preference is sent to the server as a startup option (read_preference=replica)');
+}
+
 # ---- declarations checked against _pico_table -----------------------------------------------------
 is($node->safe_psql('postgres', q{SELECT picoroute_check_foreign_table('users')}), 't',
    'picoroute_check_foreign_table: a correct declaration');
