@@ -15,3 +15,26 @@
 --
 -- 0.2 changed the packaging only (install-script layout, versioned scripts, Debian package, PGXN
 -- metadata); its SQL objects are those of 0.1. Changes to the SQL surface made in 0.2 follow here.
+
+-- Declarations of foreign tables checked against the cluster (part src/sql/30_check.sql).
+CREATE FUNCTION picoroute_check_foreign_table(foreign_table regclass)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'picoroute_check_foreign_table'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION picoroute_check_foreign_table(regclass) IS
+'Compares a picoroute foreign table with its row of Picodata''s _pico_table: distribution, tier '
+'(the server''s tier option), sharding key (names and order) and key column types. Returns true '
+'when they agree; raises an error naming the column, what the cluster has and what to change '
+'otherwise (a warning for a key type that hashes the same but is narrower). The same check runs '
+'at the first use of a table in a session.';
+
+-- The FDW's options for Picodata's dialect, limits and versions (part src/sql/20_routing.sql).
+COMMENT ON FOREIGN DATA WRAPPER picoroute IS
+'Picodata tables as foreign tables: statements go to the instance that owns the bucket of their '
+'sharding key. Server options: tier, scatter (coordinator|masters), read_preference '
+'(leader|replica|any), picodata_version (25.5|26.1|26.2|26.2.1), execution_options (on|off), '
+'sql_motion_row_max, sql_vdbe_opcode_max, dbname, sslmode, batch_size. User mapping: user, '
+'password. Table options: table_name, sharding_key, distribution (sharded|global), batch_size, '
+'sql_motion_row_max, sql_vdbe_opcode_max. Remote writes commit immediately, whatever the local '
+'transaction does.';
