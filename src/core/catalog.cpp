@@ -1,6 +1,7 @@
 // Catalog rows of one poll -> the events that move a topology to the state the rows describe.
 #include "core/catalog.h"
 
+#include "core/address.h"
 #include "core/errors.h"
 
 #include <nlohmann/json.hpp>
@@ -236,7 +237,8 @@ std::vector<BucketEvent> parse_bucket_json(const std::string &tier, const std::s
     return events;
 }
 
-std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &current) {
+std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &current,
+                                       std::vector<std::string> *warnings) {
     // Peer addresses by raft_id.
     struct Peer {
         Field pgproto, iproto;
@@ -324,8 +326,10 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
     std::map<std::string, std::vector<BucketEvent>> bucket_events;
     for (const auto &[tier, text] : rows.bucket_json) {
         std::vector<BucketEvent> parsed = parse_bucket_json(tier, text);
+        // The known count, unless it is 0 (a tier without buckets yet takes the listed count).
         std::optional<uint32_t> count;
-        if (auto known = current.tiers().find(tier); known != current.tiers().end()) {
+        if (auto known = current.tiers().find(tier);
+            known != current.tiers().end() && known->second != 0) {
             count = known->second;
         } else if (auto listed = tiers.find(tier); listed != tiers.end()) {
             count = listed->second;
@@ -388,6 +392,17 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
                 address = resolve_pgproto_address(peer->second.pgproto, peer->second.iproto);
             }
         }
+        // The map decides where credentials go: an address that is not a TCP host:port is
+        // dropped (the instance stays, with no address) and reported.
+        std::string why;
+        if (!address.empty() && !parse_tcp_address(address, &why)) {
+            if (warnings != nullptr) {
+                warnings->push_back("_pico_peer_address: address \"" + utf8_truncate(address, 100) +
+                                    "\" of instance " + uuid + " rejected: " + why +
+                                    " (picoroute accepts only TCP addresses host:port)");
+            }
+            address.clear();
+        }
         event.address = address;
         events.push_back(std::move(event));
     }
@@ -396,21 +411,34 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
         events.push_back(TierEvent{name, count});
     }
 
+    // A tier's listing is complete: every known range that the listing does not hold exactly is
+    // deleted first, so that the listed ranges that follow never overlap a known one (an overlap
+    // would clear the tier's map, dropping the ranges applied before it) and the map ends up
+    // holding exactly the listing.
     for (auto &[tier, parsed] : bucket_events) {
-        std::set<uint32_t> starts;
+        std::map<uint32_t, const BucketEvent *> listed;
         for (const BucketEvent &event : parsed) {
-            starts.insert(event.start);
+            listed[event.start] = &event;
         }
         if (auto known = current.buckets().find(tier); known != current.buckets().end()) {
-            for (const auto &[start, range] : known->second) {
-                if (starts.count(start) == 0) {
-                    BucketEvent event;
-                    event.op = Op::Delete;
-                    event.tier = tier;
-                    event.start = start;
-                    event.end = range.end;
-                    event.current_replicaset_uuid = range.replicaset_uuid;
-                    events.push_back(std::move(event));
+            // Ranges whose start is gone first, then those the listing changes.
+            for (bool start_gone : {true, false}) {
+                for (const auto &[start, range] : known->second) {
+                    auto same = listed.find(start);
+                    if ((same == listed.end()) != start_gone) {
+                        continue;
+                    }
+                    bool kept = same != listed.end() && same->second->end == range.end &&
+                                same->second->current_replicaset_uuid == range.replicaset_uuid;
+                    if (!kept) {
+                        BucketEvent event;
+                        event.op = Op::Delete;
+                        event.tier = tier;
+                        event.start = start;
+                        event.end = range.end;
+                        event.current_replicaset_uuid = range.replicaset_uuid;
+                        events.push_back(std::move(event));
+                    }
                 }
             }
         }

@@ -69,6 +69,10 @@ std::vector<BucketEvent> parse_bucket_json(const std::string &tier, const std::s
 // the instance rows ("" when the name matches no instance). Throws Error(InvalidCatalog) naming the
 // table and the row for a row that cannot be understood (missing uuid, bad state json, non-numeric
 // bucket_count, ...); nothing is produced then.
-std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &current);
+// The bucket events of a tier that was read make its map equal to the listing: known ranges the
+// listing does not hold exactly are deleted before the listed ranges are replaced. An instance
+// address that is not a TCP host:port (address.h) is dropped and described in `warnings`.
+std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &current,
+                                       std::vector<std::string> *warnings = nullptr);
 
 }  // namespace picoroute

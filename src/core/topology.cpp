@@ -3,6 +3,7 @@
 // so a rejected event leaves the topology unchanged.
 #include "core/topology.h"
 
+#include "core/address.h"
 #include "core/errors.h"
 
 #include <algorithm>
@@ -60,13 +61,24 @@ void Topology::check(const Event &event, TierCounts &counts) {
                 if (e.instance_uuid.empty()) {
                     invalid("instance event: instance uuid is empty");
                 }
+                // The map decides where credentials go: only a TCP host:port (or "", unknown).
+                std::string why;
+                if (e.address && !e.address->empty() && !parse_tcp_address(*e.address, &why)) {
+                    invalid("instance " + e.instance_uuid + ": address \"" +
+                            utf8_truncate(*e.address, 100) + "\" rejected: " + why +
+                            " (picoroute accepts only TCP addresses host:port)");
+                }
             } else if constexpr (std::is_same_v<T, BucketEvent>) {
                 check_bucket(e, counts);
             } else {
                 if (e.name.empty()) {
                     invalid("tier event: tier name is empty");
                 }
-                counts.try_emplace(e.name, e.bucket_count);  // the first count seen stays
+                // The first non-zero count seen stays (see apply_tier).
+                auto [it, added] = counts.try_emplace(e.name, e.bucket_count);
+                if (!added && it->second == 0) {
+                    it->second = e.bucket_count;
+                }
             }
         },
         event);
@@ -277,8 +289,13 @@ bool Topology::apply_bucket(const BucketEvent &event) {
 }
 
 bool Topology::apply_tier(const TierEvent &event) {
-    // Tiers are static configuration: the first bucket_count seen stays.
-    bool added = tiers_.try_emplace(event.name, event.bucket_count).second;
+    // Tiers are static configuration: the first bucket_count seen stays. A tier first listed with
+    // bucket_count 0 (it held no sharded data yet) takes the count it is listed with later.
+    auto [tier, added] = tiers_.try_emplace(event.name, event.bucket_count);
+    if (!added && tier->second == 0 && event.bucket_count != 0) {
+        tier->second = event.bucket_count;
+        added = true;
+    }
     added |= buckets_.try_emplace(event.name).second;
     return added;
 }

@@ -211,7 +211,8 @@ TEST(Catalog, VanishedEntriesBecomeDeletesFirst) {
     rows.instances.erase(rows.instances.begin() + 2, rows.instances.end());  // i3, i4 gone
     rows.bucket_json["default"] = "[" + range_json(1, 3000, kR1) + "]";
     std::vector<Event> events = events_from_catalog(rows, t);
-    EXPECT_EQ(shape(events), "rRiiIItbB");  // the range starting at 1501 is gone
+    // The range starting at 1501 is gone, and [1, 1500] becomes [1, 3000].
+    EXPECT_EQ(shape(events), "rRiiIItbbB");
     EXPECT_EQ(only<ReplicasetEvent>(events)[0]->replicaset_uuid, kR2);
     EXPECT_EQ(only<InstanceEvent>(events)[0]->instance_uuid, "u-i3");
     EXPECT_EQ(only<BucketEvent>(events)[0]->start, 1501u);
@@ -231,12 +232,104 @@ TEST(Catalog, BucketDeleteForAStartThatDisappeared) {
     rows.bucket_json["default"] =
         "[" + range_json(1, 1000, kR1) + "," + range_json(1001, 3000, kR2) + "]";
     std::vector<Event> events = events_from_catalog(rows, t);
-    EXPECT_EQ(shape(events), "RRIIIItbBB");
+    // 1501 is gone; [1, 1500] becomes [1, 1000]: both are deleted before the listing is applied.
+    EXPECT_EQ(shape(events), "RRIIIItbbBB");
     EXPECT_EQ(only<BucketEvent>(events)[0]->start, 1501u);
+    EXPECT_EQ(only<BucketEvent>(events)[1]->start, 1u);
     t.apply_all(events);
     EXPECT_EQ(t.find_bucket_range("default", 1001)->replicaset_uuid, kR2);
     EXPECT_EQ(t.find_bucket_range("default", 1000)->replicaset_uuid, kR1);
     EXPECT_EQ(t.buckets().at("default").size(), 2u);
+}
+
+// Counts the buckets of `tier` that the topology maps to a replicaset.
+uint32_t mapped_buckets(const Topology &t, const std::string &tier) {
+    uint32_t mapped = 0;
+    for (const auto &[start, range] : t.buckets().at(tier)) {
+        mapped += range.end - range.start + 1;
+    }
+    return mapped;
+}
+
+// A move that cuts the top off a range: the changed range overlaps a known one after the ranges
+// listed before it were applied. Applying the listing as it comes used to clear the tier at that
+// overlap and publish 2000 of 3000 buckets; the map must hold the whole listing.
+TEST(Catalog, PollAfterAMoveKeepsEveryListedBucket) {
+    const std::string kR3 = "11111111-0000-0000-0000-000000000003";
+    CatalogRows rows = cluster();
+    rows.replicasets.push_back({"r3", kR3, "i4", "default", "ready"});
+    rows.bucket_json["default"] = "[" + range_json(1, 1000, kR1) + "," +
+                                  range_json(1001, 2000, kR2) + "," + range_json(2001, 3000, kR3) +
+                                  "]";
+    Topology t;
+    t.apply_all(events_from_catalog(rows, t));
+    ASSERT_EQ(mapped_buckets(t, "default"), 3000u);
+
+    // Buckets 1901..2000 move from r2 to r3.
+    rows.bucket_json["default"] = "[" + range_json(1, 1000, kR1) + "," +
+                                  range_json(1001, 1900, kR2) + "," + range_json(1901, 3000, kR3) +
+                                  "]";
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(mapped_buckets(t, "default"), 3000u);
+    EXPECT_EQ(t.buckets().at("default").size(), 3u);
+    EXPECT_EQ(t.find_bucket_range("default", 1)->replicaset_uuid, kR1);
+    EXPECT_EQ(t.find_bucket_range("default", 1900)->replicaset_uuid, kR2);
+    EXPECT_EQ(t.find_bucket_range("default", 1901)->replicaset_uuid, kR3);
+
+    // And a move that cuts the bottom off a range, into the range before it.
+    rows.bucket_json["default"] = "[" + range_json(1, 1100, kR1) + "," +
+                                  range_json(1101, 1900, kR2) + "," + range_json(1901, 3000, kR3) +
+                                  "]";
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(mapped_buckets(t, "default"), 3000u);
+    EXPECT_EQ(t.find_bucket_range("default", 1100)->replicaset_uuid, kR1);
+
+    // A listing identical to the map produces no bucket event at all.
+    std::vector<Event> again = events_from_catalog(rows, t);
+    for (const BucketEvent *b : only<BucketEvent>(again)) {
+        EXPECT_EQ(b->op, Op::Replace);
+    }
+    EXPECT_FALSE(t.apply_all(again));
+}
+
+// An address that is not a TCP host:port never reaches the map: the instance stays, without an
+// address, and the rejection is reported.
+TEST(Catalog, NonTcpAddressesAreRejectedAndReported) {
+    CatalogRows rows = cluster();
+    rows.peer_addresses = {
+        {"1", "/tmp:5432", "pgproto"},
+        {"2", "x:1 host=/tmp", "pgproto"},
+        {"3", "10.0.0.3:4327 sslmode=disable", "pgproto"},
+        {"4", "10.0.0.4:4327", "pgproto"},
+    };
+    std::vector<std::string> warnings;
+    Topology t;
+    t.apply_all(events_from_catalog(rows, t, &warnings));
+    EXPECT_EQ(t.instances().at("u-i1").address.value_or("?"), "");
+    EXPECT_EQ(t.instances().at("u-i2").address.value_or("?"), "");
+    EXPECT_EQ(t.instances().at("u-i3").address.value_or("?"), "");
+    EXPECT_EQ(t.instances().at("u-i4").address.value_or("?"), "10.0.0.4:4327");
+    ASSERT_FALSE(warnings.empty());
+    EXPECT_NE(warnings[0].find("/tmp:5432"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("u-i1"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("host:port"), std::string::npos) << warnings[0];
+}
+
+// A tier listed with bucket_count 0 (no sharded data yet) takes its count when it gets one, and
+// its buckets are then read; before, the first count stayed and every later refresh failed.
+TEST(Catalog, TierWithZeroBucketsAtStartRecovers) {
+    CatalogRows rows = cluster();
+    rows.tiers = {{"default", "0"}};
+    rows.bucket_json.clear();
+    Topology t;
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(t.tiers().at("default"), 0u);
+
+    rows = cluster();
+    std::vector<Event> events = events_from_catalog(rows, t);
+    t.apply_all(events);
+    EXPECT_EQ(t.tiers().at("default"), 3000u);
+    EXPECT_EQ(mapped_buckets(t, "default"), 3000u);
 }
 
 TEST(Catalog, TierAbsentFromBucketJsonKeepsItsRanges) {
