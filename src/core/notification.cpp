@@ -183,7 +183,7 @@ Event decode(const json &object, size_t index) {
 
 }  // namespace
 
-std::vector<Event> events_from_notification(std::string_view text) {
+std::vector<Event> events_from_notification(std::string_view text, size_t first_index) {
     json doc = json::parse(text.begin(), text.end(), nullptr, false);
     if (doc.is_discarded()) {
         throw Error(ErrorKind::InvalidInput, "topology notification is not valid JSON");
@@ -192,10 +192,10 @@ std::vector<Event> events_from_notification(std::string_view text) {
     if (doc.is_array()) {
         events.reserve(doc.size());
         for (size_t i = 0; i < doc.size(); ++i) {
-            events.push_back(decode(doc[i], i));
+            events.push_back(decode(doc[i], first_index + i));
         }
     } else {
-        events.push_back(decode(doc, 0));
+        events.push_back(decode(doc, first_index));
     }
     return events;
 }

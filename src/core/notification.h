@@ -14,6 +14,8 @@ namespace picoroute {
 // Unknown keys are ignored; a missing required key, a wrongly typed value, an unknown "op" or
 // "map", or a bad range throws Error(InvalidInput) naming the element index and the key. Nothing
 // is returned on error.
-std::vector<Event> events_from_notification(std::string_view json);
+// `first_index` is the index of the first element in the caller's numbering (a caller that
+// decodes a long array in slices numbers its errors as in the whole array).
+std::vector<Event> events_from_notification(std::string_view json, size_t first_index = 0);
 
 }  // namespace picoroute

@@ -356,24 +356,26 @@ int32_t SnapshotView::find_range(int32_t tier_index, uint32_t bucket_id) const {
     return entry ? entry->range : search_range(tier_index, bucket_id);
 }
 
-void SnapshotView::build_bucket_index(uint32_t max_buckets_per_tier) {
+void SnapshotView::build_bucket_index(uint32_t max_buckets_per_tier, size_t max_bytes) {
+    static_assert(sizeof(DenseEntry) == kBucketIndexEntryBytes);
     dense_offset_.assign(header_->n_tiers, UINT32_MAX);
     dense_.clear();
+    dense_.shrink_to_fit();
+    // Which tiers get a table: in tier order, while the total stays within the budget.
+    const size_t max_entries = std::min<size_t>(max_bytes / sizeof(DenseEntry), UINT32_MAX);
+    std::vector<bool> indexed(header_->n_tiers, false);
     size_t total = 0;
     for (uint32_t i = 0; i < header_->n_tiers; ++i) {
         uint32_t count = tiers_[i].bucket_count;
-        if (count > 0 && count <= max_buckets_per_tier) {
+        if (count > 0 && count <= max_buckets_per_tier && total + count <= max_entries) {
             total += count;
+            indexed[i] = true;
         }
-    }
-    if (total > UINT32_MAX) {
-        dense_offset_.clear();
-        return;
     }
     dense_.reserve(total);
     for (uint32_t i = 0; i < header_->n_tiers; ++i) {
         const TierRecord &t = tiers_[i];
-        if (t.bucket_count == 0 || t.bucket_count > max_buckets_per_tier) {
+        if (!indexed[i]) {
             continue;
         }
         dense_offset_[i] = static_cast<uint32_t>(dense_.size());
@@ -389,6 +391,18 @@ void SnapshotView::build_bucket_index(uint32_t max_buckets_per_tier) {
             }
         }
     }
+}
+
+size_t SnapshotView::bucket_index_bytes() const {
+    return dense_.capacity() * sizeof(DenseEntry);
+}
+
+uint32_t SnapshotView::indexed_tiers() const {
+    uint32_t n = 0;
+    for (uint32_t offset : dense_offset_) {
+        n += offset != UINT32_MAX ? 1 : 0;
+    }
+    return n;
 }
 
 int32_t SnapshotView::search_range(int32_t tier_index, uint32_t bucket_id) const {

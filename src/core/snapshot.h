@@ -25,6 +25,7 @@ namespace picoroute {
 
 inline constexpr uint32_t kSnapshotMagic = 0x50525431;  // "PRT1"
 inline constexpr int32_t kNone = -1;
+inline constexpr size_t kBucketIndexEntryBytes = 8;  // one bucket in SnapshotView's dense table
 
 struct StringRef {
     uint32_t offset = 0;
@@ -115,9 +116,15 @@ class SnapshotView {
     int32_t search_range(int32_t tier_index, uint32_t bucket_id) const;
 
     // Builds a dense bucket -> range table for every tier with at most `max_buckets_per_tier`
-    // buckets, so find_range no longer depends on the number of ranges. A reader that keeps a view
-    // for many lookups builds it once (cost O(total buckets), 4 bytes a bucket).
-    void build_bucket_index(uint32_t max_buckets_per_tier = 1u << 20);
+    // buckets, tier after tier while the tables stay within `max_bytes` in all, so find_range no
+    // longer depends on the number of ranges there. A tier left out is searched (O(log ranges)).
+    // A reader that keeps a view for many lookups builds it once (cost O(total buckets),
+    // kBucketIndexEntryBytes a bucket).
+    void build_bucket_index(uint32_t max_buckets_per_tier = 1u << 20,
+                            size_t max_bytes = static_cast<size_t>(-1));
+    // Bytes held by the tables of build_bucket_index, and the number of tiers they cover.
+    size_t bucket_index_bytes() const;
+    uint32_t indexed_tiers() const;
     // Index of the master instance of the bucket's owner or kNone (same rules as
     // Topology::find_bucket_master).
     int32_t find_master(int32_t tier_index, uint32_t bucket_id) const;

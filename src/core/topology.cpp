@@ -134,8 +134,13 @@ void Topology::apply(const Event &event) {
 }
 
 bool Topology::apply_all(const std::vector<Event> &events) {
+    return apply_all(events, 0, events.size());
+}
+
+bool Topology::apply_all(const std::vector<Event> &events, size_t begin, size_t end) {
+    end = std::min(end, events.size());
     TierCounts counts = tiers_;
-    for (size_t i = 0; i < events.size(); ++i) {
+    for (size_t i = begin; i < end; ++i) {
         try {
             check(events[i], counts);
         } catch (const Error &error) {
@@ -146,8 +151,8 @@ bool Topology::apply_all(const std::vector<Event> &events) {
         }
     }
     bool changed = false;
-    for (const Event &event : events) {
-        changed |= apply_checked(event);
+    for (size_t i = begin; i < end; ++i) {
+        changed |= apply_checked(events[i]);
     }
     return changed;
 }

@@ -57,6 +57,8 @@ class Topology {
     // Applies a batch all-or-nothing: every event is validated before any is applied, so on an
     // error the topology is left as it was before the call. Returns true when anything changed.
     bool apply_all(const std::vector<Event> &events);
+    // The same for events[begin, end); errors number the events as in the whole vector.
+    bool apply_all(const std::vector<Event> &events, size_t begin, size_t end);
 
     // Forgets instances, replicasets and bucket ranges; keeps tiers (seed 002).
     void clear();

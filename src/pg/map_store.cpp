@@ -16,7 +16,9 @@ extern "C" {
 #include "utils/wait_event.h"
 }
 
+#include "core/address.h"
 #include "core/errors.h"
+#include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
 
@@ -194,8 +196,10 @@ MapRef current_map() {
         if (pg_atomic_read_u64(&slot->seq) != seq)
             continue;
         local.view.emplace(local.bytes.data(), local.bytes.size());
-        // Lookups then cost the same whatever the number of ranges (O(1) per bucket).
-        local.view->build_bucket_index();
+        // Lookups then cost the same whatever the number of ranges (O(1) per bucket), for the
+        // tiers whose tables fit picoroute.max_map_memory; the others are searched.
+        local.view->build_bucket_index(1u << 20,
+                                       static_cast<size_t>(setting_max_map_memory) * 1024);
         local.generation = generation;
         return MapRef{&*local.view, generation};
     }
@@ -207,18 +211,11 @@ uint64_t published_generation() {
     return pg_atomic_read_u64(&shared->generation);
 }
 
-void publish_lock() {
-    LWLockAcquire(shared->publish_lock, LW_EXCLUSIVE);
-}
-void publish_unlock() {
-    LWLockRelease(shared->publish_lock);
-}
+namespace {
 
-bool publish(const std::string &image) {
+// Makes `image` current; the caller holds the publish lock and checked the size.
+bool publish_image(const std::string &image) {
     Assert(LWLockHeldByMeInMode(shared->publish_lock, LW_EXCLUSIVE));
-    if (image.size() > shared->slot_capacity)
-        throw Error(ErrorKind::CapacityExceeded,
-                    "picoroute: topology image larger than the shared slot");
     uint32 current = pg_atomic_read_u32(&shared->current_slot);
     Slot *cur = slot_at(current);
     if (cur->generation != 0 && cur->size == image.size() &&
@@ -244,6 +241,35 @@ bool publish(const std::string &image) {
     shared->status.n_ranges = view.n_ranges();
     SpinLockRelease(&shared->mutex);
     return true;
+}
+
+}  // namespace
+
+PublishResult publish_topology(const Topology &topology, std::optional<uint64_t> expected) {
+    std::string image;
+    try {
+        image = build_snapshot(topology, configured_limits());
+        if (image.size() > shared->slot_capacity)
+            throw Error(ErrorKind::CapacityExceeded,
+                        "the topology image needs " + std::to_string(image.size()) +
+                            " bytes but a shared slot holds " +
+                            std::to_string(shared->slot_capacity),
+                        "Raise picoroute.max_instances, picoroute.max_replicasets or "
+                        "picoroute.max_bucket_ranges (they size the slots) and restart the "
+                        "server.");
+    } catch (const Error &e) {
+        if (e.kind() == ErrorKind::CapacityExceeded)
+            status_set_capacity_exceeded(true);
+        throw;
+    }
+    status_set_capacity_exceeded(false);
+    // LWLockAcquire may only fail by ERROR on a broken lock; it holds interrupts off meanwhile.
+    pg_call([] { LWLockAcquire(shared->publish_lock, LW_EXCLUSIVE); });
+    PublishResult result = PublishResult::Conflict;
+    if (!expected || pg_atomic_read_u64(&shared->generation) == *expected)
+        result = publish_image(image) ? PublishResult::Published : PublishResult::Unchanged;
+    LWLockRelease(shared->publish_lock);
+    return result;
 }
 
 const char *worker_state_name(WorkerState state) {
@@ -298,10 +324,21 @@ void status_set_state(WorkerState state) {
     SpinLockRelease(&shared->mutex);
 }
 
-void status_set_source(const char *instance) {
+namespace {
+
+// Copies a message into a status field, cut on a UTF-8 character boundary.
+template <size_t N>
+void set_text(char (&field)[N], const char *message) {
+    std::string text = utf8_truncate(message, N - 1);
     SpinLockAcquire(&shared->mutex);
-    strlcpy(shared->status.source_instance, instance, sizeof(shared->status.source_instance));
+    memcpy(field, text.c_str(), text.size() + 1);
     SpinLockRelease(&shared->mutex);
+}
+
+}  // namespace
+
+void status_set_source(const char *instance) {
+    set_text(shared->status.source_instance, instance);
 }
 
 void status_count_reset() {
@@ -311,15 +348,11 @@ void status_count_reset() {
 }
 
 void status_set_error(const char *message) {
-    SpinLockAcquire(&shared->mutex);
-    strlcpy(shared->status.last_error, message, sizeof(shared->status.last_error));
-    SpinLockRelease(&shared->mutex);
+    set_text(shared->status.last_error, message);
 }
 
 void status_set_warning(const char *message) {
-    SpinLockAcquire(&shared->mutex);
-    strlcpy(shared->status.last_warning, message, sizeof(shared->status.last_warning));
-    SpinLockRelease(&shared->mutex);
+    set_text(shared->status.last_warning, message);
 }
 
 void status_set_capacity_exceeded(bool exceeded) {

@@ -12,8 +12,10 @@ extern "C" {
 }
 
 #include "core/snapshot.h"
+#include "core/topology.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace picoroute::pg {
@@ -32,12 +34,16 @@ struct MapRef {
 };
 MapRef current_map();
 
-// Publishing (worker, or a backend in push mode). The caller holds the publish lock across
-// read-modify-publish; publish() returns true and bumps the generation only when the image differs
-// from the current one. The image must fit the slot (build_snapshot checks the same limits).
-void publish_lock();
-void publish_unlock();
-bool publish(const std::string &image);
+// Publishing (the worker, or a backend in push mode): the one way a map reaches shared memory.
+// Builds the image of `topology` against the configured capacities and, under the publish lock,
+// makes it current when the published generation is still `expected` (any generation when
+// std::nullopt); the generation moves only when the image differs from the current one. Records
+// in the status whether the topology fits; throws Error(CapacityExceeded) naming the setting when
+// it does not (the published map then stays as it was). Never waits on anything but the lock,
+// held for one copy of the image.
+enum class PublishResult { Published, Unchanged, Conflict };
+PublishResult publish_topology(const Topology &topology,
+                               std::optional<uint64_t> expected = std::nullopt);
 // The generation of the current image (0 before the first publish); no copy is made.
 uint64_t published_generation();
 SnapshotLimits configured_limits();

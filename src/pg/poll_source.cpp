@@ -3,9 +3,11 @@ extern "C" {
 #include "postgres.h"
 
 #include "postmaster/interrupt.h"
+#include "utils/timestamp.h"
 }
 
 #include "core/errors.h"
+#include "pg/connect_policy.h"
 #include "pg/libpq_wait.h"
 #include "pg/poll_source.h"
 #include "pg/settings.h"
@@ -42,18 +44,6 @@ std::string instance_of(PGconn *conn) {
     if (host.find(':') != std::string::npos)
         host = "[" + host + "]";
     return host + ":" + port;
-}
-
-// Splits "host:port" or "[v6]:port"; false when there is no port.
-bool split_address(const std::string &address, std::string &host, std::string &port) {
-    size_t colon = address.rfind(':');
-    if (colon == std::string::npos || colon + 1 == address.size())
-        return false;
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    return !host.empty();
 }
 
 Field field(const PGresult *result, int row, int column) {
@@ -104,41 +94,91 @@ void PollSource::reset() {
     last_instance_.clear();
 }
 
+namespace {
+
+// How often the worker, while reading from a fallback instance, tries the configured hosts again.
+constexpr long kRetryConfiguredMs = 5000;
+
+// libpq's parse errors quote the string around the problem (a password, possibly): never shown.
+void require_parsable_conninfo(const char *conninfo) {
+    char *error = nullptr;
+    PQconninfoOption *options = PQconninfoParse(conninfo, &error);
+    if (error != nullptr)
+        PQfreemem(error);
+    if (options == nullptr)
+        throw SourceError("picoroute.conninfo could not be parsed",
+                          "Write it as keyword=value pairs, quoting values that contain blanks "
+                          "or quotes ('...'), or as a postgresql:// URI; prefer a password file "
+                          "(passfile) to a password in the string.");
+    PQconninfoFree(options);
+}
+
+}  // namespace
+
+PGconn *PollSource::connect_configured(std::string &errors) {
+    const char *conninfo = setting_conninfo ? setting_conninfo : "";
+    std::string timeout = std::to_string(setting_connect_timeout);
+    char error[1024];
+    WaitOutcome outcome;
+    // libpq tries each host of the list in turn.
+    const char *keywords[] = {"dbname", "connect_timeout", "fallback_application_name", nullptr};
+    const char *values[] = {conninfo, timeout.c_str(), "picoroute", nullptr};
+    last_configured_attempt_ = GetCurrentTimestamp();
+    PGconn *conn = connect_with_deadline(keywords, values, timeout_ms(), latch_callback, error,
+                                         sizeof(error), &outcome);
+    if (outcome == WaitOutcome::Shutdown)
+        throw SourceError("shutting down");
+    if (conn == nullptr)
+        errors = std::string("configured hosts: ") + one_line(error);
+    return conn;
+}
+
 void PollSource::connect(const Topology &current) {
-    if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK)
+    const char *conninfo = setting_conninfo ? setting_conninfo : "";
+    require_parsable_conninfo(conninfo);
+    if (conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK) {
+        // On a fallback instance: go back to the configured hosts as soon as they answer.
+        if (fallback_note_.empty() ||
+            !TimestampDifferenceExceeds(last_configured_attempt_, GetCurrentTimestamp(),
+                                        kRetryConfiguredMs))
+            return;
+        std::string errors;
+        PGconn *configured = connect_configured(errors);
+        if (configured == nullptr)
+            return;  // still down: keep reading from the fallback
+        drop_connection();
+        conn_ = configured;
+        conn_instance_ = instance_of(conn_);
+        fallback_note_.clear();
+        ereport(LOG, (errmsg("picoroute: the configured hosts answer again; reading from %s",
+                             conn_instance_.c_str())));
         return;
+    }
     drop_connection();
     fallback_note_.clear();
 
-    const char *conninfo = setting_conninfo ? setting_conninfo : "";
     std::string timeout = std::to_string(setting_connect_timeout);
     char error[1024];
     std::string errors;
     WaitOutcome outcome;
 
-    // First the configured hosts (libpq tries each host of the list in turn).
-    {
-        const char *keywords[] = {"dbname", "connect_timeout", "fallback_application_name",
-                                  nullptr};
-        const char *values[] = {conninfo, timeout.c_str(), "picoroute", nullptr};
-        conn_ = connect_with_deadline(keywords, values, timeout_ms(), latch_callback, error,
-                                      sizeof(error), &outcome);
-        if (outcome == WaitOutcome::Shutdown)
-            throw SourceError("shutting down");
-        if (conn_ == nullptr)
-            errors = std::string("configured hosts: ") + one_line(error);
-    }
+    // First the configured hosts.
+    conn_ = connect_configured(errors);
 
-    // Then every instance the topology knows to be online, in turn.
+    // Then every instance the topology knows to be online, in turn, where picoroute may connect.
     if (conn_ == nullptr) {
         for (const std::string &address : current.online_addresses()) {
-            std::string host, port;
-            if (!split_address(address, host, port))
+            TcpAddress target;
+            std::string refusal = connect_refusal(address, &target);
+            if (!refusal.empty()) {
+                errors += "; " + refusal + ": not tried";
                 continue;
+            }
+            std::string port = std::to_string(target.port);
             const char *keywords[] = {
                 "dbname", "host", "port", "connect_timeout", "fallback_application_name", nullptr};
-            const char *values[] = {conninfo,        host.c_str(), port.c_str(),
-                                    timeout.c_str(), "picoroute",  nullptr};
+            const char *values[] = {conninfo,        target.host.c_str(), port.c_str(),
+                                    timeout.c_str(), "picoroute",         nullptr};
             conn_ = connect_with_deadline(keywords, values, timeout_ms(), latch_callback, error,
                                           sizeof(error), &outcome);
             if (outcome == WaitOutcome::Shutdown)
@@ -269,9 +309,9 @@ SourceUpdate PollSource::fetch(const Topology &current) {
         if (update.reset) {
             Topology cleared = current;
             cleared.clear();
-            update.events = events_from_catalog(rows, cleared);
+            update.events = events_from_catalog(rows, cleared, &update.warnings);
         } else {
-            update.events = events_from_catalog(rows, current);
+            update.events = events_from_catalog(rows, current, &update.warnings);
         }
     } catch (const Error &e) {
         throw SourceError(std::string("catalog of ") + conn_instance_ + " rejected: " + e.what(),

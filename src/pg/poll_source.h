@@ -24,14 +24,17 @@ class PollSource : public TopologySource {
 
   private:
     void connect(const Topology &current);
+    // Connects to the hosts of picoroute.conninfo; nullptr (and `errors` says why) on failure.
+    PGconn *connect_configured(std::string &errors);
     PGresult *run(const char *sql, int nparams, const char *const *params);
     CatalogRows read_catalog(std::vector<std::string> &warnings);
     void drop_connection();
 
     PGconn *conn_ = nullptr;
-    std::string conn_instance_;  // "host:port" of conn_
-    std::string last_instance_;  // the instance the last successful fetch read from
-    std::string fallback_note_;  // why conn_ is not one of the configured hosts, or ""
+    std::string conn_instance_;            // "host:port" of conn_
+    std::string last_instance_;            // the instance the last successful fetch read from
+    std::string fallback_note_;            // why conn_ is not one of the configured hosts, or ""
+    int64_t last_configured_attempt_ = 0;  // TimestampTz of the last try of the configured hosts
 };
 
 }  // namespace picoroute::pg

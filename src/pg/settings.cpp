@@ -5,7 +5,12 @@ extern "C" {
 #include "utils/guc.h"
 }
 
+#include "core/address.h"
+#include "core/errors.h"
 #include "pg/settings.h"
+
+#include <climits>
+#include <string>
 
 namespace picoroute::pg {
 
@@ -16,12 +21,29 @@ int setting_connect_timeout = 5;
 int setting_max_instances = 256;
 int setting_max_replicasets = 128;
 int setting_max_bucket_ranges = 16384;
+char *setting_allowed_hosts = nullptr;
+int setting_max_map_memory = 64 * 1024;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
     {"push", SOURCE_PUSH, false},
     {nullptr, 0, false},
 };
+
+// Refuses a picoroute.allowed_hosts value that cannot be understood. No C++ exception leaves it.
+static bool check_allowed_hosts(char **newval, void **, GucSource) {
+    std::string error;
+    try {
+        picoroute::HostAllowList::parse(*newval ? *newval : "");
+        return true;
+    } catch (const std::exception &e) {
+        error = e.what();
+    } catch (...) {
+        error = "unknown error";
+    }
+    GUC_check_errdetail("%s", error.c_str());
+    return false;
+}
 
 const char *source_mode_name(int mode) {
     return mode == SOURCE_PUSH ? "push" : "poll";
@@ -47,6 +69,19 @@ void define_settings() {
                             "query.",
                             nullptr, &setting_connect_timeout, 5, 1, 600, PGC_SIGHUP, GUC_UNIT_S,
                             nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "picoroute.allowed_hosts",
+        "Hosts and networks picoroute may connect to (comma-separated hostnames, IP addresses "
+        "and CIDR networks).",
+        "Applies to every address taken from the topology map: the routing connections of every "
+        "session and the worker's fallback to known instances. Empty or '*': any TCP host.",
+        &setting_allowed_hosts, "", PGC_SIGHUP, 0, check_allowed_hosts, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.max_map_memory",
+                            "Memory a session may use for its O(1) bucket lookup tables.",
+                            "Tiers whose tables do not fit are looked up by binary search over "
+                            "their ranges.",
+                            &setting_max_map_memory, 64 * 1024, 0, INT_MAX / 1024, PGC_SUSET,
+                            GUC_UNIT_KB, nullptr, nullptr, nullptr);
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

@@ -12,6 +12,8 @@ extern int setting_connect_timeout;    // picoroute.connect_timeout, seconds
 extern int setting_max_instances;      // picoroute.max_instances (postmaster)
 extern int setting_max_replicasets;    // picoroute.max_replicasets (postmaster)
 extern int setting_max_bucket_ranges;  // picoroute.max_bucket_ranges (postmaster)
+extern char *setting_allowed_hosts;    // picoroute.allowed_hosts (sighup)
+extern int setting_max_map_memory;     // picoroute.max_map_memory, kilobytes (suset)
 
 void define_settings();
 

@@ -11,6 +11,8 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/errcodes.h"
 #include "utils/jsonb.h"
+#include "lib/stringinfo.h"
+#include "utils/memutils.h"
 
 #include "libpq-fe.h"
 
@@ -18,6 +20,7 @@ PG_FUNCTION_INFO_V1(picoroute_status_row);
 PG_FUNCTION_INFO_V1(picoroute_refresh);
 PG_FUNCTION_INFO_V1(picoroute_apply_events);
 PG_FUNCTION_INFO_V1(picoroute_assert_preloaded);
+PG_FUNCTION_INFO_V1(picoroute_restart_worker);
 }
 
 #include "core/errors.h"
@@ -29,6 +32,7 @@ PG_FUNCTION_INFO_V1(picoroute_assert_preloaded);
 #include "pg/settings.h"
 #include "pg/sql_common.h"
 
+#include <csignal>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -175,32 +179,151 @@ extern "C" Datum picoroute_refresh(PG_FUNCTION_ARGS) {
 
 namespace {
 
+// Bounds of one call: a full snapshot of a cluster at the largest capacities is far below them.
+constexpr uint32 kMaxEventsPerCall = 100000;
+constexpr Size kMaxEventsBytes = 64 * 1024 * 1024;
+// Events decoded, then applied, per slice; interrupts are checked between slices.
+constexpr uint32 kSlice = 1000;
+constexpr int kPublishAttempts = 3;
+
 // The model this backend last published, valid while nobody else published since: a session
 // that feeds events keeps its model instead of rebuilding it from the image on every call.
 std::optional<Topology> cached_model;
 uint64_t cached_generation = 0;
 
-// Applies decoded events to the published map and publishes the result. The caller holds the
-// publish lock; the lock is released by the caller on every path.
-void apply_and_publish(const std::vector<Event> &events) {
-    uint64_t generation = published_generation();
-    if (!cached_model || cached_generation != generation || generation == 0) {
-        cached_model.reset();
-        cached_model.emplace(topology_from_snapshot(*current_map().view));
-        cached_generation = generation;
-    }
-    // apply_all changes the model only when every event applies.
-    if (!cached_model->apply_all(events))
-        return;  // nothing changed: the generation stays
-    std::string image;
+void check_interrupts() {
+    pg_call([] { CHECK_FOR_INTERRUPTS(); });
+}
+
+[[noreturn]] void too_large(const std::string &what) {
+    throw SqlError(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "picoroute_apply_events: " + what,
+                   "The topology map was not changed.",
+                   "Split the events into several calls of at most " +
+                       std::to_string(kMaxEventsPerCall) + " events and " +
+                       std::to_string(kMaxEventsBytes / (1024 * 1024)) + " MB.");
+}
+
+// Decodes the argument slice by slice (so memory stays bounded by one slice of text and the
+// events), checking for interrupts between slices.
+std::vector<Event> decode_events(Jsonb *document) {
+    if (VARSIZE(document) > kMaxEventsBytes)
+        too_large("the events take " + std::to_string(VARSIZE(document)) +
+                  " bytes, more than the limit of " + std::to_string(kMaxEventsBytes));
+    const bool is_array = JB_ROOT_IS_ARRAY(document) && !JB_ROOT_IS_SCALAR(document);
+    const uint32 count = is_array ? JB_ROOT_COUNT(document) : 1;
+    if (count > kMaxEventsPerCall)
+        too_large(std::to_string(count) + " events, more than the limit of " +
+                  std::to_string(kMaxEventsPerCall));
+    std::vector<Event> events;
+    events.reserve(count);
+    MemoryContext slice_context = nullptr;
+    pg_call([&] {
+        slice_context = AllocSetContextCreate(CurrentMemoryContext, "picoroute_apply_events",
+                                              ALLOCSET_DEFAULT_SIZES);
+    });
     try {
-        image = build_snapshot(*cached_model, configured_limits());
+        for (uint32 first = 0; first < count || (count == 0 && first == 0); first += kSlice) {
+            // PostgreSQL builds the slice's text in its own memory; C++ copies it afterwards
+            // (no C++ allocation may throw inside pg_call).
+            StringInfoData buffer;
+            pg_call([&] {
+                CHECK_FOR_INTERRUPTS();
+                MemoryContext old = MemoryContextSwitchTo(slice_context);
+                initStringInfo(&buffer);
+                if (!is_array) {
+                    JsonbToCString(&buffer, &document->root, VARSIZE(document));
+                } else {
+                    appendStringInfoChar(&buffer, '[');
+                    uint32 last = Min(count, first + kSlice);
+                    for (uint32 i = first; i < last; i++) {
+                        JsonbValue *value = getIthJsonbValueFromContainer(&document->root, i);
+                        if (i > first)
+                            appendStringInfoChar(&buffer, ',');
+                        // A scalar element is not a notification: decoding says so by its index.
+                        if (value != nullptr && value->type == jbvBinary) {
+                            char *element = JsonbToCString(nullptr, value->val.binary.data,
+                                                           value->val.binary.len);
+                            appendStringInfoString(&buffer, element);
+                        } else {
+                            appendStringInfoString(&buffer, "null");
+                        }
+                    }
+                    appendStringInfoChar(&buffer, ']');
+                }
+                MemoryContextSwitchTo(old);
+            });
+            std::string text(buffer.data, static_cast<size_t>(buffer.len));
+            pg_call([&] { MemoryContextReset(slice_context); });
+            std::vector<Event> slice;
+            try {
+                slice = events_from_notification(text, first);
+            } catch (const Error &e) {
+                throw SqlError(sqlstate_for(e.kind()),
+                               std::string("picoroute_apply_events: ") + e.what(),
+                               "The topology map was not changed.", e.hint());
+            }
+            for (Event &event : slice)
+                events.push_back(std::move(event));
+            if (count == 0)
+                break;
+        }
     } catch (...) {
-        cached_model.reset();  // the model is ahead of the published map: rebuild next time
+        pg_call([&] { MemoryContextDelete(slice_context); });
         throw;
     }
-    publish(image);
-    cached_generation = published_generation();
+    pg_call([&] { MemoryContextDelete(slice_context); });
+    return events;
+}
+
+// Applies the events to a copy of the current map, slice by slice with interrupts checked in
+// between, and publishes the copy only when every event applied and the image fits: on any
+// error, a cancel or statement_timeout included, the published map stays as it was. The copy is
+// made against the generation it started from; when another call published meanwhile, it starts
+// again from the new map.
+void apply_and_publish(const std::vector<Event> &events) {
+    for (int attempt = 0; attempt < kPublishAttempts; attempt++) {
+        uint64_t generation = published_generation();
+        std::optional<Topology> model;
+        if (cached_model && cached_generation == generation && generation != 0) {
+            model.emplace(*cached_model);
+        } else {
+            MapRef map = current_map();
+            model.emplace(topology_from_snapshot(*map.view));
+            generation = map.generation;
+        }
+        bool changed = false;
+        for (size_t first = 0; first < events.size(); first += kSlice) {
+            check_interrupts();
+            try {
+                changed |= model->apply_all(events, first, first + kSlice);
+            } catch (const Error &e) {
+                throw SqlError(sqlstate_for(e.kind()),
+                               std::string("picoroute_apply_events: ") + e.what(),
+                               "The topology map was not changed.", e.hint());
+            }
+        }
+        if (!changed)
+            return;  // nothing changed: the generation stays
+        check_interrupts();
+        PublishResult result;
+        try {
+            result = publish_topology(*model, generation);
+        } catch (const Error &e) {
+            throw SqlError(sqlstate_for(e.kind()),
+                           std::string("picoroute_apply_events: ") + e.what(),
+                           "The topology map was not changed.", e.hint());
+        }
+        if (result != PublishResult::Conflict) {
+            cached_model = std::move(model);
+            cached_generation = published_generation();
+            return;
+        }
+    }
+    throw SqlError(ERRCODE_T_R_SERIALIZATION_FAILURE,
+                   "picoroute_apply_events: the topology map kept changing while the events were "
+                   "applied",
+                   "The topology map was not changed by this call.",
+                   "Feed the events from one session, or retry.");
 }
 
 }  // namespace
@@ -208,7 +331,8 @@ void apply_and_publish(const std::vector<Event> &events) {
 // picoroute_apply_events(events jsonb) returns integer: push source. Applies one notification
 // object or an array of them (facts section 5, plus {"map":"tier","name":...,"bucket_count":...})
 // to the current map with the seed algorithm and publishes the result once. All or nothing: on
-// any error the previous map stays published and the generation does not move.
+// any error the previous map stays published and the generation does not move. Bounded
+// (kMaxEventsPerCall, kMaxEventsBytes) and interruptible.
 extern "C" Datum picoroute_apply_events(PG_FUNCTION_ARGS) {
     require_preloaded();
     int32 applied = guarded([&] {
@@ -219,41 +343,33 @@ extern "C" Datum picoroute_apply_events(PG_FUNCTION_ARGS) {
                            "picoroute.source is 'poll': the background worker owns the map.",
                            "Set picoroute.source = 'push' (and reload the configuration) to feed "
                            "topology events through this function.");
-        std::string json;
-        pg_call([&] {
-            Jsonb *document = PG_GETARG_JSONB_P(0);
-            char *text = JsonbToCString(nullptr, &document->root, VARSIZE(document));
-            json.assign(text);
-        });
-        std::vector<Event> events;
-        try {
-            events = events_from_notification(json);
-        } catch (const Error &e) {
-            throw SqlError(sqlstate_for(e.kind()),
-                           std::string("picoroute_apply_events: ") + e.what(),
-                           "The topology map was not changed.", e.hint());
-        }
-
-        pg_call([] { publish_lock(); });
-        try {
-            apply_and_publish(events);
-            // Push mode has no worker refresh to report capacity problems: this call does.
-            status_set_capacity_exceeded(false);
-        } catch (const Error &e) {
-            publish_unlock();
-            if (e.kind() == ErrorKind::CapacityExceeded)
-                status_set_capacity_exceeded(true);
-            throw SqlError(sqlstate_for(e.kind()),
-                           std::string("picoroute_apply_events: ") + e.what(),
-                           "The topology map was not changed.", e.hint());
-        } catch (...) {
-            publish_unlock();
-            throw;
-        }
-        publish_unlock();
+        Jsonb *document = nullptr;
+        pg_call([&] { document = PG_GETARG_JSONB_P(0); });
+        std::vector<Event> events = decode_events(document);
+        apply_and_publish(events);
         return static_cast<int32>(events.size());
     });
     PG_RETURN_INT32(applied);
+}
+
+// picoroute_restart_worker() returns integer: stops the background worker (SIGTERM), which the
+// postmaster starts again within 5 seconds; returns the pid that was signalled.
+extern "C" Datum picoroute_restart_worker(PG_FUNCTION_ARGS) {
+    require_preloaded();
+    int32 pid = guarded([&] {
+        StatusCopy status = read_status();
+        if (status.worker_pid == 0)
+            throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                           "picoroute: the background worker is not running", {},
+                           "The postmaster starts it again within 5 seconds after it stopped; "
+                           "see picoroute_status and the server log.");
+        if (kill(status.worker_pid, SIGTERM) != 0)
+            throw SqlError(ERRCODE_SYSTEM_ERROR,
+                           "picoroute: could not signal the background worker (pid " +
+                               std::to_string(status.worker_pid) + "): " + strerror(errno));
+        return static_cast<int32>(status.worker_pid);
+    });
+    PG_RETURN_INT32(pid);
 }
 
 // Run as the last statement of CREATE EXTENSION, so that it fails clearly without preloading.

@@ -76,29 +76,11 @@ std::string refresh_once() {
             ereport(WARNING, (errmsg("picoroute: %s", warning.c_str())));
         last_logged_warning = warning;
 
-        std::string image;
-        try {
-            image = build_snapshot(*model, configured_limits());
-        } catch (const Error &e) {
-            if (e.kind() != ErrorKind::CapacityExceeded)
-                throw;
-            status_set_capacity_exceeded(true);
-            throw;
-        }
-        status_set_capacity_exceeded(false);
-        publish_lock();
-        bool changed = false;
-        try {
-            changed = publish(image);
-        } catch (...) {
-            publish_unlock();
-            throw;
-        }
-        publish_unlock();
+        // The worker owns the map in poll mode: it publishes whatever generation is current.
+        if (publish_topology(*model) == PublishResult::Published)
+            model_generation = published_generation();
         if (update.reset)
             status_count_reset();
-        if (changed)
-            model_generation = published_generation();
         return {};
     } catch (const SourceError &e) {
         error = e.what();
@@ -186,7 +168,9 @@ void worker_loop() {
 void register_worker() {
     BackgroundWorker worker;
     memset(&worker, 0, sizeof(worker));
-    worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+    // A connection to no database puts the worker in the process array, so that
+    // pg_terminate_backend() (superusers) and pg_stat_activity see it.
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
     worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
     worker.bgw_restart_time = 5;
     strlcpy(worker.bgw_library_name, "picoroute", sizeof(worker.bgw_library_name));
@@ -204,6 +188,7 @@ extern "C" PGDLLEXPORT void picoroute_worker_main(Datum) {
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
     pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
     BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
 
     status_worker_started(MyProcPid);
     ereport(LOG, (errmsg("picoroute: topology worker started (source %s)",

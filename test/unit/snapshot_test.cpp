@@ -437,5 +437,45 @@ TEST(SnapshotBucketIndex, AgreesWithTheSearchForEveryBucket) {
     EXPECT_EQ(indexed.str(indexed.range(indexed.find_range(a, 11)).replicaset_uuid), "r2");
 }
 
+// The tables of the bucket index stay within a memory budget: many large tiers used to take 8
+// bytes per bucket of every tier (127 tiers x 1,048,576 buckets: 1 GiB per session). Tiers beyond
+// the budget are searched, with the same answers.
+TEST(SnapshotBucketIndex, StaysWithinItsMemoryBudget) {
+    Topology topology;
+    std::vector<Event> events;
+    const uint32_t kTiers = 20, kBuckets = 100000;
+    for (uint32_t i = 0; i < kTiers; ++i) {
+        std::string tier = "t" + std::to_string(100 + i);
+        events.push_back(TierEvent{tier, kBuckets});
+        events.push_back(bucket(tier, 1, kBuckets / 2, "r1"));
+        events.push_back(bucket(tier, kBuckets / 2 + 1, kBuckets, "r2"));
+    }
+    topology.apply_all(events);
+    const std::string image = build_snapshot(topology, SnapshotLimits{16, 64, 64});
+    SnapshotView plain(image.data(), image.size());
+
+    SnapshotView unbounded(image.data(), image.size());
+    unbounded.build_bucket_index();
+    EXPECT_EQ(unbounded.indexed_tiers(), kTiers);
+    EXPECT_GE(unbounded.bucket_index_bytes(), size_t{kTiers} * kBuckets * kBucketIndexEntryBytes);
+
+    const size_t budget = 3 * size_t{kBuckets} * kBucketIndexEntryBytes + 100;
+    SnapshotView bounded(image.data(), image.size());
+    bounded.build_bucket_index(1u << 20, budget);
+    EXPECT_LE(bounded.bucket_index_bytes(), budget);
+    EXPECT_EQ(bounded.indexed_tiers(), 3u);
+    for (uint32_t i = 0; i < kTiers; ++i) {
+        int32_t t = bounded.find_tier("t" + std::to_string(100 + i));
+        for (uint32_t b : {1u, kBuckets / 2, kBuckets / 2 + 1, kBuckets, kBuckets + 1}) {
+            EXPECT_EQ(bounded.find_range(t, b), plain.search_range(t, b));
+            EXPECT_EQ(bounded.find_master(t, b), plain.find_master(t, b));
+        }
+    }
+    SnapshotView none(image.data(), image.size());
+    none.build_bucket_index(1u << 20, 0);
+    EXPECT_EQ(none.indexed_tiers(), 0u);
+    EXPECT_EQ(none.bucket_index_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace picoroute

@@ -14,6 +14,8 @@ extern "C" {
 
 #include "pg/fdw/connection.h"
 
+#include "core/address.h"
+#include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
@@ -58,18 +60,62 @@ std::string trimmed(const char *message) {
     return out;
 }
 
-// "host:port" -> host, port; "[v6]:port" too. No port: Picodata's default 4327.
-void split_address(const std::string &address, std::string *host, std::string *port) {
-    size_t colon = address.rfind(':');
-    if (colon == std::string::npos || address.find(']', colon) != std::string::npos) {
-        *host = address;
-        *port = "4327";
-    } else {
-        *host = address.substr(0, colon);
-        *port = address.substr(colon + 1);
+// A failed login, told apart from an unreachable instance: the server's SQLSTATE (class 28, from
+// the verbose form of libpq's message) or a password the server asked for and did not get.
+// Returns the SQLSTATE, or 0 when the failure is not an authentication failure.
+int authentication_failure(PGconn *conn, const std::string &message) {
+    if (PQconnectionNeedsPassword(conn))
+        return ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
+    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
+        size_t at = message.find(severity);
+        if (at == std::string::npos)
+            continue;
+        std::string code = message.substr(at + strlen(severity), 7);
+        if (code.size() == 7 && code.compare(0, 2, "28") == 0 && code.compare(5, 2, ": ") == 0)
+            return MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]);
     }
-    if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
-        *host = host->substr(1, host->size() - 2);
+    return 0;
+}
+
+// libpq's message as the default verbosity writes it: no SQLSTATE after the severity, no
+// LOCATION line.
+std::string without_verbose_parts(const std::string &message) {
+    std::string out;
+    size_t begin = 0;
+    while (begin <= message.size()) {
+        size_t end = message.find('\n', begin);
+        if (end == std::string::npos)
+            end = message.size();
+        std::string line = message.substr(begin, end - begin);
+        begin = end + 1;
+        if (line.compare(0, 9, "LOCATION:") == 0)
+            continue;
+        for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
+            size_t at = line.find(severity);
+            size_t code = at + strlen(severity);
+            if (at != std::string::npos && line.size() > code + 7 &&
+                line.compare(code + 5, 2, ": ") == 0)
+                line.erase(code, 7);
+        }
+        out += (out.empty() ? "" : "\n") + line;
+    }
+    return trimmed(out.c_str());
+}
+
+// The server's message without libpq's prefix, SQLSTATE and LOCATION line.
+std::string server_message(const std::string &message) {
+    std::string out = message;
+    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
+        size_t at = out.find(severity);
+        if (at != std::string::npos) {
+            out = out.substr(at + strlen(severity));
+            if (out.size() > 7 && out.compare(5, 2, ": ") == 0)
+                out = out.substr(7);
+            break;
+        }
+    }
+    size_t newline = out.find('\n');
+    return newline == std::string::npos ? out : out.substr(0, newline);
 }
 
 // Waits until the socket is ready or `deadline` (0: none) passes, handling interrupts: a query
@@ -155,8 +201,18 @@ struct ConnCloser {
 };
 
 PGconn *open_connection(const std::string &address, const ConnParams &params) {
-    std::string host, port;
-    split_address(address, &host, &port);
+    // The address comes from the map: a TCP host:port where picoroute may connect, or nothing.
+    TcpAddress target;
+    std::string refusal = connect_refusal(address, &target);
+    if (!refusal.empty())
+        throw SqlError(
+            ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "picoroute: refused to connect to Picodata instance " + utf8_truncate(address, 100),
+            "The " + refusal + ".",
+            "picoroute connects only to TCP addresses host:port allowed by "
+            "picoroute.allowed_hosts; check the topology (picoroute_instances) and the "
+            "setting.");
+    std::string host = target.host, port = std::to_string(target.port);
     std::vector<const char *> keywords, values;
     for (const auto &[keyword, value] : params.options) {
         keywords.push_back(keyword.c_str());
@@ -175,12 +231,34 @@ PGconn *open_connection(const std::string &address, const ConnParams &params) {
     if (closer.conn == nullptr)
         throw std::bad_alloc();
     PQsetNoticeProcessor(closer.conn, ignore_notice, nullptr);
+    // Verbose messages carry the server's SQLSTATE, to tell a failed login from a failed
+    // connection.
+    PQsetErrorVerbosity(closer.conn, PQERRORS_VERBOSE);
     if (PQstatus(closer.conn) == CONNECTION_BAD)
         throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
     PostgresPollingStatusType status = PGRES_POLLING_WRITING;
     while (status != PGRES_POLLING_OK) {
-        if (status == PGRES_POLLING_FAILED)
-            throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
+        if (status == PGRES_POLLING_FAILED) {
+            std::string message = trimmed(PQerrorMessage(closer.conn));
+            // A failed login is not a topology problem: no worker wake-up, no retry elsewhere.
+            if (int code = authentication_failure(closer.conn, message)) {
+                std::string user;
+                for (const auto &[keyword, value] : params.options)
+                    if (keyword == "user")
+                        user = value;
+                if (user.empty() && PQuser(closer.conn) != nullptr)
+                    user = PQuser(closer.conn);
+                throw SqlError(
+                    code,
+                    "picoroute: authentication failed for user \"" + user +
+                        "\" at Picodata instance " + address,
+                    server_message(message),
+                    params.server_name.empty()
+                        ? "Check the user and password of picoroute.conninfo."
+                        : "Check the user mapping of server \"" + params.server_name + "\".");
+            }
+            throw ConnectionFailure(address, without_verbose_parts(message), false);
+        }
         if (!wait_socket(closer.conn, status == PGRES_POLLING_WRITING, deadline))
             throw ConnectionFailure(address,
                                     "timeout after " + std::to_string(setting_connect_timeout) +
@@ -195,6 +273,7 @@ PGconn *open_connection(const std::string &address, const ConnParams &params) {
                        "asks for (server \"" +
                            params.server_name + "\").",
                        "Add a password to the user mapping.");
+    PQsetErrorVerbosity(closer.conn, PQERRORS_DEFAULT);
     if (PQsetnonblocking(closer.conn, 1) != 0)
         throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
     PGconn *conn = closer.conn;
@@ -428,11 +507,13 @@ ConnParams conninfo_params() {
     char *error = nullptr;
     PQconninfoOption *options = PQconninfoParse(conninfo, &error);
     if (options == nullptr) {
-        std::string message = error ? trimmed(error) : "out of memory";
+        // libpq's message quotes the text around the problem, a password possibly: not shown.
         if (error)
             PQfreemem(error);
-        throw SqlError(ERRCODE_INVALID_PARAMETER_VALUE,
-                       "picoroute: picoroute.conninfo cannot be parsed: " + message);
+        throw SqlError(ERRCODE_INVALID_PARAMETER_VALUE, "picoroute.conninfo could not be parsed",
+                       {},
+                       "Write it as keyword=value pairs, quoting values that contain blanks or "
+                       "quotes ('...'); prefer a password file (passfile) to a password in it.");
     }
     for (PQconninfoOption *o = options; o->keyword != nullptr; o++) {
         if (o->val == nullptr || o->val[0] == '\0')

@@ -237,7 +237,17 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
     if (failures.empty())
         return;
 
-    wake_worker();
+    // An unreachable instance may mean the topology changed: wake the worker, at most once per
+    // refresh interval per session (a storm of failing statements must not become a storm of
+    // refreshes). Failed logins never get here: they are not topology problems.
+    static TimestampTz last_wake = 0;
+    TimestampTz now = GetCurrentTimestamp();
+    const bool wake =
+        last_wake == 0 || TimestampDifferenceExceeds(last_wake, now, setting_refresh_interval);
+    if (wake) {
+        last_wake = now;
+        wake_worker();
+    }
     for (const Failure &f : failures) {
         const Job &job = jobs[f.job];
         if (retry == Retry::Never)
@@ -258,7 +268,8 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
     // Give the worker a short chance to notice the change, then run the failed jobs once more.
     int wait_ms = std::min(setting_connect_timeout * 1000, 2000);
     bool refresh_failed = false;
-    pg_call([&] { (void)request_refresh_and_wait(wait_ms, &refresh_failed); });
+    if (wake)
+        pg_call([&] { (void)request_refresh_and_wait(wait_ms, &refresh_failed); });
     std::string tier_name;
     {
         MapRef map = current_map();

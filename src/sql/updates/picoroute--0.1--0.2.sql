@@ -38,3 +38,16 @@ COMMENT ON FOREIGN DATA WRAPPER picoroute IS
 'password. Table options: table_name, sharding_key, distribution (sharded|global), batch_size, '
 'sql_motion_row_max, sql_vdbe_opcode_max. Remote writes commit immediately, whatever the local '
 'transaction does.';
+
+-- Control of the background worker (src/sql/40_worker_control.sql).
+CREATE FUNCTION picoroute_restart_worker()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'picoroute_restart_worker'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION picoroute_restart_worker() IS
+'Stops the topology worker (SIGTERM); the postmaster starts it again within 5 seconds and it '
+'continues from the map in shared memory. Returns the pid that was signalled. Superusers may also '
+'use pg_terminate_backend(worker_pid).';
+
+REVOKE ALL ON FUNCTION picoroute_restart_worker() FROM PUBLIC;
