@@ -69,8 +69,8 @@ $node->reload;
 
 # A worker terminated on its own comes back; so does one that crashed.
 my $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM picoroute_status');
-# A worker has no database connection, so pg_terminate_backend() cannot reach it: signal it.
-kill 'TERM', $pid;
+# pg_terminate_backend() reaches it (the worker is in the process array, connected to no database).
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"), 't', 'pg_terminate_backend stops the worker');
 ok(wait_for($node, "SELECT worker_pid IS NOT NULL AND worker_pid <> $pid AND last_error IS NULL FROM picoroute_status", 't', 30),
     'a terminated worker is started again');
 $pid = $node->safe_psql('postgres', 'SELECT worker_pid FROM picoroute_status');
