@@ -120,5 +120,12 @@ SELECT picoroute_restart_worker() = pid AS signalled_the_worker FROM lv_pid;
 SELECT lv_wait_new_worker();
 SELECT backend_type FROM pg_stat_activity WHERE pid = (SELECT worker_pid FROM picoroute_status);
 
+-- The worker answers process-signal barriers: DROP DATABASE (which waits for every process of
+-- the process array to absorb one) does not hang on it.
+CREATE DATABASE lv_barrier;
+SET statement_timeout = '30s';
+DROP DATABASE lv_barrier;
+RESET statement_timeout;
+
 DROP FUNCTION lv_wait_new_worker();
 DROP VIEW lv_state;

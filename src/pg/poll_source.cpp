@@ -30,6 +30,7 @@ struct ResultDeleter {
 using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
 bool latch_callback() {
+    absorb_signal_barriers();
     worker_wake_pending = true;
     return ShutdownRequestPending;
 }

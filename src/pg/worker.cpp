@@ -8,12 +8,14 @@ extern "C" {
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/procsignal.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 }
 
 #include "core/errors.h"
 #include "core/snapshot_restore.h"
+#include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/poll_source.h"
 #include "pg/settings.h"
@@ -26,6 +28,13 @@ extern "C" {
 namespace picoroute::pg {
 
 bool worker_wake_pending = false;
+
+void absorb_signal_barriers() {
+    // The worker is in the process array (it connects to no database), so every process-signal
+    // barrier (DROP DATABASE emits one) waits for it to answer.
+    if (ProcSignalBarrierPending)
+        pg_call([] { ProcessProcSignalBarrier(); });
+}
 
 namespace {
 
@@ -160,6 +169,7 @@ void worker_loop() {
                            PG_WAIT_EXTENSION);
         if (rc & WL_LATCH_SET)
             ResetLatch(MyLatch);
+        absorb_signal_barriers();
     }
 }
 

@@ -9,6 +9,9 @@ void register_worker();
 // Set when the latch was set during a network wait: a refresh was requested meanwhile.
 extern bool worker_wake_pending;
 
+// Answers pending process-signal barriers (call after every wake-up of the latch).
+void absorb_signal_barriers();
+
 }  // namespace picoroute::pg
 
 extern "C" {
