@@ -6,12 +6,16 @@ CREATE VIEW lv_state AS SELECT generation, tiers, replicasets, instances, bucket
     capacity_exceeded FROM picoroute_status;
 CREATE TEMP TABLE lv_before AS SELECT generation FROM picoroute_status;
 
--- A tier of its own: one replicaset, its master on a non-routable address.
+-- A tier of its own: one replicaset, its master on a non-routable address. The tier is first
+-- listed with bucket_count 0 (5. it takes its count when it gets one; its buckets then apply).
 SELECT picoroute_apply_events('[
-  {"op":"replace","map":"tier","name":"live","bucket_count":100},
+  {"op":"replace","map":"tier","name":"live","bucket_count":0},
   {"op":"replace","map":"replicaset","replicaset_uuid":"lv-r1","tier":"live","current_master_uuid":"lv-i1"},
-  {"op":"replace","map":"instance","instance_uuid":"lv-i1","replicaset_uuid":"lv-r1","current_state":"Online","address":"10.255.255.1:4327"},
+  {"op":"replace","map":"instance","instance_uuid":"lv-i1","replicaset_uuid":"lv-r1","current_state":"Online","address":"10.255.255.1:4327"}]');
+SELECT name, bucket_count, buckets_mapped FROM picoroute_tiers WHERE name = 'live';
+SELECT picoroute_apply_events('[{"op":"replace","map":"tier","name":"live","bucket_count":100},
   {"op":"replace","map":"bucket","tier":"live","bucket_id":{"start":1,"end":100},"current_replicaset_uuid":"lv-r1"}]');
+SELECT name, bucket_count, buckets_mapped FROM picoroute_tiers WHERE name = 'live';
 SELECT picoroute_master('live', 1);
 
 -- 1. Only TCP host:port addresses enter the map: a Unix-socket directory, a conninfo fragment or
@@ -47,22 +51,16 @@ ALTER SYSTEM RESET picoroute.conninfo;
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 
--- 5. A tier listed with bucket_count 0 takes its count when it gets one; its buckets then apply.
-SELECT picoroute_apply_events('{"op":"replace","map":"tier","name":"late","bucket_count":0}');
-SELECT picoroute_apply_events('[{"op":"replace","map":"tier","name":"late","bucket_count":100},
-  {"op":"replace","map":"bucket","tier":"late","bucket_id":{"start":1,"end":30},"current_replicaset_uuid":"lv-r1"}]');
-SELECT name, bucket_count, buckets_mapped FROM picoroute_tiers WHERE name = 'late';
-
 -- A topology over capacity (picoroute.max_bucket_ranges = 64) is refused and reported; the next
 -- batch that fits applies, and the report clears.
 SELECT picoroute_apply_events(jsonb_agg(jsonb_build_object('op', 'replace', 'map', 'bucket',
-         'tier', 'late', 'bucket_id', jsonb_build_object('start', b, 'end', b),
+         'tier', 'live', 'bucket_id', jsonb_build_object('start', b, 'end', b),
          'current_replicaset_uuid', 'lv-r1')))
 FROM generate_series(1, 70) AS b;
 SELECT capacity_exceeded FROM picoroute_status;
-SELECT picoroute_apply_events('{"op":"replace","map":"bucket","tier":"late","bucket_id":{"start":1,"end":30},"current_replicaset_uuid":"lv-r1","state":"sending"}');
+SELECT picoroute_apply_events('{"op":"replace","map":"bucket","tier":"live","bucket_id":{"start":1,"end":30},"current_replicaset_uuid":"lv-r1","state":"sending"}');
 SELECT capacity_exceeded FROM picoroute_status;
-SELECT state FROM picoroute_buckets WHERE tier = 'late';
+SELECT bucket_id_start, bucket_id_end, state FROM picoroute_buckets WHERE tier = 'live';
 
 -- 8. picoroute_apply_events is bounded, all-or-nothing and interruptible.
 SELECT picoroute_apply_events(jsonb_agg('{}'::jsonb)) FROM generate_series(1, 100001);
@@ -92,10 +90,10 @@ SELECT state, address FROM picoroute_instances WHERE uuid = 'lv-i1';
 
 -- 7. The bucket-index memory of a session is bounded; lookups give the same answers without it.
 SHOW picoroute.max_map_memory;
-SELECT picoroute_master('live', 7), picoroute_master('late', 30);
+SELECT picoroute_master('live', 7), picoroute_master('live', 30);
 SET picoroute.max_map_memory = 0;
 SELECT picoroute_apply_events('{"op":"replace","map":"instance","instance_uuid":"lv-i1","address":"10.255.255.1:4327"}');
-SELECT picoroute_master('live', 7), picoroute_master('late', 30), picoroute_master('late', 31);
+SELECT picoroute_master('live', 7), picoroute_master('live', 30), picoroute_master('live', 31);
 RESET picoroute.max_map_memory;
 
 -- 6. The worker can be stopped from SQL; the postmaster starts it again.
