@@ -4,6 +4,7 @@ in step with the state file, topology changes and moving sharded rows with their
 import contextlib
 import datetime
 import fcntl
+import json
 import os
 import time
 
@@ -11,6 +12,10 @@ import emu_pg as pg
 import emu_sql as sqlgen
 from emu_state import (ADMIN_PASSWORD, ADMIN_USER, DB_NAME, EmuError, State, compress, expand,
                        new_state, rebalance, segments, target_counts)
+
+
+CATALOG_FILE = "picoemu_catalog.json"
+TRANSFER_FILE = "picoemu_transfer.json"
 
 
 def log(msg):
@@ -116,6 +121,11 @@ class Cluster:
             "picoemu.instance = '%s'" % name,
             "picoemu.replicaset = '%s'" % rs,
         ]
+        if st:  # what the emulated Picodata version can do (see emu_state.VERSIONS)
+            lines += ["picoemu.picodata_version = '%s'" % st.version,
+                      "picoemu.forward = %s" % ("on" if st.cap("forward") else "off"),
+                      "picoemu.local_exec = %s" % ("on" if st.cap("local_exec") else "off"),
+                      "picoemu.replica_reads = %s" % ("on" if st.cap("replica_reads") else "off")]
         if primary_port:
             lines.append("primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s "
                          "application_name=%s connect_timeout=5'" % (primary_port, ADMIN_USER,
@@ -214,10 +224,26 @@ class Cluster:
                 return i["port"]
         return m["port"]
 
+    def write_catalog_files(self):
+        """Writes picoemu_catalog.json into the data directory of every instance that is not expelled,
+        running or not, standbys included: the catalog views of every instance read it."""
+        doc = sqlgen.catalog_doc(self.st)
+        for i in self.st.active_instances():
+            d = self.datadir(i)
+            if os.path.isdir(d):
+                self.write_file_atomic(os.path.join(d, CATALOG_FILE), doc, 0o600)
+
+    def write_file_atomic(self, path, text, mode=0o644):
+        tmp = path + ".tmp"
+        self.write_file(tmp, text, mode)
+        os.replace(tmp, path)
+
     def sync(self, wait=True):
-        """Writes the catalog (and, when it changed, the topology-dependent objects) on every running
-        master, then waits until their running standbys have replayed it."""
+        """Writes the catalog file of every instance, and the bucket ranges (and, when they changed,
+        the topology-dependent objects) on every running master, then waits until their running
+        standbys have replayed it."""
         st = self.st
+        self.write_catalog_files()
         ports = {r["name"]: self.serving_port(r["name"]) for r in st.live_replicasets()}
         cat = sqlgen.catalog_sql(st)
         for r in st.live_replicasets():
@@ -264,7 +290,7 @@ class Cluster:
             delay = min(delay * 2, 0.25)
 
     # ---- commands: lifecycle -------------------------------------------------------------------
-    def up(self, tiers, base_port, advertise_wildcard, auth):
+    def up(self, tiers, base_port, advertise_wildcard, auth, picodata_version):
         if self.st is not None:
             started = []
             for i in self.st.active_instances():
@@ -278,7 +304,7 @@ class Cluster:
             log("cluster already exists in %s (options ignored; `picoemu down` to rebuild)" % self.dir)
             return
         self.ensure_dir()
-        st = self.st = new_state(self.state_path, base_port, tiers, advertise_wildcard, auth)
+        st = self.st = new_state(self.state_path, base_port, tiers, advertise_wildcard, auth, picodata_version)
         for tier in st.tiers:
             for _ in range(tier["replicasets"]):
                 rs = st.new_replicaset(tier)
@@ -357,7 +383,13 @@ class Cluster:
 
     # ---- commands: topology --------------------------------------------------------------------
     def apply_bucket_map(self, tier_name, new_owners):
-        """Moves the rows of every bucket whose owner changes, then publishes the new map."""
+        """Moves the rows of every bucket whose owner changes, then publishes the new map. Nothing
+        acknowledged is lost: (1) each old owner's master is told that the buckets are transferring
+        (the file picoemu_transfer.json, read by its storage triggers, which then refuse every write
+        to them with `Bucket N is transferring to replicaset R`); (2) under a SHARE lock, which waits
+        for the writers already in flight, the rows are copied to the new owner; (3) the new map is
+        published (a reader sees each bucket on exactly one side: the coordinator's view reads it
+        from its owner only); (4) the rows are deleted from the old owner and the mark is removed."""
         st = self.st
         tier = st.tier(tier_name)
         old = expand(st.d["buckets"][tier_name], tier["bucket_count"])
@@ -376,24 +408,44 @@ class Cluster:
         for src, dst, a, b in segs:
             if src is not None:
                 pairs.setdefault((src, dst), []).append((a, b))
+        marks = {}
         for (src, dst), ranges in pairs.items():
-            ms, md = st.master(src), st.master(dst)
-            for t in tables:
-                rel = "_picoemu_local.%s" % sqlgen.ident(t["name"])
-                data = pg.copy_out(ms["port"], "SELECT * FROM %s WHERE %s" % (rel, sqlgen._pred(ranges)),
-                                   what="master %s" % ms["name"])
-                if data:
-                    pg.copy_in(md["port"], rel, data, what="master %s" % md["name"], bypass_triggers=True)
-        st.d["buckets"][tier_name] = compress(new_owners)
-        st.bump_tier_version(tier_name)
-        self.save()
-        self.sync(wait=False)
-        for (src, dst), ranges in pairs.items():
-            ms = st.master(src)
-            script = "".join("DELETE FROM _picoemu_local.%s WHERE %s;\n"
-                             % (sqlgen.ident(t["name"]), sqlgen._pred(ranges)) for t in tables)
-            if script:
-                pg.psql(ms["port"], script, what="master %s" % ms["name"], single_transaction=True)
+            marks.setdefault(src, []).extend({"tier": tier_name, "bucket_start": a, "bucket_end": b,
+                                              "dst": dst} for a, b in ranges)
+        mark_files = [os.path.join(self.datadir(st.master(src)), TRANSFER_FILE) for src in marks]
+        try:
+            for src, entries in marks.items():
+                self.write_file_atomic(os.path.join(self.datadir(st.master(src)), TRANSFER_FILE),
+                                       json.dumps(entries) + "\n", 0o600)
+            for (src, dst), ranges in pairs.items():
+                ms, md = st.master(src), st.master(dst)
+                for t in tables:
+                    rel = "_picoemu_local.%s" % sqlgen.ident(t["name"])
+                    cols = ", ".join([sqlgen.ident(c["name"]) for c in t["columns"]] + ["bucket_id"])
+                    data = pg.copy_out(ms["port"], "SELECT %s FROM %s WHERE %s" % (cols, rel, sqlgen._pred(ranges)),
+                                       what="master %s" % ms["name"], lock_share=rel)
+                    # rows left behind at the destination by an interrupted move are not visible
+                    # anywhere (it did not own the buckets); drop them before copying
+                    pg.psql(md["port"], "SET session_replication_role = replica; DELETE FROM %s WHERE %s;"
+                            % (rel, sqlgen._pred(ranges)), what="master %s" % md["name"])
+                    if data:
+                        pg.copy_in(md["port"], "%s (%s)" % (rel, cols), data, what="master %s" % md["name"],
+                                   bypass_triggers=True)
+            st.d["buckets"][tier_name] = compress(new_owners)
+            st.bump_tier_version(tier_name)
+            self.save()
+            self.sync(wait=False)
+            for (src, dst), ranges in pairs.items():
+                ms = st.master(src)
+                script = "".join("DELETE FROM _picoemu_local.%s WHERE %s;\n"
+                                 % (sqlgen.ident(t["name"]), sqlgen._pred(ranges)) for t in tables)
+                if script:
+                    pg.psql(ms["port"], "SET session_replication_role = replica;\n" + script,
+                            what="master %s" % ms["name"], single_transaction=True)
+        finally:
+            for f in mark_files:
+                if os.path.exists(f):
+                    os.unlink(f)
         self.wait_replicas()
         moved = sum(b - a + 1 for _, _, a, b in segs)
         log("tier %s: moved %d bucket(s) in %d range(s)" % (tier_name, moved, len(segs)))
@@ -580,6 +632,10 @@ class Cluster:
         self.sync()
 
     def set_flag(self, key, value):
-        self.require().d[key] = value
+        st = self.require()
+        if key == "strict" and value and not st.cap("forward"):
+            raise EmuError("strict mode (forward=off) does not exist in Picodata %s: it appeared in 26.2.1 "
+                           "(create the cluster with `up --picodata head`)" % st.version)
+        st.d[key] = value
         self.save()
         self.sync()

@@ -199,12 +199,19 @@ def psql_value(port, sql, **kw):
     return rows[0][0] if rows else None
 
 
-def copy_out(port, query, what=None):
-    """COPY (query) TO STDOUT, text format; returns the data as a string."""
+def copy_out(port, query, what=None, lock_share=None):
+    """COPY (query) TO STDOUT, text format; returns the data as a string. With lock_share (a table),
+    the copy runs in a transaction that first takes a SHARE lock on it, so it waits for the writers
+    in flight and sees their rows."""
     env = dict(os.environ)
     env.update({"PGPASSWORD": ADMIN_PASSWORD, "PGCONNECT_TIMEOUT": "10", "PGAPPNAME": "picoemu"})
     cmd = [pgbin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", HOST, "-p", str(port), "-U",
-           ADMIN_USER, "-d", DB_NAME, "-c", "COPY (%s) TO STDOUT" % query]
+           ADMIN_USER, "-d", DB_NAME]
+    if lock_share:
+        cmd += ["-c", "SET lock_timeout = '60s'", "-c", "BEGIN", "-c", "LOCK TABLE %s IN SHARE MODE" % lock_share]
+    cmd += ["-c", "COPY (%s) TO STDOUT" % query]
+    if lock_share:
+        cmd += ["-c", "COMMIT"]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=SQL_TIMEOUT, env=env)
     except subprocess.TimeoutExpired:

@@ -3,10 +3,11 @@ the hash functions, strict-mode helpers), the catalog rows generated from the st
 per-replicaset objects of sharded tables (storage, postgres_fdw foreign tables, views, triggers)."""
 
 import hashlib
+import json
 import re
 
 from emu_state import (ADMIN_PASSWORD, ADMIN_USER, CATALOG_TABLES, CLIENT_PASSWORD, CLIENT_USER,
-                       DB_NAME, PICODATA_VERSION, EmuError, compact_json)
+                       DB_NAME, VERSIONS, EmuError, compact_json)
 
 
 def ident(name):
@@ -234,12 +235,57 @@ END $f$;
 STRICT_FUNCTIONS = r"""
 -- Strict mode (Picodata's forward=off): the session setting picoemu.strict wins when set
 -- (SET picoemu.strict = on, or options='-c picoemu.strict=on'); else the cluster-wide setting.
+-- Versions without forward=off (before 26.2.1) have no strict mode: the setting is ignored there.
 CREATE OR REPLACE FUNCTION _picoemu.strict_enabled() RETURNS boolean
 LANGUAGE plpgsql STABLE AS $f$
 DECLARE s text := current_setting('picoemu.strict', true);
 BEGIN
+  IF NOT coalesce(current_setting('picoemu.forward', true), 'off')::boolean THEN RETURN false; END IF;
   IF s IS NOT NULL AND s <> '' THEN RETURN s::boolean; END IF;
   RETURN coalesce((SELECT value::boolean FROM _picoemu.setting WHERE key = 'strict'), false);
+END $f$;
+
+-- Whether this instance reads its own replicaset's part of a sharded table from its local storage
+-- (true), or asks the master of its replicaset through the foreign server picoemu_self (false):
+-- * on a standby, only with read_preference replica or any (session setting picoemu.read_preference,
+--   default leader), and only on versions whose replicas serve reads (26.1+);
+-- * on a master, always, except on versions without local execution (25.5): the read then costs one
+--   more hop, to itself.
+-- IMMUTABLE on purpose: the planner folds it, so the branch not taken has no scan at all (a foreign
+-- scan would connect even when not run). A plan cached in a session keeps the value it was planned
+-- with.
+CREATE OR REPLACE FUNCTION _picoemu.read_local() RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE pref text := lower(coalesce(nullif(current_setting('picoemu.read_preference', true), ''), 'leader'));
+BEGIN
+  IF pref NOT IN ('leader', 'replica', 'any') THEN
+    RAISE EXCEPTION 'picoemu: invalid read_preference "%" (leader, replica or any)', pref USING ERRCODE = '22023';
+  END IF;
+  IF pg_is_in_recovery() THEN
+    RETURN coalesce(current_setting('picoemu.replica_reads', true), 'off')::boolean AND pref IN ('replica', 'any');
+  END IF;
+  RETURN coalesce(current_setting('picoemu.local_exec', true), 'on')::boolean;
+END $f$;
+
+-- Buckets being moved away from this replicaset (picoemu_transfer.json in the data directory,
+-- written by picoemu while it copies them): writes to them are refused as vshard refuses them
+-- (TRANSFER_IS_IN_PROGRESS). A file, not a table, so that every transaction sees it at once,
+-- whatever its snapshot.
+CREATE OR REPLACE FUNCTION _picoemu.check_transfer(tbl text, tier text, b bigint) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $f$
+DECLARE dst text;
+BEGIN
+  IF pg_stat_file('picoemu_transfer.json', true) IS NULL THEN RETURN; END IF;
+  SELECT x.dst INTO dst
+    FROM json_to_recordset(coalesce(pg_read_file('picoemu_transfer.json', 0, 100000000, true), '[]')::json)
+         AS x(tier text, bucket_start bigint, bucket_end bigint, dst text)
+   WHERE x.tier = $2 AND $3 BETWEEN x.bucket_start AND x.bucket_end LIMIT 1;
+  IF dst IS NOT NULL THEN
+    RAISE EXCEPTION 'Bucket % is transferring to replicaset %', b, dst USING ERRCODE = 'XX000',
+      DETAIL = format('picoemu: table "%s", instance %s: the bucket is being moved (vshard TRANSFER_IS_IN_PROGRESS)',
+                      tbl, current_setting('picoemu.instance')),
+      HINT = 'retry on the new owner once the move is published';
+  END IF;
 END $f$;
 
 CREATE OR REPLACE FUNCTION _picoemu.owner_of(tier text, b bigint) RETURNS text
@@ -273,35 +319,52 @@ ALTER ROLE %(admin)s PASSWORD %(admin_pw)s;
 CREATE ROLE %(client)s LOGIN PASSWORD %(client_pw)s;
 CREATE EXTENSION postgres_fdw;
 
-CREATE TABLE public._pico_instance (
-  name text PRIMARY KEY, uuid text NOT NULL UNIQUE, raft_id bigint NOT NULL UNIQUE,
-  replicaset_name text NOT NULL, replicaset_uuid text NOT NULL, current_state json NOT NULL,
-  target_state json NOT NULL, failure_domain json NOT NULL, tier text NOT NULL,
-  picodata_version text NOT NULL, sync_incarnation bigint NOT NULL, target_state_reason text,
-  target_state_change_time timestamptz);
-CREATE TABLE public._pico_peer_address (
-  raft_id bigint NOT NULL, address text NOT NULL, connection_type text NOT NULL,
-  PRIMARY KEY (raft_id, connection_type));
-CREATE TABLE public._pico_replicaset (
-  name text PRIMARY KEY, uuid text NOT NULL UNIQUE, current_master_name text NOT NULL,
-  target_master_name text NOT NULL, tier text NOT NULL, weight double precision NOT NULL,
-  weight_origin text NOT NULL, state text NOT NULL, current_config_version bigint NOT NULL,
-  target_config_version bigint NOT NULL, promotion_vclock json NOT NULL,
-  master_change_counter bigint, current_bucket_state_version bigint,
-  target_bucket_state_version bigint);
-CREATE TABLE public._pico_tier (
-  name text PRIMARY KEY, replication_factor bigint NOT NULL, can_vote boolean NOT NULL,
-  current_vshard_config_version bigint NOT NULL, target_vshard_config_version bigint NOT NULL,
-  vshard_bootstrapped boolean NOT NULL, bucket_count bigint NOT NULL, is_default boolean NOT NULL,
+CREATE SCHEMA _picoemu;
+-- The catalog is not stored in tables: every instance, standbys included, reads it from the file
+-- picoemu_catalog.json that picoemu writes into its data directory, as every Picodata instance
+-- applies the catalog from the Raft log. A standby thus shows a stopped master Offline at once.
+CREATE FUNCTION _picoemu.catalog_file() RETURNS json
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $f$
+DECLARE t text := pg_read_file('picoemu_catalog.json', 0, 100000000, true);
+BEGIN
+  IF t IS NULL THEN
+    RAISE EXCEPTION 'picoemu: the catalog file picoemu_catalog.json is missing in the data directory of instance %%',
+      current_setting('picoemu.instance', true) USING ERRCODE = 'PE003';
+  END IF;
+  RETURN t::json;
+END $f$;
+REVOKE ALL ON FUNCTION _picoemu.catalog_file() FROM PUBLIC;
+-- The rows of one catalog table, for a session user that may read that table.
+CREATE FUNCTION _picoemu.catalog_doc(tbl text) RETURNS json
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $f$
+BEGIN
+  IF NOT has_table_privilege(session_user, 'public.' || tbl, 'SELECT') THEN
+    RAISE EXCEPTION 'permission denied for table %%', tbl USING ERRCODE = '42501';
+  END IF;
+  RETURN _picoemu.catalog_file() -> tbl;
+END $f$;
+GRANT EXECUTE ON FUNCTION _picoemu.catalog_doc(text) TO PUBLIC;
+CREATE VIEW public._pico_instance AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_instance')) AS x(
+  name text, uuid text, raft_id bigint, replicaset_name text, replicaset_uuid text, current_state json,
+  target_state json, failure_domain json, tier text, picodata_version text, sync_incarnation bigint,
+  target_state_reason text, target_state_change_time timestamptz);
+CREATE VIEW public._pico_peer_address AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_peer_address')) AS x(
+  raft_id bigint, address text, connection_type text);
+CREATE VIEW public._pico_replicaset AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_replicaset')) AS x(
+  name text, uuid text, current_master_name text, target_master_name text, tier text,
+  weight double precision, weight_origin text, state text, current_config_version bigint,
+  target_config_version bigint, promotion_vclock json, master_change_counter bigint,
   current_bucket_state_version bigint, target_bucket_state_version bigint);
-CREATE TABLE public._pico_table (
-  id bigint PRIMARY KEY, name text NOT NULL UNIQUE, distribution json NOT NULL, format json NOT NULL,
-  schema_version bigint NOT NULL, operable boolean NOT NULL, engine text NOT NULL,
-  owner bigint NOT NULL, description text NOT NULL);
+CREATE VIEW public._pico_tier AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_tier')) AS x(
+  name text, replication_factor bigint, can_vote boolean, current_vshard_config_version bigint,
+  target_vshard_config_version bigint, vshard_bootstrapped boolean, bucket_count bigint,
+  is_default boolean, current_bucket_state_version bigint, target_bucket_state_version bigint);
+CREATE VIEW public._pico_table AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_table')) AS x(
+  id bigint, name text, distribution json, format json, schema_version bigint, operable boolean,
+  engine text, owner bigint, description text);
 REVOKE ALL ON public._pico_instance, public._pico_peer_address, public._pico_replicaset,
   public._pico_tier, public._pico_table FROM PUBLIC;
 
-CREATE SCHEMA _picoemu;
 GRANT USAGE ON SCHEMA _picoemu TO PUBLIC;
 CREATE TABLE _picoemu.meta (key text PRIMARY KEY, value text);
 CREATE TABLE _picoemu.setting (key text PRIMARY KEY, value text);
@@ -322,10 +385,10 @@ CREATE SCHEMA _picoemu_remote;
 BUCKET_FUNCTION = r"""
 CREATE OR REPLACE FUNCTION public._pico_bucket(tier text) RETURNS json
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $f$
-DECLARE r text;
+DECLARE r text; doc json := _picoemu.catalog_file();
 BEGIN
   IF $1 IS NULL THEN RAISE EXCEPTION '_pico_bucket: tier name is null'; END IF;
-  IF NOT EXISTS (SELECT 1 FROM public._pico_tier t WHERE t.name = $1) THEN
+  IF NOT EXISTS (SELECT 1 FROM json_array_elements(doc -> '_pico_tier') t WHERE t ->> 'name' = $1) THEN
     RAISE EXCEPTION '_pico_bucket: tier ''%'' doesn''t exist', $1;
   END IF;
   SELECT '[' || coalesce(string_agg(format(
@@ -333,7 +396,9 @@ BEGIN
       '"target_replicaset_uuid":%s,"tier_name":%s,"state":"active"}',
       b.bucket_start, b.bucket_end, to_json(b.replicaset_uuid), to_json(b.replicaset_uuid),
       to_json(b.tier)), ',' ORDER BY b.bucket_start), '') || ']'
-    INTO r FROM _picoemu.bucket_range b WHERE b.tier = $1;
+    INTO r FROM json_to_recordset(doc -> 'buckets')
+                AS b(tier text, bucket_start bigint, bucket_end bigint, replicaset_uuid text)
+   WHERE b.tier = $1;
   RETURN r::json;
 END $f$;
 GRANT EXECUTE ON FUNCTION public._pico_bucket(text) TO PUBLIC;
@@ -345,65 +410,60 @@ def _values(rows):
     return ",\n".join("(" + ", ".join(v for v in row) + ")" for row in rows)
 
 
-def _insert(table, cols, rows):
-    out = "DELETE FROM public.%s;\n" % table
-    if rows:
-        out += "INSERT INTO public.%s (%s) VALUES\n%s;\n" % (table, ", ".join(cols), _values(rows))
-    return out
+def catalog_doc(st):
+    """The catalog as the JSON document every instance reads (picoemu_catalog.json): one list of row
+    objects per catalog table, plus the bucket ranges behind _pico_bucket."""
+    rs_by_name = {r["name"]: r for r in st.replicasets}
+    release = VERSIONS[st.version]["release"]
+    insts, peers = [], []
+    host = "0.0.0.0" if st.d["advertise_wildcard"] else "127.0.0.1"
+    for i in st.instances:
+        state = [("Expelled" if i["expelled"] else i["state"]), i["incarnation"]]
+        insts.append({"name": i["name"], "uuid": i["uuid"], "raft_id": i["raft_id"],
+                      "replicaset_name": i["replicaset"], "replicaset_uuid": rs_by_name[i["replicaset"]]["uuid"],
+                      "current_state": state, "target_state": state, "failure_domain": {}, "tier": i["tier"],
+                      "picodata_version": release, "sync_incarnation": i["incarnation"],
+                      "target_state_reason": None, "target_state_change_time": i["state_change_time"]})
+        peers.append({"raft_id": i["raft_id"], "address": "127.0.0.1:%d" % i["iproto_port"],
+                      "connection_type": "iproto"})
+        peers.append({"raft_id": i["raft_id"], "address": "%s:%d" % (host, i["port"]),
+                      "connection_type": "pgproto"})
+    tier_by_name = {t["name"]: t for t in st.tiers}
+    rss = []
+    for r in st.replicasets:
+        t = tier_by_name[r["tier"]]
+        rss.append({"name": r["name"], "uuid": r["uuid"], "current_master_name": r["master"],
+                    "target_master_name": r["master"], "tier": r["tier"], "weight": float(r["weight"]),
+                    "weight_origin": r["weight_origin"], "state": r["state"],
+                    "current_config_version": r["config_version"], "target_config_version": r["config_version"],
+                    "promotion_vclock": {}, "master_change_counter": r["master_change_counter"],
+                    "current_bucket_state_version": t["bucket_state_version"],
+                    "target_bucket_state_version": t["bucket_state_version"]})
+    tiers = [{"name": t["name"], "replication_factor": t["replication_factor"], "can_vote": t["can_vote"],
+              "current_vshard_config_version": t["vshard_config_version"],
+              "target_vshard_config_version": t["vshard_config_version"],
+              "vshard_bootstrapped": t["bucket_count"] > 0, "bucket_count": t["bucket_count"],
+              "is_default": t["is_default"], "current_bucket_state_version": t["bucket_state_version"],
+              "target_bucket_state_version": t["bucket_state_version"]} for t in st.tiers]
+    tables = [{"id": t["id"], "name": t["name"], "distribution": json.loads(distribution_json(t)),
+               "format": json.loads(format_json(t)), "schema_version": t["schema_version"], "operable": True,
+               "engine": "memtx", "owner": 1, "description": ""} for t in st.tables]
+    buckets = [{"tier": tier, "bucket_start": a, "bucket_end": b, "replicaset_name": rs,
+                "replicaset_uuid": rs_by_name[rs]["uuid"]}
+               for tier, ranges in st.d["buckets"].items() for a, b, rs in ranges]
+    return compact_json({"_pico_instance": insts, "_pico_peer_address": peers, "_pico_replicaset": rss,
+                         "_pico_tier": tiers, "_pico_table": tables, "buckets": buckets}) + "\n"
 
 
 def catalog_sql(st):
+    """What the masters' storage triggers and strict mode read from tables: the bucket ranges and the
+    strict setting."""
     rs_by_name = {r["name"]: r for r in st.replicasets}
-    inst_rows, peer_rows = [], []
-    for i in st.instances:
-        state = "Expelled" if i["expelled"] else i["state"]
-        sj = lit(compact_json([state, i["incarnation"]])) + "::json"
-        inst_rows.append([lit(i["name"]), lit(i["uuid"]), lit(i["raft_id"]), lit(i["replicaset"]),
-                          lit(rs_by_name[i["replicaset"]]["uuid"]), sj, sj, "'{}'::json",
-                          lit(i["tier"]), lit(PICODATA_VERSION), lit(i["incarnation"]), "NULL",
-                          lit(i["state_change_time"]) + "::timestamptz"])
-        host = "0.0.0.0" if st.d["advertise_wildcard"] else "127.0.0.1"
-        peer_rows.append([lit(i["raft_id"]), lit("127.0.0.1:%d" % i["iproto_port"]), "'iproto'"])
-        peer_rows.append([lit(i["raft_id"]), lit("%s:%d" % (host, i["port"])), "'pgproto'"])
-    tier_by_name = {t["name"]: t for t in st.tiers}
-    rs_rows = []
-    for r in st.replicasets:
-        t = tier_by_name[r["tier"]]
-        rs_rows.append([lit(r["name"]), lit(r["uuid"]), lit(r["master"]), lit(r["master"]),
-                        lit(r["tier"]), lit(float(r["weight"])), lit(r["weight_origin"]),
-                        lit(r["state"]), lit(r["config_version"]), lit(r["config_version"]),
-                        "'{}'::json", lit(r["master_change_counter"]), lit(t["bucket_state_version"]),
-                        lit(t["bucket_state_version"])])
-    tier_rows = [[lit(t["name"]), lit(t["replication_factor"]), lit(t["can_vote"]),
-                  lit(t["vshard_config_version"]), lit(t["vshard_config_version"]),
-                  lit(t["bucket_count"] > 0), lit(t["bucket_count"]), lit(t["is_default"]),
-                  lit(t["bucket_state_version"]), lit(t["bucket_state_version"])] for t in st.tiers]
-    table_rows = [[lit(t["id"]), lit(t["name"]), lit(distribution_json(t)) + "::json",
-                   lit(format_json(t)) + "::json", lit(t["schema_version"]), "true", "'memtx'", "1", "''"]
-                  for t in st.tables]
     range_rows = []
     for tier, ranges in st.d["buckets"].items():
         for start, end, rs in ranges:
             range_rows.append([lit(tier), lit(start), lit(end), lit(rs), lit(rs_by_name[rs]["uuid"])])
-    out = _insert("_pico_instance", ["name", "uuid", "raft_id", "replicaset_name", "replicaset_uuid",
-                                     "current_state", "target_state", "failure_domain", "tier",
-                                     "picodata_version", "sync_incarnation", "target_state_reason",
-                                     "target_state_change_time"], inst_rows)
-    out += _insert("_pico_peer_address", ["raft_id", "address", "connection_type"], peer_rows)
-    out += _insert("_pico_replicaset", ["name", "uuid", "current_master_name", "target_master_name",
-                                        "tier", "weight", "weight_origin", "state",
-                                        "current_config_version", "target_config_version",
-                                        "promotion_vclock", "master_change_counter",
-                                        "current_bucket_state_version", "target_bucket_state_version"],
-                   rs_rows)
-    out += _insert("_pico_tier", ["name", "replication_factor", "can_vote",
-                                  "current_vshard_config_version", "target_vshard_config_version",
-                                  "vshard_bootstrapped", "bucket_count", "is_default",
-                                  "current_bucket_state_version", "target_bucket_state_version"],
-                   tier_rows)
-    out += _insert("_pico_table", ["id", "name", "distribution", "format", "schema_version",
-                                   "operable", "engine", "owner", "description"], table_rows)
-    out += "DELETE FROM _picoemu.bucket_range;\n"
+    out = "DELETE FROM _picoemu.bucket_range;\n"
     if range_rows:
         out += ("INSERT INTO _picoemu.bucket_range (tier, bucket_start, bucket_end, replicaset_name, "
                 "replicaset_uuid) VALUES\n%s;\n" % _values(range_rows))
@@ -417,6 +477,18 @@ def _pred(ranges):
     if not ranges:
         return "false"
     return "(" + " OR ".join("bucket_id BETWEEN %d::int8 AND %d::int8" % (a, b) for a, b in ranges) + ")"
+
+
+def _branch_pred(ranges, prune):
+    """The ranges of one branch of a view, on _bucket (a copy of bucket_id). With prune (26.2.1+), the
+    equivalence bucket_id = _bucket lets the planner carry a query's bucket_id = N over to _bucket and
+    exclude the branches that cannot hold N (constraint_exclusion = on); a range condition on
+    bucket_id is not carried over, so bucket_id BETWEEN never restricts. Without prune, nothing ties
+    the two columns: every branch runs and only filters."""
+    if not ranges:
+        return "false"
+    p = "(" + " OR ".join("_bucket BETWEEN %d::int8 AND %d::int8" % (a, b) for a, b in ranges) + ")"
+    return ("bucket_id = _bucket AND " + p) if prune else p
 
 
 def server_name(rs_name):
@@ -453,32 +525,50 @@ def table_ddl(st, t, self_rs, peers):
     out = []
     pk = ", ".join(ident(k) for k in t["primary_key"])
     if sharded:
-        out.append("CREATE TABLE IF NOT EXISTS %s (%s, bucket_id bigint NOT NULL, PRIMARY KEY (%s));"
-                   % (LOCAL % name, col_defs, pk))
+        # _bucket repeats bucket_id: the views restrict each branch by _bucket, so that only an
+        # equality on bucket_id (through the equivalence bucket_id = _bucket) can prune a branch, never
+        # a range such as bucket_id BETWEEN a AND b (see _branch_pred)
+        out.append("CREATE TABLE IF NOT EXISTS %s (%s, bucket_id bigint NOT NULL, _bucket bigint GENERATED "
+                   "ALWAYS AS (bucket_id) STORED, PRIMARY KEY (%s));" % (LOCAL % name, col_defs, pk))
         out.append("CREATE INDEX IF NOT EXISTS %s ON %s (bucket_id);"
                    % (ident(t["name"] + "_bucket_id"), LOCAL % name))
     else:
         out.append("CREATE TABLE IF NOT EXISTS %s (%s, PRIMARY KEY (%s));" % (LOCAL % name, col_defs, pk))
     all_cols = cnames + (["bucket_id"] if sharded else [])
     sel = ", ".join(ident(c) for c in all_cols)
-    ft_cols = col_defs + (", bucket_id bigint" if sharded else "")
+    ft_cols = col_defs + (", bucket_id bigint, _bucket bigint GENERATED ALWAYS AS (bucket_id) STORED"
+                          if sharded else "")
     tier = st.tier(t["tier"]) if sharded else None
     if sharded:
         peers = [p for p in peers if st.replicaset(p)["tier"] == t["tier"]]
     for rs in peers:
         out.append("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name '_picoemu_local', "
                    "table_name %s);" % (remote_rel(t, rs), ft_cols, ident(server_name(rs)), lit(t["name"])))
+    if sharded:
+        out.append("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name '_picoemu_local', "
+                   "table_name %s);" % (remote_rel(t, "self"), ft_cols, ident(server_name("self")),
+                                        lit(t["name"])))
     tname = lit(t["name"])
     if sharded:
         n = tier["bucket_count"]
-        # storage trigger: computes bucket_id, refuses rows of buckets this replicaset does not own
+        # storage trigger: computes bucket_id, refuses rows of buckets this replicaset does not own,
+        # and writes to buckets being moved away (vshard TRANSFER_IS_IN_PROGRESS)
         out.append(r"""CREATE OR REPLACE FUNCTION _picoemu.%(fn)s() RETURNS trigger LANGUAGE plpgsql AS $f$
-DECLARE nb bigint := %(hash)s;
+DECLARE nb bigint;
 BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM _picoemu.check_transfer(%(tname)s, %(tier)s, OLD.bucket_id);
+    RETURN OLD;
+  END IF;
+  IF TG_OP = 'UPDATE' THEN
+    PERFORM _picoemu.check_transfer(%(tname)s, %(tier)s, OLD.bucket_id);
+  END IF;
+  nb := %(hash)s;
   IF NEW.bucket_id IS NULL THEN NEW.bucket_id := nb;
   ELSIF NEW.bucket_id <> nb THEN
     RAISE EXCEPTION 'picoemu: row of table "%%" has bucket_id %% but its sharding key hashes to bucket %%', %(tname)s, NEW.bucket_id, nb;
   END IF;
+  PERFORM _picoemu.check_transfer(%(tname)s, %(tier)s, nb);
   IF NOT _picoemu.owns(%(tier)s, nb) THEN
     RAISE EXCEPTION 'picoemu: instance %% (replicaset %%) does not own bucket %% of tier %%: refusing to store a row of table "%%" (owner: %%)',
       current_setting('picoemu.instance'), current_setting('picoemu.replicaset'), nb, %(tier)s, %(tname)s,
@@ -487,17 +577,22 @@ BEGIN
   RETURN NEW;
 END $f$;
 DROP TRIGGER IF EXISTS picoemu_store ON %(local)s;
-CREATE TRIGGER picoemu_store BEFORE INSERT OR UPDATE ON %(local)s FOR EACH ROW EXECUTE FUNCTION _picoemu.%(fn)s();"""
+CREATE TRIGGER picoemu_store BEFORE INSERT OR UPDATE OR DELETE ON %(local)s FOR EACH ROW EXECUTE FUNCTION _picoemu.%(fn)s();"""
                    % {"fn": ident("store__" + t["name"]), "hash": hash_expr(t, n), "tname": tname,
                       "tier": lit(t["tier"]), "local": LOCAL % name})
         ranges = {}
         for a, b, rs in st.d["buckets"][t["tier"]]:
             ranges.setdefault(rs, []).append((a, b))
-        branches = ["SELECT %s FROM %s WHERE %s" % (sel, LOCAL % name, _pred(ranges.get(self_rs, [])))]
+        prune = st.cap("bucket_prune")
+        own = _branch_pred(ranges.get(self_rs, []), prune)
+        # this replicaset's part: the local storage, or its master through picoemu_self (a standby
+        # without read_preference, or a version without local execution); see _picoemu.read_local()
+        branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local()" % (sel, LOCAL % name, own),
+                    "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local()" % (sel, remote_rel(t, "self"), own)]
         for rs in peers:
             if not ranges.get(rs):
                 continue
-            p = _pred(ranges[rs])
+            p = _branch_pred(ranges[rs], prune)
             branches.append("SELECT %s FROM %s WHERE %s AND NOT _picoemu.strict_enabled()"
                             % (sel, remote_rel(t, rs), p))
             branches.append("SELECT %s FROM %s WHERE %s AND _picoemu.strict_enabled() AND "
@@ -605,10 +700,11 @@ def ddl_sql(st, self_rs, serving_ports):
   END LOOP;
 END $d$;""")
     peers = [r["name"] for r in st.replicasets if r["state"] != "expelled" and r["name"] != self_rs]
-    for rs in peers:
+    for rs in peers + ["self"]:
+        port = serving_ports[self_rs if rs == "self" else rs]
         out.append("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', "
                    "port %s, dbname %s, fetch_size '10000', connect_timeout '5', "
-                   "application_name %s);" % (ident(server_name(rs)), lit(str(serving_ports[rs])),
+                   "application_name %s);" % (ident(server_name(rs)), lit(str(port)),
                                               lit(DB_NAME), lit("picoemu_fdw")))
         out.append("CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (user %s, password %s);"
                    % (ident(server_name(rs)), lit(ADMIN_USER), lit(ADMIN_PASSWORD)))

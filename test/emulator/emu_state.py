@@ -14,7 +14,24 @@ ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin"
 CLIENT_USER = "picoroute"
 CLIENT_PASSWORD = "picoroute"
-PICODATA_VERSION = "25.5.3"
+# Emulated Picodata versions (`picoemu up --picodata V`) and what differs between them; see the
+# README's versions table and the facts document (routing semantics by version).
+#   release          the text of _pico_instance.picodata_version
+#   bucket_prune     `bucket_id = N` restricts a statement to the owner (26.2.1+); else only a filter
+#   local_exec       a read arriving at the master of the owner runs locally (26.1+); else one more hop
+#   replica_reads    a replica serves reads with read_preference = replica/any (26.1+); else the leader
+#   forward          the session option forward=off, i.e. strict mode, exists (26.2.1+)
+VERSIONS = {
+    "25.5": {"release": "25.5.10", "bucket_prune": False, "local_exec": False, "replica_reads": False,
+             "forward": False},
+    "26.1": {"release": "26.1.6", "bucket_prune": False, "local_exec": True, "replica_reads": True,
+             "forward": False},
+    "26.2": {"release": "26.2.0", "bucket_prune": False, "local_exec": True, "replica_reads": True,
+             "forward": False},
+    "head": {"release": "26.3.0", "bucket_prune": True, "local_exec": True, "replica_reads": True,
+             "forward": True},
+}
+DEFAULT_VERSION = "26.2"
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index
 CATALOG_TABLES = ["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table"]
 PUBLIC_TABLES = ["_pico_instance", "_pico_peer_address"]  # what role PUBLIC reads in Picodata
@@ -58,6 +75,14 @@ class State:
         os.replace(tmp, self.path)
 
     # ---- lookups ------------------------------------------------------------------------------
+    @property
+    def version(self):
+        return self.d.get("picodata_version", DEFAULT_VERSION)
+
+    def cap(self, name):
+        """A capability of the emulated Picodata version (see VERSIONS)."""
+        return VERSIONS[self.version][name]
+
     @property
     def tiers(self):
         return self.d["tiers"]
@@ -175,9 +200,12 @@ class State:
         t["bucket_state_version"] += 1
 
 
-def new_state(path, base_port, tiers, advertise_wildcard, auth):
+def new_state(path, base_port, tiers, advertise_wildcard, auth, picodata_version=DEFAULT_VERSION):
+    if picodata_version not in VERSIONS:
+        raise EmuError("unknown Picodata version %r (known: %s)" % (picodata_version, ", ".join(VERSIONS)))
     data = {
         "version": STATE_VERSION,
+        "picodata_version": picodata_version,
         "base_port": base_port,
         "dbname": DB_NAME,
         "auth": auth,
