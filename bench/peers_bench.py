@@ -100,7 +100,8 @@ class Emulator:
 
     def up(self):
         self.started = True
-        self.cli("up", "--base-port", str(self.base_port))
+        # head: the sanity checks use strict mode (forward=off), which only 26.2.1+ has
+        self.cli("up", "--base-port", str(self.base_port), "--picodata", "head")
 
     def status(self):
         return json.loads(self.cli("status", "--json"))

@@ -61,9 +61,21 @@ if ! as_user make -C "$WORK" installcheck; then
     exit 1
 fi
 
+# The TAP suites run against two emulated Picodata versions: the oldest supported (25.5: no bucket_id
+# pruning, no local execution, replicas never serve reads, no forward=off) and head.
 if [ -d test/t ] && ls test/t/*.pl >/dev/null 2>&1; then
-    step "multi-node TAP tests (prove)"
-    as_user bash -c "cd '$WORK' && PATH=$(pg_config --bindir):\$PATH prove -v -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/*.pl"
+    tap_failed=""
+    for version in ${PICOROUTE_PICODATA_VERSIONS:-25.5 head}; do
+        step "multi-node TAP tests (prove), emulated Picodata $version"
+        t0=$(date +%s)
+        as_user bash -c "cd '$WORK' && PICOROUTE_PICODATA_VERSION=$version PATH=$(pg_config --bindir):\$PATH prove -v -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/*.pl" \
+            || tap_failed="$tap_failed $version"
+        echo "TAP suites on Picodata $version took $(( $(date +%s) - t0 )) s"
+    done
+    if [ -n "$tap_failed" ]; then
+        echo "TAP suites failed on Picodata:$tap_failed" >&2
+        exit 1
+    fi
 fi
 
 step "emulator self-test"

@@ -238,7 +238,7 @@ class Cluster:
         self.write_file(tmp, text, mode)
         os.replace(tmp, path)
 
-    def sync(self, wait=True):
+    def sync(self, wait=True, first=()):
         """Writes the catalog file of every instance, and the bucket ranges (and, when they changed,
         the topology-dependent objects) on every running master, then waits until their running
         standbys have replayed it."""
@@ -246,7 +246,8 @@ class Cluster:
         self.write_catalog_files()
         ports = {r["name"]: self.serving_port(r["name"]) for r in st.live_replicasets()}
         cat = sqlgen.catalog_sql(st)
-        for r in st.live_replicasets():
+        order = sorted(st.live_replicasets(), key=lambda r: r["name"] not in first)
+        for r in order:
             m = st.master(r["name"])
             if not self.running(m):
                 continue
@@ -434,7 +435,9 @@ class Cluster:
             st.d["buckets"][tier_name] = compress(new_owners)
             st.bump_tier_version(tier_name)
             self.save()
-            self.sync(wait=False)
+            # the new owners first: a coordinator that already routes a bucket to its new owner
+            # finds it accepting writes; the others still send them to the old owner, which refuses
+            self.sync(wait=False, first={dst for _, dst in pairs})
             for (src, dst), ranges in pairs.items():
                 ms = st.master(src)
                 script = "".join("DELETE FROM _picoemu_local.%s WHERE %s;\n"

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 
-from emu_state import (ADMIN_PASSWORD, ADMIN_USER, CATALOG_TABLES, CLIENT_PASSWORD, CLIENT_USER,
+from emu_state import (ADMIN_PASSWORD, ADMIN_USER, CLIENT_PASSWORD, CLIENT_USER,
                        DB_NAME, VERSIONS, EmuError, compact_json)
 
 
@@ -333,15 +333,19 @@ BEGIN
   END IF;
   RETURN t::json;
 END $f$;
-REVOKE ALL ON FUNCTION _picoemu.catalog_file() FROM PUBLIC;
--- The rows of one catalog table, for a session user that may read that table.
+-- The rows of one catalog table, for a user that may read it: the grants are part of the catalog
+-- document too (picoemu grant/revoke), so every instance applies the same ones. (A check for the
+-- clients picoemu knows, not a security boundary: _picoemu.catalog_file() is callable by all.)
 CREATE FUNCTION _picoemu.catalog_doc(tbl text) RETURNS json
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $f$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $f$
+DECLARE doc json := _picoemu.catalog_file();
 BEGIN
-  IF NOT has_table_privilege(session_user, 'public.' || tbl, 'SELECT') THEN
+  IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+     AND NOT EXISTS (SELECT 1 FROM json_array_elements_text(doc -> 'grants' -> tbl) g
+                      WHERE g IN ('PUBLIC', current_user)) THEN
     RAISE EXCEPTION 'permission denied for table %%', tbl USING ERRCODE = '42501';
   END IF;
-  RETURN _picoemu.catalog_file() -> tbl;
+  RETURN doc -> tbl;
 END $f$;
 GRANT EXECUTE ON FUNCTION _picoemu.catalog_doc(text) TO PUBLIC;
 CREATE VIEW public._pico_instance AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_instance')) AS x(
@@ -362,8 +366,8 @@ CREATE VIEW public._pico_tier AS SELECT * FROM json_to_recordset(_picoemu.catalo
 CREATE VIEW public._pico_table AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_table')) AS x(
   id bigint, name text, distribution json, format json, schema_version bigint, operable boolean,
   engine text, owner bigint, description text);
-REVOKE ALL ON public._pico_instance, public._pico_peer_address, public._pico_replicaset,
-  public._pico_tier, public._pico_table FROM PUBLIC;
+GRANT SELECT ON public._pico_instance, public._pico_peer_address, public._pico_replicaset,
+  public._pico_tier, public._pico_table TO PUBLIC;
 
 GRANT USAGE ON SCHEMA _picoemu TO PUBLIC;
 CREATE TABLE _picoemu.meta (key text PRIMARY KEY, value text);
@@ -452,7 +456,8 @@ def catalog_doc(st):
                 "replicaset_uuid": rs_by_name[rs]["uuid"]}
                for tier, ranges in st.d["buckets"].items() for a, b, rs in ranges]
     return compact_json({"_pico_instance": insts, "_pico_peer_address": peers, "_pico_replicaset": rss,
-                         "_pico_tier": tiers, "_pico_table": tables, "buckets": buckets}) + "\n"
+                         "_pico_tier": tiers, "_pico_table": tables, "buckets": buckets,
+                         "grants": st.d["grants"]}) + "\n"
 
 
 def catalog_sql(st):
@@ -689,7 +694,14 @@ def ddl_sql(st, self_rs, serving_ports):
     """Objects that depend on the topology, for the master of self_rs. serving_ports: rs -> port of
     the instance the other replicasets reach (the master, or a running replica when it is down)."""
     out = []
+    # The views are locked first: a writer locks the view before the foreign tables and storage behind
+    # it, so taking them in the same order cannot deadlock with writes in flight (they are waited for).
     out.append(r"""DO $d$ DECLARE s record; BEGIN
+  FOR s IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_trigger tg ON tg.tgrelid = c.oid AND tg.tgname = 'picoemu_route'
+           WHERE n.nspname = 'public' AND c.relkind = 'v' ORDER BY c.relname LOOP
+    EXECUTE format('LOCK TABLE public.%I IN ACCESS EXCLUSIVE MODE', s.relname);
+  END LOOP;
   FOR s IN SELECT srvname FROM pg_foreign_server WHERE srvname LIKE 'picoemu\_%' LOOP
     EXECUTE format('DROP SERVER %I CASCADE', s.srvname);
   END LOOP;
@@ -721,12 +733,6 @@ END $d$;""")
         out.append(BUCKET_FUNCTION)
     else:
         out.append("DROP FUNCTION IF EXISTS public._pico_bucket(text);")
-    roles = sorted({r for users in st.d["grants"].values() for r in users if r != "PUBLIC"}
-                   | {CLIENT_USER})
-    for table in CATALOG_TABLES:
-        out.append("REVOKE ALL ON public.%s FROM PUBLIC, %s;" % (table, ", ".join(ident(r) for r in roles)))
-        for r in st.d["grants"].get(table, []):
-            out.append("GRANT SELECT ON public.%s TO %s;" % (table, "PUBLIC" if r == "PUBLIC" else ident(r)))
     return "\n".join(out) + "\n"
 
 

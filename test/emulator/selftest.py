@@ -3,7 +3,7 @@
 
 Usage: selftest.py [--keep]   (env PICOEMU_SELFTEST_PORT: first port, default 57400)
 Prints `ok`/`FAIL` lines and ends with `N passed, M failed`; exits 1 on any failure. Bounded: the
-whole run is aborted after 170 s (the clusters are removed in every case)."""
+whole run is aborted after 330 s (the clusters are removed in every case)."""
 
 import decimal
 import json
@@ -28,7 +28,7 @@ from emu_state import compress, expand, rebalance, segments, target_counts  # no
 
 PICOEMU = os.path.join(HERE, "picoemu")
 BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
-TIME_LIMIT = 170
+TIME_LIMIT = 330
 passed = failed = 0
 
 
@@ -85,6 +85,24 @@ UNION ALL SELECT 't', name, replication_factor::text, bucket_count::text, is_def
 UNION ALL SELECT 'x', name, distribution::text, format::text, '', '', '', '', '', '' FROM _pico_table
 UNION ALL SELECT 'b', _pico_bucket(t.name)::text, '', '', '', '', '', '', '', '' FROM _pico_tier t
 ORDER BY 1, 2, 3, 4"""
+
+
+COUNTER_SQL = ("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE schemaname = "
+               "'_picoemu_local' AND relname = 'users'")
+
+
+def touched(ports, run, settle=1.5):
+    """Runs run(), then returns the ports whose storage counters for users moved (statistics are
+    published by the other sessions at most about once a second: poll, then let them settle)."""
+    before = {p: int(q1(p, COUNTER_SQL)) for p in ports}
+    run()
+    deadline = time.time() + 5
+    moved = []
+    while time.time() < deadline and not moved:
+        time.sleep(0.2)
+        moved = [p for p in ports if int(q1(p, COUNTER_SQL)) != before[p]]
+    time.sleep(settle)
+    return sorted(p for p in ports if int(q1(p, COUNTER_SQL)) != before[p])
 
 
 def running_ports(s):
@@ -177,7 +195,7 @@ def test_hash(port):
 
 def main_cluster(d):
     t0 = time.time()
-    emu(d, "--base-port", str(BASE), "up")
+    emu(d, "--base-port", str(BASE), "up", "--picodata", "head")
     up_time = time.time() - t0
     s = status(d)
     check("up: 2x2 cluster in %.1fs" % up_time, len(s["instances"]) == 4 and all(i["running"] for i in s["instances"]))
@@ -226,7 +244,7 @@ def main_cluster(d):
     check("_pico_bucket: unknown tier error",
           "ERROR:  _pico_bucket: tier 'x' doesn't exist" in qerr(p2, "SELECT _pico_bucket('x')", "picoroute"))
     check("replica: read-only hot standby", q1(p2, "SELECT pg_is_in_recovery()") == "t"
-          and "read-only transaction" in qerr(p2, "DELETE FROM _pico_tier"))
+          and "read-only transaction" in qerr(p2, "DELETE FROM _picoemu.setting"))
     check("replica: streams from its master",
           q1(p1, "SELECT application_name FROM pg_stat_replication") == "default_1_2")
 
@@ -302,6 +320,51 @@ def main_cluster(d):
     cj = json.loads(emu(d, "counters", "users", "--json").stdout)
     check("counters command", set(cj) == {"default_1_1", "default_1_2", "default_2_1", "default_2_2"}
           and "idx_scan" in cj["default_2_1"]["users"])
+
+    # ---- version head (26.2.1+): pruning, BETWEEN, replica reads, local execution ----------------
+    check("version: status --json shows head", s["picodata_version"] == "head"
+          and s["capabilities"]["bucket_prune"] is True)
+    check("version: _pico_instance.picodata_version", q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance")
+          == "26.3.0")
+    plan_between = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id BETWEEN 1 AND 1500"))
+    check("head: bucket_id BETWEEN does not restrict (the other replicaset is asked too)",
+          "Foreign Scan" in plan_between, plan_between)
+    plan_own = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
+    check("head: a read of an owned bucket at the master runs locally (no hop)",
+          "Foreign Scan" not in plan_own and "users_bucket_id" in plan_own, plan_own)
+    t = touched([p1, p2, p3, p4], lambda: q(p2, "SELECT * FROM users WHERE bucket_id = 5", "picoroute"))
+    check("head: a read at a replica without read_preference is answered by its master", t == [p1], str(t))
+    t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = replica; "
+                                                     "SELECT * FROM users WHERE bucket_id = 5",
+                                                 user="picoroute", password="picoroute"))
+    check("head: read_preference = replica: the replica serves the read itself", t == [p2], str(t))
+    t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = 'any'; "
+                                                     "SELECT * FROM users WHERE bucket_id = 1934",
+                                                 user="picoroute", password="picoroute"))
+    check("head: bucket_id = N restricts the read to the owner's master", t == [p3], str(t))
+    check("read_preference: a bad value is refused", "invalid read_preference" in qerr(
+        p2, "SELECT count(*) FROM users", "picoroute", options="-c picoemu.read_preference=nearest"))
+
+    # the move protocol: writes to a bucket being transferred are refused, locally and through a peer
+    tdir = next(i["datadir"] for i in s["instances"] if i["name"] == "default_2_1")
+    b1 = ref.bucket_id([1], 3000)
+    mark = os.path.join(tdir, "picoemu_transfer.json")
+    with open(mark, "w") as f:
+        json.dump([{"tier": "default", "bucket_start": b1, "bucket_end": b1, "dst": "default_1"}], f)
+    try:
+        e_local = qerr(p3, "UPDATE users SET name = name WHERE id = 1", "picoroute")
+        e_peer = qerr(p1, "DELETE FROM users WHERE id = 1", "picoroute")
+        e_ins = qerr(p1, "INSERT INTO users VALUES (1, 'dup', 1)", "picoroute")
+        e_other = qerr(p1, "UPDATE users SET name = name WHERE id = 2", "picoroute")
+    finally:
+        os.unlink(mark)
+    want = "Bucket %d is transferring to replicaset default_1" % b1
+    check("move: a write at the old owner during the transfer fails with vshard's error",
+          want in e_local, e_local)
+    check("move: a write forwarded by another master during the transfer fails too",
+          want in e_peer and want in e_ins, e_peer + e_ins)
+    check("move: other buckets stay writable during a transfer", e_other == "", e_other)
+    check("move: the refused writes changed nothing", q(p3, "SELECT name FROM users WHERE id = 1") == [["upd"]])
 
     # strict mode
     emu(d, "strict", "on")
@@ -391,9 +454,16 @@ def main_cluster(d):
     check("start: Online with incarnation + 1", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
                                                        "'default_2_2'") == '["Online",2]')
     emu(d, "stop", "default_2_1")
-    s = status(d)
+    s, _ = catalog_consistent(d, "stop master")
     check("stop master: Offline on other masters", q1(p2, "SELECT current_state::text FROM _pico_instance WHERE "
                                                           "name = 'default_2_1'") == '["Offline",1]')
+    check("stop master: its own replica shows it Offline too", q1(p4, "SELECT current_state::text FROM "
+                                                                    "_pico_instance WHERE name = 'default_2_1'",
+                                                                    "picoroute") == '["Offline",1]')
+    emu(d, "revoke", "_pico_tier")
+    check("stop master: its replica applies a later catalog change (revoke)",
+          "permission denied for table _pico_tier" in qerr(p4, "SELECT * FROM _pico_tier", "picoroute"))
+    emu(d, "grant", "_pico_tier")
     check("stop master: its replicaset still readable through its replica",
           q1(p1, "SELECT count(*) FROM users") == "2002")
     emu(d, "start", "default_2_1")
@@ -410,6 +480,122 @@ def main_cluster(d):
           == '{"Global":null}')
     emu(d, "drop-table", "regions")
     check("drop-table", "does not exist" in qerr(p1, "SELECT * FROM regions"))
+
+
+def old_version_cluster(d):
+    """Picodata 25.5: no bucket_id pruning, no local execution, replicas never serve reads, no strict
+    mode. Then a bounded concurrent writer during moves and rebalances: nothing acknowledged is lost."""
+    emu(d, "--base-port", str(BASE + 60), "up", "--picodata", "25.5")
+    s = status(d)
+    p1, p2, p3, p4 = [i["port"] for i in s["instances"]]
+    check("25.5: status --json", s["picodata_version"] == "25.5" and s["picodata_release"] == "25.5.10"
+          and s["capabilities"] == {"bucket_prune": False, "local_exec": False, "replica_reads": False,
+                                    "forward": False}, str(s.get("capabilities")))
+    check("25.5: _pico_instance.picodata_version", q1(p4, "SELECT DISTINCT picodata_version FROM _pico_instance",
+                                                       "picoroute") == "25.5.10")
+    r = emu(d, "strict", "on", expect_ok=False)
+    check("25.5: `strict on` fails: forward=off does not exist", r.returncode == 1
+          and "does not exist in Picodata 25.5" in r.stderr and not status(d)["strict"], r.stderr)
+    check("25.5: a session cannot turn strict mode on either",
+          qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on").find("forward=off") < 0)
+    emu(d, "create-table", "users", "--columns", "id int8, name text, v int8")
+    emu(d, "load", "users", "--rows", "500")
+    ports = [p1, p2, p3, p4]
+    t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE bucket_id = 1934", "picoroute"))
+    check("25.5: bucket_id = N is only a filter: every replicaset's master is asked", t == [p1, p3], str(t))
+    t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE bucket_id BETWEEN 1501 AND 3000", "picoroute"))
+    check("25.5: bucket_id BETWEEN is only a filter too", t == [p1, p3], str(t))
+    plan = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
+    check("25.5: a read of an owned bucket at its master costs a hop (to itself, no local execution)",
+          "users__self" in plan and "users_bucket_id" not in plan, plan)
+    t = touched(ports, lambda: pg.psql(p2, "SET picoemu.read_preference = replica; SELECT count(*) FROM users",
+                                       user="picoroute", password="picoroute"))
+    check("25.5: a replica never serves reads, even with read_preference = replica", t == [p1, p3], str(t))
+    check("25.5: rows read through the hops", q1(p2, "SELECT count(*) FROM users", "picoroute") == "500")
+    move_race(d, [p1, p3], p2)
+
+
+def move_race(d, masters, reader_port, seconds=25):
+    """Writers insert through both masters (one connection per statement) while buckets move back and
+    forth; a reader checks that no row is ever seen twice."""
+    import threading
+    stop = threading.Event()
+    acked, refused, other = set(), {}, {}
+    reads = {"n": 0, "dup": 0, "err": 0}
+    lock = threading.Lock()
+
+    def run_psql(port, sql):
+        env = dict(os.environ, PGPASSWORD="picoroute")
+        return subprocess.run([pg.pgbin("psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+                               "-p", str(port), "-U", "picoroute", "-d", "picodata", "-c", sql],
+                              capture_output=True, text=True, timeout=60, env=env)
+
+    def writer(k, port):
+        i = 0
+        while not stop.is_set():
+            i += 1
+            rid = 10_000_000 * (k + 1) + i
+            res = run_psql(port, "INSERT INTO users VALUES (%d, 'race', %d)" % (rid, k))
+            with lock:
+                if res.returncode == 0:
+                    acked.add(rid)
+                elif "is transferring to replicaset" in res.stderr:
+                    refused[rid] = res.stderr.strip()
+                else:
+                    other[rid] = res.stderr.strip()
+
+    def reader():
+        while not stop.is_set():
+            res = run_psql(reader_port, "SELECT count(*) - count(DISTINCT id) FROM users WHERE id >= 10000000")
+            with lock:
+                reads["n"] += 1
+                if res.returncode != 0:
+                    reads["err"] += 1
+                elif res.stdout.strip() != "0":
+                    reads["dup"] += 1
+            time.sleep(0.1)
+
+    threads = [threading.Thread(target=writer, args=(k, p)) for k, p in enumerate(masters)]
+    threads.append(threading.Thread(target=reader))
+    for th in threads:
+        th.start()
+    moves = 0
+    steps = [("move", "default", "1", "700", "default_2"), ("rebalance",),
+             ("move", "default", "1400", "2600", "default_1"), ("rebalance", "--weights", "default_1=1,default_2=3"),
+             ("rebalance",)]
+    t0 = time.time()
+    try:
+        while time.time() - t0 < seconds:
+            emu(d, *steps[moves % len(steps)])
+            moves += 1
+    finally:
+        time.sleep(1)
+        stop.set()
+        for th in threads:
+            th.join(timeout=90)
+    s = status(d)
+    stored = {}
+    for i in s["instances"]:
+        if i["role"] == "master":
+            for (rid,) in q(i["port"], "SELECT id FROM _picoemu_local.users WHERE id >= 10000000"):
+                stored[int(rid)] = stored.get(int(rid), 0) + 1
+    lost = sorted(acked - set(stored))
+    dup = sorted(r for r, n in stored.items() if n > 1)
+    phantom = sorted(set(stored) - acked)
+    detail = ("%d moves/rebalances in %.0fs; writes: %d acknowledged, %d refused as transferring, %d other "
+              "errors; reads: %d, %d failed" % (moves, time.time() - t0, len(acked), len(refused), len(other),
+                                                 reads["n"], reads["err"]))
+    print("     " + detail, flush=True)
+    for msg in sorted(set(other.values()))[:5]:
+        print("     other write error: " + msg[:300], flush=True)
+    check("move race: writes were acknowledged during the moves", len(acked) > 20 and moves >= 4, detail)
+    check("move race: 0 acknowledged rows lost", not lost, "lost %s" % lost[:10])
+    check("move race: 0 rows stored twice", not dup, "doubled %s" % dup[:10])
+    check("move race: 0 refused writes applied", not phantom, "phantom %s" % phantom[:10])
+    check("move race: no reader ever saw a row twice", reads["dup"] == 0 and reads["n"] > 10, str(reads))
+    check("move race: the view shows exactly the acknowledged rows",
+          q1(masters[0], "SELECT count(*) FROM users WHERE id >= 10000000") == str(len(acked)))
+    check("move race: rows only on owners", not storage_ok(s), str(storage_ok(s)))
 
 
 def small_cluster(d):
@@ -440,7 +626,7 @@ def main():
     keep = "--keep" in sys.argv
     root = tempfile.mkdtemp(prefix="picoemu-selftest-", dir="/tmp")
     os.chmod(root, 0o755)
-    dirs = [os.path.join(root, "main"), os.path.join(root, "small")]
+    dirs = [os.path.join(root, "main"), os.path.join(root, "small"), os.path.join(root, "v25")]
 
     def on_alarm(signum, frame):
         raise TimeoutError("self-test exceeded %d s" % TIME_LIMIT)
@@ -449,7 +635,7 @@ def main():
     t0 = time.time()
     try:
         test_bucket_math()
-        for fn, d in ((main_cluster, dirs[0]), (small_cluster, dirs[1])):
+        for fn, d in ((main_cluster, dirs[0]), (small_cluster, dirs[1]), (old_version_cluster, dirs[2])):
             try:
                 fn(d)
             except Exception as exc:  # report and go on to clean-up

@@ -12,7 +12,8 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options);
+  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options picodata_version
+  picodata_has);
 
 start_emulator(base_port => 21000);
 
@@ -28,6 +29,7 @@ emu('insert', 'settings', '--values', q{["mode", "test"]});
 
 my $status = emu_json('status', '--json');
 my %port_of = map { $_->{name} => $_->{port} } @{ $status->{instances} };
+my @masters = sort map { $_->{master} } @{ $status->{replicasets} };
 my $admin_conninfo = emu('conninfo', '--user', 'admin');
 chomp $admin_conninfo;
 
@@ -97,22 +99,43 @@ sub owner_of {
 }
 
 # ---- strict mode: every point statement reaches the owner -----------------------------------
-emu('strict', 'on');
+# Strict mode (forward=off) exists from 26.2.1 only; the statement's bucket_id = N restricts it to
+# the owner from 26.2.1 only too. Before, the owner still asks every replicaset (the appended
+# bucket_id = N is a row filter), so a read costs every master, as the counters show; a write by
+# key is stored at the owner only. The emulator does not route by the sharding key itself.
+my $strict = picodata_has('forward');
+my $prune = picodata_has('bucket_prune');
+my $v = picodata_version();
+emu('strict', 'on') if $strict;
+my $mode = $strict ? 'strict' : "$v";
+# The instances a read by key at its owner costs on this version.
+sub read_cost { my ($owner) = @_; return $prune ? [$owner] : [@masters]; }
+# The addresses a new session sent statements to while running $sql (picoroute_connections()).
+sub sent_to {
+    my ($sql) = @_;
+    my @lines = split /\n/, $node->safe_psql('postgres',
+        "$sql; SELECT string_agg(address, ',' ORDER BY address) FROM picoroute_connections() WHERE statements > 0");
+    return $lines[-1];
+}
 for my $id (5, 123) {
     my $owner = owner_of('users', "[$id]");
+    is(sent_to("SELECT name FROM users WHERE id = $id"), "127.0.0.1:$port_of{$owner}",
+       "point SELECT id=$id is sent to the master of its owner $owner");
     my ($r, $t) = run_and_touched('users', "SELECT name FROM users WHERE id = $id");
-    is($r, "name_$id", "strict: point SELECT id=$id");
-    is_deeply($t, [$owner], "strict: SELECT id=$id touched only $owner");
+    is($r, "name_$id", "$mode: point SELECT id=$id");
+    is_deeply($t, read_cost($owner), "$mode: SELECT id=$id touched " . join(',', @{ read_cost($owner) }));
 }
 for my $id (1001, 1002) {
     my $owner = owner_of('users', "[$id]");
     my ($r, $t) = run_and_touched('users', "INSERT INTO users VALUES ($id, 'new', 1)");
-    is_deeply($t, [$owner], "strict: INSERT id=$id touched only $owner");
+    is_deeply($t, [$owner], "$mode: INSERT id=$id touched only $owner");
+    is(sent_to("UPDATE users SET v = v WHERE id = $id"), "127.0.0.1:$port_of{$owner}",
+       "UPDATE id=$id is sent to the master of its owner $owner");
     ($r, $t) = run_and_touched('users', "UPDATE users SET v = v + 1 WHERE id = $id");
-    is_deeply($t, [$owner], "strict: UPDATE id=$id touched only $owner");
+    is_deeply($t, read_cost($owner), "$mode: UPDATE id=$id touched " . join(',', @{ read_cost($owner) }));
     is($node->safe_psql('postgres', "SELECT v FROM users WHERE id = $id"), '2', "UPDATE applied");
     ($r, $t) = run_and_touched('users', "DELETE FROM users WHERE id = $id");
-    is_deeply($t, [$owner], "strict: DELETE id=$id touched only $owner");
+    is_deeply($t, read_cost($owner), "$mode: DELETE id=$id touched " . join(',', @{ read_cost($owner) }));
     is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id = $id"), '0', "DELETE applied");
 }
 # A multi-row INSERT whose rows belong to both replicasets, in one batch.
@@ -128,14 +151,14 @@ $node->safe_psql('postgres', "DELETE FROM users WHERE id >= 2001 AND id <= 2040 
 my $pair_owner = owner_of('pairs', '["lol", 5]');
 my ($pr, $pt) = run_and_touched('pairs', "SELECT note FROM pairs WHERE a = 'lol' AND b = 5");
 is($pr, 'five', 'strict: two-column key SELECT');
-is_deeply($pt, [$pair_owner], 'strict: two-column key reached its owner only');
+is_deeply($pt, read_cost($pair_owner), "$mode: two-column key read cost " . join(',', @{ read_cost($pair_owner) }));
 like($node->safe_psql('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM pairs WHERE a = 'lol' AND b = 5"),
      qr/Routing: bucket 442 -> 127\.0\.0\.1:$port_of{$pair_owner} \(master of replicaset /,
      'EXPLAIN shows bucket 442 (the documented hash of (lol, 5)) and its master');
 my $null_owner = owner_of('nk', '[null]');
 my ($nr, $nt) = run_and_touched('nk', "SELECT id, v FROM nk WHERE k IS NULL");
 is($nr, '1|10', 'strict: NULL key SELECT');
-is_deeply($nt, [$null_owner], 'strict: NULL key reached its owner only');
+is_deeply($nt, read_cost($null_owner), "$mode: NULL key read cost " . join(',', @{ read_cost($null_owner) }));
 $node->safe_psql('postgres', "INSERT INTO nk VALUES (3, NULL, 30)");
 is($node->safe_psql('postgres', "SELECT count(*) FROM nk WHERE k IS NULL"), '2', 'strict: INSERT with a NULL key');
 
@@ -162,12 +185,17 @@ like($err, qr/ERROR:  22012: division by zero/, 'picoroute_exec: remote SQLSTATE
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SELECT count(*) FROM users});
-like($err, qr/ERROR:  PE001: picoemu: forward=off/, 'strict: a coordinator scan is refused, SQLSTATE kept');
+if ($strict) {
+    like($err, qr/ERROR:  PE001: picoemu: forward=off/, 'strict: a coordinator scan is refused, SQLSTATE kept');
+}
+else {
+    is($ret, 0, "$v has no forward=off: a coordinator scan is served") or diag($err);
+}
 ($ret, $out, $err) = $node->psql('postgres', "UPDATE users SET id = 9 WHERE id = 5");
 like($err, qr/cannot update sharding key column "id"/, 'UPDATE of a sharding key column refused');
 
 # ---- scatter in both modes ---------------------------------------------------------------------
-emu('strict', 'off');
+emu('strict', 'off') if $strict;
 my $expected = $node->safe_psql('postgres',
     q{SELECT count(*), sum(id) FROM picoroute_exec_all('default', 'SELECT id FROM _picoemu_local.users') AS t(id bigint)});
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users'), $expected,
@@ -188,14 +216,27 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE name = 'batch'
 is($node->safe_psql('postgres', 'SELECT value FROM settings'), 'test', 'global table read through a coordinator');
 
 # ---- read_preference replica -----------------------------------------------------------------
+# picoroute sends the read to a replica of the owner. Whether that replica serves it depends on the
+# version: 25.5 replicas never serve reads (the replica hands the read to its master, and without
+# bucket_id pruning every master is asked); from 26.1 a replica serves it only when the session
+# carries read_preference = replica/any (else it hands it to its master).
 {
     my $owner = owner_of('users', '[9]');
+    my ($rs) = $owner =~ /^(.*)_\d+$/;
+    my %replica_port = map { ("127.0.0.1:$port_of{$_}" => $_) } grep { /^\Q$rs\E_/ && $_ ne $owner } keys %port_of;
+    my $sent = sent_to('SELECT name FROM users_r WHERE id = 9');
+    ok($replica_port{$sent}, "read_preference replica: the read is sent to a replica of $rs (got $sent)");
     my ($r, $t) = run_and_touched('users', 'SELECT name FROM users_r WHERE id = 9');
     is($r, 'name_9', 'read_preference replica: row read');
-    is(scalar(@$t), 1, 'read_preference replica: one instance touched');
-    my ($rs) = $owner =~ /^(.*)_\d+$/;
-    ok(@$t && $t->[0] ne $owner && $t->[0] =~ /^\Q$rs\E_/,
-       "read_preference replica: served by a replica of $rs (got @$t)");
+    if (picodata_has('replica_reads')) {
+        is(scalar(@$t), 1, 'read_preference replica: one instance touched');
+        ok(@$t && $t->[0] ne $owner && $t->[0] =~ /^\Q$rs\E_/,
+           "read_preference replica: served by a replica of $rs (got @$t)");
+    }
+    else {
+        is_deeply($t, read_cost($owner), "$v: replicas never serve reads: the read costs "
+              . join(',', @{ read_cost($owner) }));
+    }
     is($node->safe_psql('postgres',
         "SELECT x FROM picoroute_exec('default', 1, 'SELECT pg_is_in_recovery()', true) AS t(x boolean)"),
        't', 'picoroute_exec read_only runs on a replica');

@@ -13,7 +13,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT_OK =
-  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options);
+  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options picodata_version
+  picodata_has);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -38,6 +39,21 @@ sub exec_options {
     return "execution_options '" . ($ENV{PICOROUTE_EXEC_OPTIONS} // 'off') . "'";
 }
 my ($emu_dir, $emu_port);
+
+# The emulated Picodata version: PICOROUTE_PICODATA_VERSION (25.5, 26.1, 26.2 or head), else the
+# emulator's default. Tests whose expectations differ by version ask picodata_has().
+my $picodata_version = $ENV{PICOROUTE_PICODATA_VERSION} // '';
+my %capabilities;
+
+sub picodata_version { return $picodata_version; }
+
+# Whether the emulated version has a capability (bucket_prune, local_exec, replica_reads, forward),
+# as `picoemu status --json` reports it.
+sub picodata_has {
+    my ($cap) = @_;
+    die "unknown capability $cap" unless exists $capabilities{$cap};
+    return $capabilities{$cap} ? 1 : 0;
+}
 
 # The command line of a picoemu command for this test file's cluster (for IPC::Run::start).
 sub emu_command {
@@ -66,7 +82,13 @@ sub start_emulator {
     push @up, '--replication-factor', $opts{replication_factor} if $opts{replication_factor};
     push @up, '--bucket-count', $opts{bucket_count} if $opts{bucket_count};
     push @up, map { ('--tier', $_) } @{ $opts{tiers} // [] };
+    my $version = $opts{picodata} // $picodata_version;
+    push @up, '--picodata', $version if $version ne '';
     emu(@up);
+    my $status = emu_json('status', '--json');
+    $picodata_version = $status->{picodata_version};
+    %capabilities = %{ $status->{capabilities} };
+    note("emulated Picodata version: $picodata_version ($status->{picodata_release})");
     return $emu_dir;
 }
 
