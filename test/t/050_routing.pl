@@ -101,8 +101,11 @@ sub owner_of {
 # ---- strict mode: every point statement reaches the owner -----------------------------------
 # Strict mode (forward=off) exists from 26.2.1 only; the statement's bucket_id = N restricts it to
 # the owner from 26.2.1 only too. Before, the owner still asks every replicaset (the appended
-# bucket_id = N is a row filter), so a read costs every master, as the counters show; a write by
-# key is stored at the owner only. The emulator does not route by the sharding key itself.
+# bucket_id = N is a row filter), so in the emulator a read costs every master, as the counters show;
+# a write by key is stored at the owner only. Caveat: Picodata itself also routes a statement by its
+# sharding-key predicate (id = 5), on every version, which the emulator cannot do; so for these
+# statements, which fix the key, the figure before 26.2.1 is the emulator's upper bound, not
+# Picodata's cost (the owner only). Where picoroute sends each statement is checked separately.
 my $strict = picodata_has('forward');
 my $prune = picodata_has('bucket_prune');
 my $v = picodata_version();
