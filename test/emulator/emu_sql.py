@@ -310,6 +310,119 @@ LANGUAGE sql STABLE AS $f$
 """
 
 
+KEY_ROUTE_FUNCTIONS = r"""
+-- Picodata routes a statement by its sharding-key predicate on every version: this recognises the
+-- simple shape "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and
+-- DELETE FROM t WHERE) in the statement the client sent (current_query()) and computes the bucket
+-- the way the storage does. Anything it is not sure about (parameters, OR, joins, subqueries, several
+-- statements, a literal whose type differs from the column's, IS NULL, ...) gives NULL: not routed,
+-- every replicaset is asked, which costs more, never less.
+CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE
+  lits text[] := '{}';
+  m text;
+  w text;
+  terms text[] := '{}';
+  depth int := 0;
+  cur text := '';
+  i int;
+  ch text;
+  t text;
+  r text[];
+  col text;
+  val text;
+  found_cols text[] := '{}';
+  found_vals text[] := '{}';
+  key bytea := '';
+  k int;
+  pos int;
+BEGIN
+  IF q IS NULL OR length(q) > 20000 THEN RETURN NULL; END IF;
+  -- string literals out of the way: 'x' -> #<n>#
+  LOOP
+    m := substring(q from '''(?:[^'']|'''')*''');
+    EXIT WHEN m IS NULL;
+    lits := lits || replace(substr(m, 2, length(m) - 2), '''''', '''');
+    q := overlay(q placing '#' || cardinality(lits) || '#' from position(m in q) for length(m));
+    EXIT WHEN cardinality(lits) > 100;
+  END LOOP;
+  IF q ~ '--|/\*|\$' THEN RETURN NULL; END IF;
+  q := regexp_replace(q, ';\s*$', '');
+  IF position(';' in q) > 0 THEN RETURN NULL; END IF;
+  q := lower(regexp_replace(q, '\s+', ' ', 'g'));
+  q := replace(q, '"', '');
+  IF q ~ '\m(join|union|except|intersect)\M' OR q ~ '^\s*with\M'
+     OR (SELECT count(*) FROM regexp_matches(q, '\mselect\M', 'g')) > 1 THEN
+    RETURN NULL;
+  END IF;
+  r := regexp_match(q, '^\s*(?:select .+? from|update|delete from) (?:public\.)?([a-z_][a-z0-9_]*) (?:set .+? )?where (.+)$');
+  IF r IS NULL OR r[1] <> tbl THEN RETURN NULL; END IF;
+  w := regexp_replace(r[2], ' (order by|group by|limit|having|option|returning|offset)\M.*$', '');
+  IF w ~ '\m(or)\M' THEN RETURN NULL; END IF;
+  -- split at AND outside parentheses
+  w := w || ' and ';
+  i := 1;
+  WHILE i <= length(w) LOOP
+    ch := substr(w, i, 1);
+    IF ch = '(' THEN depth := depth + 1; ELSIF ch = ')' THEN depth := depth - 1; END IF;
+    IF depth = 0 AND substr(w, i, 5) = ' and ' THEN
+      terms := terms || btrim(cur);
+      cur := '';
+      i := i + 5;
+      CONTINUE;
+    END IF;
+    cur := cur || ch;
+    i := i + 1;
+  END LOOP;
+  FOREACH t IN ARRAY terms LOOP
+    -- strip parentheses around the whole term
+    WHILE t ~ '^\(.*\)$' AND (SELECT bool_and(d >= 1) FROM (
+            SELECT sum(CASE c WHEN '(' THEN 1 WHEN ')' THEN -1 ELSE 0 END) OVER (ORDER BY n) AS d, n
+              FROM unnest(string_to_array(t, NULL)) WITH ORDINALITY AS u(c, n)) s
+           WHERE n < length(t)) LOOP
+      t := btrim(substr(t, 2, length(t) - 2));
+    END LOOP;
+    r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#)$');
+    IF r IS NULL THEN
+      r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#) ?= ?([a-z_][a-z0-9_]*)$');
+      IF r IS NOT NULL THEN r := ARRAY[r[2], r[1]]; END IF;
+    END IF;
+    IF r IS NOT NULL AND NOT (r[1] = ANY(found_cols)) THEN
+      found_cols := found_cols || r[1];
+      found_vals := found_vals || r[2];
+    END IF;
+  END LOOP;
+  FOR k IN 1 .. cardinality(keycols) LOOP
+    pos := array_position(found_cols, keycols[k]);
+    IF pos IS NULL THEN RETURN NULL; END IF;
+    val := found_vals[pos];
+    IF keycls[k] = 'int' AND val ~ '^-?[0-9]+$' AND length(val) < 19 THEN
+      key := key || _picoemu.enc_int(val::int8);
+    ELSIF keycls[k] = 'text' AND val ~ '^#[0-9]+#$' THEN
+      key := key || _picoemu.enc_text(lits[substr(val, 2, length(val) - 2)::int]);
+    ELSE
+      RETURN NULL;
+    END IF;
+  END LOOP;
+  RETURN _picoemu.bucket_id(key, bucket_count);
+EXCEPTION WHEN OTHERS THEN
+  RETURN NULL;
+END $f$;
+
+CREATE OR REPLACE FUNCTION _picoemu.asked(tbl text, tier text, rs text, keycols text[], keycls text[], bucket_count int)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+  b bigint := _picoemu.key_bucket(current_query(), tbl, keycols, keycls, bucket_count);
+  o text;
+BEGIN
+  IF b IS NULL THEN RETURN true; END IF;
+  o := _picoemu.owner_of(tier, b);
+  RETURN o IS NULL OR o = rs;
+END $f$;
+"""
+
+
 def static_schema_sql(auth):
     """Run once on the template server (database DB_NAME), copied into every master."""
     enc = "md5" if auth == "md5" else "scram-sha-256"
@@ -381,9 +494,10 @@ CREATE SCHEMA _picoemu_local;
 CREATE SCHEMA _picoemu_remote;
 %(hash)s
 %(strict)s
+%(keyroute)s
 """ % {"enc": enc, "admin": ident(ADMIN_USER), "admin_pw": lit(ADMIN_PASSWORD),
        "client": ident(CLIENT_USER), "client_pw": lit(CLIENT_PASSWORD),
-       "hash": hash_functions_sql(), "strict": STRICT_FUNCTIONS}
+       "hash": hash_functions_sql(), "strict": STRICT_FUNCTIONS, "keyroute": KEY_ROUTE_FUNCTIONS}
 
 
 BUCKET_FUNCTION = r"""
@@ -592,16 +706,25 @@ CREATE TRIGGER picoemu_store BEFORE INSERT OR UPDATE OR DELETE ON %(local)s FOR 
         own = _branch_pred(ranges.get(self_rs, []), prune)
         # this replicaset's part: the local storage, or its master through picoemu_self (a standby
         # without read_preference, or a version without local execution); see _picoemu.read_local()
-        branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local()" % (sel, LOCAL % name, own),
-                    "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local()" % (sel, remote_rel(t, "self"), own)]
+        # routing by the sharding key (every version): a branch runs only if the statement does
+        # not fix the key to a literal of a bucket another replicaset owns (_picoemu.asked, a
+        # one-time filter evaluated before the branch's scan starts)
+        by_name = {c["name"]: c for c in cols}
+        asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d)" % (
+            tname, lit(t["tier"]), lit(rs), ", ".join(lit(k) for k in t["sharding_key"]),
+            ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n)
+        branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local() AND %s"
+                    % (sel, LOCAL % name, own, asked(self_rs)),
+                    "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local() AND %s"
+                    % (sel, remote_rel(t, "self"), own, asked(self_rs))]
         for rs in peers:
             if not ranges.get(rs):
                 continue
             p = _branch_pred(ranges[rs], prune)
-            branches.append("SELECT %s FROM %s WHERE %s AND NOT _picoemu.strict_enabled()"
-                            % (sel, remote_rel(t, rs), p))
-            branches.append("SELECT %s FROM %s WHERE %s AND _picoemu.strict_enabled() AND "
-                            "_picoemu.refuse(%s, %s, bucket_id)" % (sel, remote_rel(t, rs), p, tname,
+            branches.append("SELECT %s FROM %s WHERE %s AND %s AND NOT _picoemu.strict_enabled()"
+                            % (sel, remote_rel(t, rs), p, asked(rs)))
+            branches.append("SELECT %s FROM %s WHERE %s AND %s AND _picoemu.strict_enabled() AND "
+                            "_picoemu.refuse(%s, %s, bucket_id)" % (sel, remote_rel(t, rs), p, asked(rs), tname,
                                                                    lit(t["tier"])))
         nulls = ", ".join("NULL::%s AS %s" % (c["type"], ident(c["name"])) for c in cols)
         branches.append("SELECT %s, g.bucket_id FROM _picoemu.guard g WHERE g.tier = %s AND "

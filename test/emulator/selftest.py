@@ -503,6 +503,10 @@ def old_version_cluster(d):
     ports = [p1, p2, p3, p4]
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE bucket_id = 1934", "picoroute"))
     check("25.5: bucket_id = N is only a filter: every replicaset's master is asked", t == [p1, p3], str(t))
+    t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 AND bucket_id = 1934", "picoroute"))
+    check("25.5: a read that fixes the sharding key is routed to the owner only", t == [p3], str(t))
+    t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 OR id = 2", "picoroute"))
+    check("25.5: a key the emulator cannot read (OR) asks every master", t == [p1, p3], str(t))
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE bucket_id BETWEEN 1501 AND 3000", "picoroute"))
     check("25.5: bucket_id BETWEEN is only a filter too", t == [p1, p3], str(t))
     plan = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))

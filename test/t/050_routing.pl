@@ -99,20 +99,18 @@ sub owner_of {
 }
 
 # ---- strict mode: every point statement reaches the owner -----------------------------------
-# Strict mode (forward=off) exists from 26.2.1 only; the statement's bucket_id = N restricts it to
-# the owner from 26.2.1 only too. Before, the owner still asks every replicaset (the appended
-# bucket_id = N is a row filter), so in the emulator a read costs every master, as the counters show;
-# a write by key is stored at the owner only. Caveat: Picodata itself also routes a statement by its
-# sharding-key predicate (id = 5), on every version, which the emulator cannot do; so for these
-# statements, which fix the key, the figure before 26.2.1 is the emulator's upper bound, not
-# Picodata's cost (the owner only). Where picoroute sends each statement is checked separately.
+# Strict mode (forward=off) exists from 26.2.1 only. Every version routes a statement by its
+# sharding-key predicate (id = 5): a read by key costs its owner only. The appended bucket_id = N
+# restricts a statement to the owner from 26.2.1 only; before, it is a row filter, so a statement
+# that does not fix the key (k IS NULL) asks every master. Writes by key go to the owner.
 my $strict = picodata_has('forward');
 my $prune = picodata_has('bucket_prune');
 my $v = picodata_version();
 emu('strict', 'on') if $strict;
 my $mode = $strict ? 'strict' : "$v";
-# The instances a read by key at its owner costs on this version.
-sub read_cost { my ($owner) = @_; return $prune ? [$owner] : [@masters]; }
+# The instances a read at the owner costs on this version: by key, and by bucket_id = N alone.
+sub read_cost { my ($owner) = @_; return [$owner]; }
+sub filter_cost { my ($owner) = @_; return $prune ? [$owner] : [@masters]; }
 # The addresses a new session sent statements to while running $sql (picoroute_connections()).
 sub sent_to {
     my ($sql) = @_;
@@ -161,7 +159,8 @@ like($node->safe_psql('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM pairs WHERE
 my $null_owner = owner_of('nk', '[null]');
 my ($nr, $nt) = run_and_touched('nk', "SELECT id, v FROM nk WHERE k IS NULL");
 is($nr, '1|10', 'strict: NULL key SELECT');
-is_deeply($nt, read_cost($null_owner), "$mode: NULL key read cost " . join(',', @{ read_cost($null_owner) }));
+is_deeply($nt, filter_cost($null_owner), "$mode: NULL key read (bucket_id = N only) cost "
+          . join(',', @{ filter_cost($null_owner) }));
 $node->safe_psql('postgres', "INSERT INTO nk VALUES (3, NULL, 30)");
 is($node->safe_psql('postgres', "SELECT count(*) FROM nk WHERE k IS NULL"), '2', 'strict: INSERT with a NULL key');
 
@@ -220,9 +219,9 @@ is($node->safe_psql('postgres', 'SELECT value FROM settings'), 'test', 'global t
 
 # ---- read_preference replica -----------------------------------------------------------------
 # picoroute sends the read to a replica of the owner. Whether that replica serves it depends on the
-# version: 25.5 replicas never serve reads (the replica hands the read to its master, and without
-# bucket_id pruning every master is asked); from 26.1 a replica serves it only when the session
-# carries read_preference = replica/any (else it hands it to its master).
+# version: 25.5 replicas never serve reads (the replica hands the read to its master); from 26.1 a
+# replica serves it only when the session carries read_preference = replica/any (else it hands it
+# to its master).
 {
     my $owner = owner_of('users', '[9]');
     my ($rs) = $owner =~ /^(.*)_\d+$/;
