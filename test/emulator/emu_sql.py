@@ -324,10 +324,6 @@ DECLARE
   m text;
   w text;
   terms text[] := '{}';
-  depth int := 0;
-  cur text := '';
-  i int;
-  ch text;
   t text;
   r text[];
   col text;
@@ -359,30 +355,12 @@ BEGIN
   r := regexp_match(q, '^\s*(?:select .+? from|update|delete from) (?:public\.)?([a-z_][a-z0-9_]*) (?:set .+? )?where (.+)$');
   IF r IS NULL OR r[1] <> tbl THEN RETURN NULL; END IF;
   w := regexp_replace(r[2], ' (order by|group by|limit|having|option|returning|offset)\M.*$', '');
-  IF w ~ '\m(or)\M' THEN RETURN NULL; END IF;
-  -- split at AND outside parentheses
-  w := w || ' and ';
-  i := 1;
-  WHILE i <= length(w) LOOP
-    ch := substr(w, i, 1);
-    IF ch = '(' THEN depth := depth + 1; ELSIF ch = ')' THEN depth := depth - 1; END IF;
-    IF depth = 0 AND substr(w, i, 5) = ' and ' THEN
-      terms := terms || btrim(cur);
-      cur := '';
-      i := i + 5;
-      CONTINUE;
-    END IF;
-    cur := cur || ch;
-    i := i + 1;
-  END LOOP;
+  -- a conjunction only: with no OR and no NOT, parentheses do not change which terms must hold
+  IF w ~ '\m(or|not)\M' THEN RETURN NULL; END IF;
+  terms := regexp_split_to_array(w, ' and ');
   FOREACH t IN ARRAY terms LOOP
-    -- strip parentheses around the whole term
-    WHILE t ~ '^\(.*\)$' AND (SELECT bool_and(d >= 1) FROM (
-            SELECT sum(CASE c WHEN '(' THEN 1 WHEN ')' THEN -1 ELSE 0 END) OVER (ORDER BY n) AS d, n
-              FROM unnest(string_to_array(t, NULL)) WITH ORDINALITY AS u(c, n)) s
-           WHERE n < length(t)) LOOP
-      t := btrim(substr(t, 2, length(t) - 2));
-    END LOOP;
+    -- without its parentheses, the term must read exactly "column = literal"
+    t := btrim(translate(t, '()', ''));
     r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#)$');
     IF r IS NULL THEN
       r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#) ?= ?([a-z_][a-z0-9_]*)$');
@@ -410,12 +388,23 @@ EXCEPTION WHEN OTHERS THEN
   RETURN NULL;
 END $f$;
 
+-- The last statement's answer is kept in the session (picoemu.key_cache): a statement asks once per
+-- branch of the view.
 CREATE OR REPLACE FUNCTION _picoemu.asked(tbl text, tier text, rs text, keycols text[], keycls text[], bucket_count int)
 RETURNS boolean LANGUAGE plpgsql STABLE AS $f$
 DECLARE
-  b bigint := _picoemu.key_bucket(current_query(), tbl, keycols, keycls, bucket_count);
+  q text := current_query();
+  tag text := md5(coalesce(q, '') || '|' || tbl || '|' || bucket_count);
+  c text := current_setting('picoemu.key_cache', true);
+  b bigint;
   o text;
 BEGIN
+  IF c IS NOT NULL AND split_part(c, ':', 1) = tag THEN
+    b := nullif(split_part(c, ':', 2), '')::bigint;
+  ELSE
+    b := _picoemu.key_bucket(q, tbl, keycols, keycls, bucket_count);
+    PERFORM set_config('picoemu.key_cache', tag || ':' || coalesce(b::text, ''), false);
+  END IF;
   IF b IS NULL THEN RETURN true; END IF;
   o := _picoemu.owner_of(tier, b);
   RETURN o IS NULL OR o = rs;
