@@ -602,6 +602,9 @@ class Cluster:
             old["incarnation"] += 1
             old["state_change_time"] = now_iso()
         self.save()
+        # publish the new master at once, as Picodata does: coordinators stop asking the stopped one
+        # while the standbys are rebuilt
+        self.sync(wait=False)
         for i in cands:
             if i is not target:
                 self.create_replica(i, target, start=self.running(i))
