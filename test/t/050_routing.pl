@@ -111,12 +111,21 @@ my $mode = $strict ? 'strict' : "$v";
 # The instances a read at the owner costs on this version: by key, and by bucket_id = N alone.
 sub read_cost { my ($owner) = @_; return [$owner]; }
 sub filter_cost { my ($owner) = @_; return $prune ? [$owner] : [@masters]; }
-# The addresses a new session sent statements to while running $sql (picoroute_connections()).
+# The addresses $sql is sent to: a new session runs it twice (the first run may also read the
+# catalog, e.g. to check the declaration) and reports the connections whose statement count the
+# second run raised (picoroute_connections()).
 sub sent_to {
     my ($sql) = @_;
+    my $snap = "SELECT '%s:' || coalesce(string_agg(address || '=' || statements, ',' ORDER BY address), '') "
+      . "FROM picoroute_connections()";
     my @lines = split /\n/, $node->safe_psql('postgres',
-        "$sql; SELECT string_agg(address, ',' ORDER BY address) FROM picoroute_connections() WHERE statements > 0");
-    return $lines[-1];
+        "$sql; " . sprintf($snap, 'A') . "; $sql; " . sprintf($snap, 'B'));
+    my %count;
+    for my $line (grep { /^[AB]:/ } @lines) {
+        my ($tag, $list) = $line =~ /^([AB]):(.*)$/;
+        for (split /,/, $list) { my ($a, $n) = /^(.*)=(\d+)$/; $count{$tag}{$a} = $n; }
+    }
+    return join(',', sort grep { ($count{B}{$_} // 0) > ($count{A}{$_} // 0) } keys %{ $count{B} // {} });
 }
 for my $id (5, 123) {
     my $owner = owner_of('users', "[$id]");
