@@ -364,7 +364,8 @@ def catalog_sql(st):
                           lit(i["state_change_time"]) + "::timestamptz"])
         host = "0.0.0.0" if st.d["advertise_wildcard"] else "127.0.0.1"
         peer_rows.append([lit(i["raft_id"]), lit("127.0.0.1:%d" % i["iproto_port"]), "'iproto'"])
-        peer_rows.append([lit(i["raft_id"]), lit("%s:%d" % (host, i["port"])), "'pgproto'"])
+        peer_rows.append([lit(i["raft_id"]), lit("%s:%d" % (host, i.get("pgproto_port", i["port"]))),
+                          "'pgproto'"])
     tier_by_name = {t["name"]: t for t in st.tiers}
     rs_rows = []
     for r in st.replicasets:

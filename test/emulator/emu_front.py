@@ -1,0 +1,784 @@
+#!/usr/bin/env python3
+"""The Picodata front of one emulated instance: a PostgreSQL wire-protocol proxy (asyncio, standard
+library only) listening on the instance's advertised pgproto port and forwarding to its PostgreSQL
+server on a private port. It judges every statement as Picodata would (emu_dialect), honours and strips
+OPTION (...) and Picodata-style startup options, enforces sql_motion_row_max, applies Picodata's
+parameter rules at Bind, answers BEGIN/COMMIT/ROLLBACK/SET itself (autocommit only) and records every
+statement it refuses in the audit file of the state directory.
+
+Usage: emu_front.py --dir DIR --instance NAME   (started and stopped by picoemu; logs to
+<dir>/<instance>/front.log, pid in <dir>/<instance>/front.pid)
+"""
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import re
+import signal
+import struct
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+import emu_dialect as dialect  # noqa: E402
+
+HOST = "127.0.0.1"
+SSL_REQUEST, GSS_REQUEST, CANCEL_REQUEST, PROTO_3 = 80877103, 80877104, 80877102, 196608
+DEFAULT_MOTION_ROW_MAX = 5000
+DEFAULT_VDBE_OPCODE_MAX = 45000
+HELPER_STMT = "picoemu_front_set"
+HELPER_PORTAL = "picoemu_front_p"
+TIMESTAMPTZ_OID, JSON_OID, JSONB_OID = 1184, 114, 3802
+ARRAY_OIDS = frozenset([1000, 1005, 1007, 1016, 1021, 1022, 1009, 1015, 1231, 2951, 1115, 1185, 199,
+                        3807, 1014])
+# ISO-like timestamptz text: YYYY-MM-DD[ T]HH:MM:SS[.ffffff][±HH[:MM]|Z] (dialect, section 3)
+ISO_TS = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*([+-]\d{2}(:?\d{2})?|Z|UTC)?$")
+UNKNOWN_STARTUP_DROP = ("pico_stmt_invalidation", "picodata_catalog_cdc")
+
+LOG = None
+
+
+def log(msg):
+    line = "%s [%d] %s\n" % (datetime.datetime.now().isoformat(timespec="milliseconds"), os.getpid(), msg)
+    if LOG:
+        LOG.write(line)
+        LOG.flush()
+
+
+def msg(typ, body=b""):
+    return typ + struct.pack("!I", len(body) + 4) + body
+
+
+def cstr(s):
+    return s.encode() + b"\0"
+
+
+def error_body(code, text, severity="ERROR", hint=None):
+    b = b"S" + cstr(severity) + b"V" + cstr(severity) + b"C" + cstr(code) + b"M" + cstr(text)
+    if hint:
+        b += b"H" + cstr(hint)
+    return b + b"\0"
+
+
+def error_msg(code, text, severity="ERROR", hint=None):
+    return msg(b"E", error_body(code, text, severity, hint))
+
+
+def read_cstr(body, pos):
+    end = body.index(b"\0", pos)
+    return body[pos:end].decode("utf-8", "replace"), end + 1
+
+
+def row_limit_text(limit, n):
+    return "Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n)
+
+
+class Settings:
+    """Cluster settings and this instance's ports, re-read from state.json when it changes."""
+
+    def __init__(self, state_path, instance):
+        self.path, self.instance = state_path, instance
+        self.mtime = None
+        self.d = {}
+        self.refresh()
+
+    def refresh(self):
+        try:
+            m = os.stat(self.path).st_mtime_ns
+        except OSError:
+            return
+        if m == self.mtime:
+            return
+        try:
+            with open(self.path) as f:
+                self.d = json.load(f)
+            self.mtime = m
+        except (OSError, ValueError):
+            pass
+
+    @property
+    def version(self):
+        return self.d.get("picodata") or self.d.get("picodata_version") or dialect.DEFAULT_VERSION
+
+    @property
+    def motion_row_max(self):
+        return int(self.d.get("sql_motion_row_max", DEFAULT_MOTION_ROW_MAX))
+
+    @property
+    def vdbe_opcode_max(self):
+        return int(self.d.get("sql_vdbe_opcode_max", DEFAULT_VDBE_OPCODE_MAX))
+
+    def inst(self):
+        for i in self.d.get("instances", []):
+            if i["name"] == self.instance:
+                return i
+        raise SystemExit("instance %s is not in %s" % (self.instance, self.path))
+
+
+class Audit:
+    def __init__(self, path):
+        self.path = path
+
+    def record(self, session, kind, code, text, statement):
+        entry = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+                 "instance": session.front.settings.instance, "kind": kind, "sqlstate": code,
+                 "message": text, "statement": statement, "user": session.params.get("user"),
+                 "database": session.params.get("database"),
+                 "application_name": session.params.get("application_name", ""), "peer": session.peer}
+        line = json.dumps(entry, sort_keys=True) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        log("refused (%s %s) from %s %s: %s | %s" % (kind, code, entry["application_name"], session.peer,
+                                                    text, statement[:500]))
+
+
+class Entry:
+    """One expected server response (or one answer of the front) in the ordered response queue."""
+    __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
+                 "on_done", "simple", "tag", "batch", "completed")
+
+    def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
+        self.kind = kind            # fwd | swallow | synth | sync
+        self.ends = ends            # message types that end this entry
+        self.data = data            # synth: bytes to emit
+        self.limit = limit          # fwd execute: sql_motion_row_max (0: off)
+        self.rows = 0
+        self.held = []
+        self.exceeded = False
+        self.done = None            # asyncio.Event set when the entry completes
+        self.capture = capture      # dict that receives ParameterDescription types
+        self.on_done = on_done
+        self.simple = simple        # a simple Query: an error does not end it (ReadyForQuery does)
+        self.tag = ""               # the statement, for the audit
+        self.batch = 0              # extended-protocol batch (messages up to a Sync) it belongs to
+        self.completed = False      # ended by its own response (not dropped after an error)
+
+
+class Session:
+    def __init__(self, front, reader, writer):
+        self.front = front
+        self.cr, self.cw = reader, writer
+        self.sr = self.sw = None
+        peer = writer.get_extra_info("peername")
+        self.peer = "%s:%s" % peer[:2] if peer else "?"
+        self.params = {}
+        self.pending = []           # deque-like list of Entry
+        self.batch_no = 0           # number of Syncs seen from the client
+        self.failed_batch = -1      # the batch in which the server reported an error
+        self.skip_until_sync = False  # the front refused a message of this batch
+        self.conn_opts = {}         # Picodata startup options (typed)
+        self.stmts = {}             # statement name -> info dict
+        self.portals = {}           # portal name -> info dict
+        self.helper = "no"          # helper statement state: no | pending | yes
+        self.authenticated = False
+        self.backend_key = None
+        self.closed = False
+
+    # ---- output ordering ---------------------------------------------------------------------------
+    def push(self, entry):
+        entry.batch = self.batch_no
+        self.pending.append(entry)
+        if entry.kind == "synth" and len(self.pending) == 1:
+            self.drain_synth()
+
+    def drain_synth(self):
+        out = bytearray()
+        while self.pending and self.pending[0].kind == "synth":
+            e = self.pending.pop(0)
+            out += e.data
+            self.finish(e)
+        if out:
+            self.cw.write(bytes(out))
+
+    def finish(self, e):
+        if e.on_done:
+            e.on_done(e)
+        if e.done is not None:
+            e.done.set()
+
+    def synth(self, data):
+        self.push(Entry("synth", data=data))
+
+    def send_server(self, data):
+        self.sw.write(data)
+
+    # ---- server -> client --------------------------------------------------------------------------
+    async def server_pump(self):
+        buf = b""
+        try:
+            while True:
+                data = await self.sr.read(262144)
+                if not data:
+                    break
+                buf = buf + data if buf else data
+                out = bytearray()
+                pos, n = 0, len(buf)
+                while n - pos >= 5:
+                    ln = int.from_bytes(buf[pos + 1:pos + 5], "big")
+                    if n - pos < ln + 1:
+                        break
+                    typ = buf[pos:pos + 1]
+                    m = buf[pos:pos + 1 + ln]
+                    pos += 1 + ln
+                    self.on_server_message(typ, m, out)
+                buf = buf[pos:]
+                if out:
+                    self.cw.write(bytes(out))
+                if self.cw.transport.get_write_buffer_size() > 1 << 20:
+                    await self.cw.drain()
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.close()
+
+    def on_server_message(self, typ, m, out):
+        if typ in (b"N", b"S", b"A"):
+            out += m
+            return
+        if typ == b"K":
+            self.backend_key = m[5:13]
+            self.front.keys[self.backend_key] = self
+            out += m
+            return
+        if not self.pending:
+            if typ == b"Z":
+                self.authenticated = True
+            out += m
+            return
+        e = self.pending[0]
+        if e.kind == "synth":  # emit queued answers of the front that are now in order
+            while self.pending and self.pending[0].kind == "synth":
+                s = self.pending.pop(0)
+                out += s.data
+                self.finish(s)
+            if not self.pending:
+                out += m
+                return
+            e = self.pending[0]
+        if typ == b"E":
+            if e.kind == "swallow":
+                log("injected message failed: %r" % m[5:200])
+            out += m  # the client sees the error in every case
+            if e.simple:
+                e.exceeded = False
+                e.held = []
+                return
+            self.failed_batch = e.batch
+            # the server skips every message until Sync: drop their entries
+            while self.pending and self.pending[0].kind != "sync":
+                self.finish(self.pending.pop(0))
+            return
+        if e.kind == "swallow":
+            if e.capture is not None and typ == b"t":
+                cnt = int.from_bytes(m[5:7], "big")
+                e.capture["types"] = list(struct.unpack("!%dI" % cnt, m[7:7 + 4 * cnt]))
+            if typ in e.ends:
+                self.pending.pop(0)
+                e.completed = True
+                self.finish(e)
+                if self.pending and self.pending[0].kind == "synth":
+                    self.drain_into(out)
+            return
+        # fwd or sync
+        if typ == b"D" and e.limit:
+            e.rows += 1
+            if e.exceeded:
+                return
+            if e.rows > e.limit:
+                e.exceeded = True
+                e.held = []
+                return
+            e.held.append(m)
+            return
+        if e.limit and typ in (b"C", b"s"):
+            if e.exceeded:
+                # Picodata gathers the virtual table before answering: the client gets the error, no rows
+                text = row_limit_text(e.limit, e.limit + 1)
+                out += error_msg("XX000", text)
+                self.front.audit.record(self, "limit", "XX000", text, e.tag)
+                e.held = []
+                e.limit = 0
+                if e.simple:
+                    return  # the entry ends with ReadyForQuery
+                self.pending.pop(0)
+                self.finish(e)
+                self.skip_until_sync = True  # the rest of the batch is skipped, as after any error
+                return
+            if e.held:
+                out += b"".join(e.held)
+                e.held = []
+        out += m
+        if typ in e.ends:
+            self.pending.pop(0)
+            e.completed = True
+            self.finish(e)
+            if self.pending and self.pending[0].kind == "synth":
+                self.drain_into(out)
+
+    def drain_into(self, out):
+        while self.pending and self.pending[0].kind == "synth":
+            s = self.pending.pop(0)
+            out += s.data
+            self.finish(s)
+
+    # ---- client -> server --------------------------------------------------------------------------
+    async def run(self):
+        try:
+            if not await self.startup():
+                return
+            pump = asyncio.ensure_future(self.server_pump())
+            try:
+                await self.client_loop()
+            finally:
+                pump.cancel()
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass
+        except Exception as exc:  # keep the front alive; this session only
+            log("session %s failed: %r" % (self.peer, exc))
+        finally:
+            self.close()
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        if self.backend_key is not None:
+            self.front.keys.pop(self.backend_key, None)
+        for w in (self.cw, self.sw):
+            if w is not None:
+                try:
+                    w.close()
+                except Exception:
+                    pass
+
+    async def startup(self):
+        while True:
+            head = await self.cr.readexactly(8)
+            ln, code = struct.unpack("!II", head)
+            if ln < 8 or ln > 10000:
+                return False
+            body = await self.cr.readexactly(ln - 8)
+            if code in (SSL_REQUEST, GSS_REQUEST):
+                self.cw.write(b"N")
+                continue
+            if code == CANCEL_REQUEST:
+                await self.front.cancel(head + body)
+                return False
+            if code != PROTO_3:
+                self.cw.write(error_msg("08P01", "unsupported frontend protocol %d.%d" % (code >> 16, code & 0xffff),
+                                        "FATAL"))
+                return False
+            break
+        pos = 0
+        while pos < len(body) and body[pos] != 0:
+            k, pos = read_cstr(body, pos)
+            v, pos = read_cstr(body, pos)
+            self.params[k] = v
+        st = self.front.settings
+        st.refresh()
+        version = st.version
+        try:
+            self.conn_opts = parse_startup_options(self.params.pop("options", ""), version)
+        except ValueError as exc:
+            self.cw.write(error_msg("22023", str(exc), "FATAL"))
+            await self.cw.drain()
+            return False
+        for k in UNKNOWN_STARTUP_DROP:
+            if k in self.params:
+                log("startup parameter %s=%s accepted and ignored" % (k, self.params.pop(k)))
+        up = dict(self.params)
+        gucs = self.connection_gucs()
+        if gucs:
+            up["options"] = " ".join("-c %s=%s" % (k, v) for k, v in gucs.items())
+        try:
+            self.sr, self.sw = await asyncio.wait_for(
+                asyncio.open_connection(HOST, self.front.private_port), 10)
+        except (OSError, asyncio.TimeoutError) as exc:
+            self.cw.write(error_msg("08006", "picoemu front: instance %s is not reachable (%s)"
+                                    % (st.instance, exc), "FATAL"))
+            await self.cw.drain()
+            return False
+        payload = struct.pack("!I", PROTO_3) + b"".join(cstr(k) + cstr(v) for k, v in up.items()) + b"\0"
+        self.sw.write(struct.pack("!I", len(payload) + 4) + payload)
+        return True
+
+    def connection_gucs(self):
+        """Connection-level values for the private server (the contract with the storage SQL)."""
+        g = {}
+        o = self.conn_opts
+        if "read_preference" in o:
+            g["picoemu.read_preference"] = o["read_preference"]
+        if "forward" in o:
+            g["picoemu.strict"] = "on" if o["forward"] == "off" else "off"
+        g["picoemu.vdbe_opcode_max"] = str(o.get("sql_vdbe_opcode_max", self.front.settings.vdbe_opcode_max))
+        return g
+
+    def statement_gucs(self, opts):
+        """(set, restore) GUC lists for a statement whose OPTION overrides connection values."""
+        conn = self.connection_gucs()
+        want = {}
+        if "read_preference" in opts:
+            want["picoemu.read_preference"] = opts["read_preference"]
+        if "forward" in opts:
+            want["picoemu.strict"] = "on" if opts["forward"] == "off" else "off"
+        if "sql_vdbe_opcode_max" in opts:
+            want["picoemu.vdbe_opcode_max"] = str(opts["sql_vdbe_opcode_max"])
+        sets = [(k, v) for k, v in want.items() if conn.get(k, "") != v]
+        restore = [(k, conn.get(k, "")) for k, _ in sets]
+        return sets, restore
+
+    def motion_limit(self, opts):
+        if "sql_motion_row_max" in opts:
+            return opts["sql_motion_row_max"]
+        if "sql_motion_row_max" in self.conn_opts:
+            return self.conn_opts["sql_motion_row_max"]
+        self.front.settings.refresh()
+        return self.front.settings.motion_row_max
+
+    async def client_loop(self):
+        cr = self.cr
+        while True:
+            head = await cr.readexactly(5)
+            typ = head[:1]
+            ln = int.from_bytes(head[1:5], "big")
+            body = await cr.readexactly(ln - 4) if ln > 4 else b""
+            raw = head + body
+            if not self.authenticated:
+                self.send_server(raw)
+                continue
+            if typ == b"X":
+                self.send_server(raw)
+                return
+            if typ == b"Q":
+                await self.on_query(body[:-1].decode("utf-8", "replace"), raw)
+                continue
+            if typ == b"S":
+                self.skip_until_sync = False
+                self.push(Entry("sync", ends=(b"Z",)))
+                self.batch_no += 1
+                self.send_server(raw)
+                continue
+            if typ == b"H":
+                self.send_server(raw)
+                continue
+            if self.skip_until_sync or self.failed_batch == self.batch_no:
+                continue  # Picodata (like PostgreSQL) discards the rest of a failed batch
+            if self.sw.transport.get_write_buffer_size() > 1 << 20:
+                await self.sw.drain()
+            if typ == b"P":
+                await self.on_parse(body, raw)
+            elif typ == b"B":
+                await self.on_bind(body, raw)
+            elif typ == b"D":
+                self.on_describe(body, raw)
+            elif typ == b"E":
+                await self.on_execute(body, raw)
+            elif typ == b"C":
+                self.on_close(body, raw)
+            else:
+                if typ == b"F":  # FunctionCall: answered with FunctionCallResponse and ReadyForQuery
+                    self.push(Entry("fwd", ends=(b"Z",), simple=True))
+                self.send_server(raw)
+
+    # ---- simple query ------------------------------------------------------------------------------
+    def refuse(self, kind, code, text, statement, extended, hint=None):
+        self.front.audit.record(self, kind, code, text, statement)
+        self.synth(error_msg(code, text, hint=hint) + (b"" if extended else msg(b"Z", b"I")))
+        if extended:
+            self.skip_until_sync = True
+
+    def judge(self, sql, extended):
+        self.front.settings.refresh()
+        try:
+            return dialect.validate(sql, self.front.settings.version)
+        except dialect.Reject as rej:
+            self.refuse("dialect", "XX000", dialect.message(rej), sql, extended)
+            return None
+
+    async def on_query(self, sql, raw):
+        v = self.judge(sql, extended=False)
+        if v is None:
+            return
+        if v.kind in ("tcl", "set"):
+            self.synth(msg(b"C", cstr(v.tag)) + msg(b"Z", b"I"))
+            return
+        limit = self.motion_limit(v.options)
+        if v.insert_rows is not None and limit and v.insert_rows > limit:
+            text = row_limit_text(limit, v.insert_rows)
+            self.refuse("limit", "XX000", text, sql, extended=False)
+            return
+        sets, restore = self.statement_gucs(v.options)
+        if sets:
+            self.inject_simple(sets)
+        e = Entry("fwd", ends=(b"Z",), limit=limit if v.reads else 0, simple=True)
+        e.tag = sql
+        self.push(e)
+        self.send_server(raw if v.sql is sql else msg(b"Q", cstr(v.sql)))
+        if restore:
+            self.inject_simple(restore)
+
+    def inject_simple(self, pairs):
+        q = "SELECT " + ", ".join("set_config('%s', '%s', false)" % (k, v.replace("'", "''")) for k, v in pairs)
+        self.push(Entry("swallow", ends=(b"Z",), simple=True))
+        self.send_server(msg(b"Q", cstr(q)))
+
+    # ---- extended protocol ---------------------------------------------------------------------------
+    async def on_parse(self, body, raw):
+        name, pos = read_cstr(body, 0)
+        sql, pos = read_cstr(body, pos)
+        n = int.from_bytes(body[pos:pos + 2], "big")
+        oids = list(struct.unpack("!%dI" % n, body[pos + 2:pos + 2 + 4 * n])) if n else []
+        v = self.judge(sql, extended=True)
+        if v is None:
+            return
+        info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
+                "sql": sql, "types": None, "reads": v.reads}
+        if v.kind in ("tcl", "set"):
+            self.stmts[name] = info
+            self.synth(msg(b"1"))
+            return
+        if not dialect.has_arrays(self.front.settings.version) and any(o in ARRAY_OIDS for o in oids):
+            self.refuse("dialect", "XX000", "rule parsing error: typed array parameters exist only from "
+                        "Picodata 26.2.1 [picoemu rule any_array]", sql, extended=True)
+            return
+        self.stmts[name] = info
+        if v.sql is not sql:
+            raw = msg(b"P", cstr(name) + cstr(v.sql) + body[pos:])
+        self.push(Entry("fwd", ends=(b"1",)))
+        self.send_server(raw)
+        if v.params:
+            known = oids + [0] * (v.params - len(oids))
+            cached = self.front.type_cache.get((v.sql, tuple(oids)))
+            if all(known[:v.params]):
+                info["types"] = known[:v.params]
+            elif cached is not None:
+                info["types"] = cached
+            else:
+                cap = {}
+                e = Entry("swallow", ends=(b"n", b"T"), capture=cap)
+                e.done = asyncio.Event()
+                self.push(e)
+                self.send_server(msg(b"D", b"S" + cstr(name)) + msg(b"H"))
+                await e.done.wait()
+                if "types" in cap:
+                    info["types"] = cap["types"]
+                    if len(self.front.type_cache) > 20000:
+                        self.front.type_cache.clear()
+                    self.front.type_cache[(v.sql, tuple(oids))] = cap["types"]
+
+    async def on_bind(self, body, raw):
+        portal, pos = read_cstr(body, 0)
+        stmt, pos = read_cstr(body, pos)
+        info = self.stmts.get(stmt)
+        if info is not None and info["types"]:
+            err = check_bind(body, pos, info["types"])
+            if err:
+                self.refuse("bind", err[0], err[1], info["sql"], extended=True)
+                return
+        self.portals[portal] = info
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth(msg(b"2"))
+            return
+        self.push(Entry("fwd", ends=(b"2",)))
+        self.send_server(raw)
+
+    def on_describe(self, body, raw):
+        what = body[:1]
+        name, _ = read_cstr(body, 1)
+        info = (self.stmts if what == b"S" else self.portals).get(name)
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth((msg(b"t", b"\0\0") if what == b"S" else b"") + msg(b"n"))
+            return
+        self.push(Entry("fwd", ends=(b"n", b"T")))
+        self.send_server(raw)
+
+    def on_close(self, body, raw):
+        what = body[:1]
+        name, _ = read_cstr(body, 1)
+        info = (self.stmts if what == b"S" else self.portals).pop(name, None)
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth(msg(b"3"))
+            return
+        self.push(Entry("fwd", ends=(b"3",)))
+        self.send_server(raw)
+
+    async def on_execute(self, body, raw):
+        portal, _ = read_cstr(body, 0)
+        info = self.portals.get(portal)
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth(msg(b"C", cstr(info["tag"])))
+            return
+        opts = info["options"] if info else {}
+        limit = self.motion_limit(opts)
+        if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
+            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"]), info["sql"], extended=True)
+            return
+        sets, restore = self.statement_gucs(opts)
+        if sets:
+            self.inject_extended(sets)
+        e = Entry("fwd", ends=(b"C", b"s", b"I"), limit=limit if (info is None or info["reads"]) else 0)
+        e.tag = info["sql"] if info else ""
+        e.done = asyncio.Event()
+        self.push(e)
+        self.send_server(raw)
+        if restore:
+            self.inject_extended(restore)
+        if e.limit:
+            # wait for the statement's result before forwarding the rest of the batch: a statement that
+            # exceeds the limit fails, and Picodata then skips the rest of the batch
+            self.send_server(msg(b"H"))
+            await e.done.wait()
+
+    def inject_extended(self, pairs):
+        if self.helper == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=self._helper_done))
+            self.send_server(msg(b"P", cstr(HELPER_STMT) + cstr("SELECT set_config($1, $2, false)") +
+                                 struct.pack("!HII", 2, 25, 25)))
+            self.helper = "pending"
+        for k, v in pairs:
+            params = struct.pack("!H", 0) + struct.pack("!H", 2)
+            for val in (k, v):
+                b = val.encode()
+                params += struct.pack("!I", len(b)) + b
+            params += struct.pack("!H", 0)
+            self.push(Entry("swallow", ends=(b"2",)))
+            self.send_server(msg(b"B", cstr(HELPER_PORTAL) + cstr(HELPER_STMT) + params))
+            self.push(Entry("swallow", ends=(b"C",)))
+            self.send_server(msg(b"E", cstr(HELPER_PORTAL) + struct.pack("!I", 0)))
+            self.push(Entry("swallow", ends=(b"3",)))
+            self.send_server(msg(b"C", b"P" + cstr(HELPER_PORTAL)))
+
+    def _helper_done(self, e):
+        self.helper = "yes" if e.completed else "no"
+
+
+def check_bind(body, pos, types):
+    """Picodata's parameter rules (dialect, section 3). Returns (sqlstate, message) or None."""
+    nf = int.from_bytes(body[pos:pos + 2], "big")
+    fmts = struct.unpack("!%dH" % nf, body[pos + 2:pos + 2 + 2 * nf]) if nf else ()
+    pos += 2 + 2 * nf
+    np = int.from_bytes(body[pos:pos + 2], "big")
+    pos += 2
+    for i in range(np):
+        ln = struct.unpack("!i", body[pos:pos + 4])[0]
+        pos += 4
+        val = None
+        if ln >= 0:
+            val = body[pos:pos + ln]
+            pos += ln
+        if val is None or i >= len(types):
+            continue
+        t = types[i]
+        fmt = fmts[0] if nf == 1 else (fmts[i] if nf > 1 else 0)
+        if t in (JSON_OID, JSONB_OID):
+            return ("0A000", "cannot represent json in sbroad")
+        if t == TIMESTAMPTZ_OID and fmt == 0:
+            s = val.decode("utf-8", "replace").strip()
+            if not ISO_TS.match(s):
+                return ("22P02", "failed to decode parameter $%d: timestamptz text %r is not ISO 8601 "
+                        "(YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM])" % (i + 1, s))
+    return None
+
+
+def parse_startup_options(text, version):
+    """Picodata's own syntax: name=value,name=value. Unknown names only log a warning."""
+    out = {}
+    text = (text or "").strip()
+    if not text:
+        return out
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, eq, value = item.partition("=")
+        name, value = name.strip().lower(), value.strip()
+        if name in dialect.OPTION_INT:
+            if not value.isdigit():
+                raise ValueError("invalid value for startup option %s: %r (an unsigned integer)" % (name, value))
+            out[name] = int(value)
+        elif name == "read_preference" and dialect.has_read_preference(version):
+            if value.lower() not in dialect.READ_PREFERENCES:
+                raise ValueError("invalid value for startup option read_preference: %r (leader, replica, any)"
+                                 % value)
+            out[name] = value.lower()
+        elif name == "forward" and dialect.has_forward(version):
+            if value.lower() not in dialect.FORWARD_VALUES:
+                raise ValueError("invalid value for startup option forward: %r (on, off, ro_to_rw)" % value)
+            out[name] = value.lower()
+        else:
+            log("WARNING: unknown startup option %r ignored (Picodata %s)" % (item, version))
+    return out
+
+
+class Front:
+    def __init__(self, state_dir, instance):
+        self.dir = state_dir
+        self.settings = Settings(os.path.join(state_dir, "state.json"), instance)
+        inst = self.settings.inst()
+        self.port = inst.get("pgproto_port", inst["port"])
+        self.private_port = inst["port"]
+        self.audit = Audit(os.path.join(state_dir, "audit.jsonl"))
+        self.keys = {}
+        self.type_cache = {}
+
+    async def cancel(self, packet):
+        key = packet[8:16]
+        if key not in self.keys:
+            return
+        try:
+            r, w = await asyncio.wait_for(asyncio.open_connection(HOST, self.private_port), 5)
+            w.write(packet)
+            await w.drain()
+            w.close()
+        except (OSError, asyncio.TimeoutError):
+            pass
+
+    async def handle(self, reader, writer):
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            import socket
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await Session(self, reader, writer).run()
+
+    async def serve(self, ready_file):
+        server = await asyncio.start_server(self.handle, HOST, self.port, reuse_address=True, limit=1 << 20)
+        log("front of %s listening on %s:%d -> private %s:%d (Picodata %s)" % (
+            self.settings.instance, HOST, self.port, HOST, self.private_port, self.settings.version))
+        if ready_file:
+            with open(ready_file, "w") as f:
+                f.write("%d\n" % os.getpid())
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for s in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(s, stop.set)
+        await stop.wait()
+        server.close()
+        log("front stopped")
+
+
+def main(argv):
+    global LOG
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dir", required=True)
+    p.add_argument("--instance", required=True)
+    p.add_argument("--pid-file")
+    a = p.parse_args(argv)
+    LOG = open(os.path.join(a.dir, a.instance, "front.log"), "a")
+    front = Front(a.dir, a.instance)
+    try:
+        asyncio.run(front.serve(a.pid_file))
+    except OSError as exc:
+        log("cannot listen on %s:%d: %s" % (HOST, front.port, exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
