@@ -435,7 +435,7 @@ def r_offset(toks, depth, v, kw):
             raise Reject("offset", "OFFSET is not in Picodata's grammar (LIMIT is): LIMIT n + m and skip "
                          "locally")
         if t.kind == "ident" and t.low == "fetch" and n is not None and n.low in ("first", "next"):
-            raise Reject("fetch_first", "FETCH FIRST is not in Picodata's grammar (LIMIT n is)")
+            raise Reject("offset", "FETCH FIRST is not in Picodata's grammar (LIMIT n is)")
 
 
 def r_collate(toks, depth, v, kw):
@@ -520,21 +520,21 @@ def r_unsupported_clauses(toks, depth, v, kw):
         n = _next(toks, i)
         low = t.low
         if low == "returning":
-            raise Reject("returning", "RETURNING is not in Picodata's grammar")
+            raise Reject("unsupported_clause", "RETURNING is not in Picodata's grammar")
         if low == "for" and n is not None and n.low in ("update", "share", "no", "key"):
-            raise Reject("locking", "FOR UPDATE/SHARE is not in Picodata's grammar")
+            raise Reject("unsupported_clause", "FOR UPDATE/SHARE is not in Picodata's grammar")
         if low == "is" and n is not None and n.low == "distinct":
-            raise Reject("is_distinct", "IS [NOT] DISTINCT FROM is not in Picodata's grammar")
+            raise Reject("unsupported_clause", "IS [NOT] DISTINCT FROM is not in Picodata's grammar")
         if low == "is" and n is not None and n.low == "not" and _next(toks, i + 1) is not None \
                 and _next(toks, i + 1).low == "distinct":
-            raise Reject("is_distinct", "IS [NOT] DISTINCT FROM is not in Picodata's grammar")
+            raise Reject("unsupported_clause", "IS [NOT] DISTINCT FROM is not in Picodata's grammar")
         if low in ("right", "full", "cross", "natural", "lateral") and n is not None and \
                 n.low in ("join", "outer"):
-            raise Reject("join_kind", "%s JOIN: only [INNER] JOIN and LEFT [OUTER] JOIN parse" % t.text.upper())
+            raise Reject("unsupported_clause", "%s JOIN: only [INNER] JOIN and LEFT [OUTER] JOIN parse" % t.text.upper())
         if low == "natural" or (low == "cross" and n is not None and n.low == "join"):
-            raise Reject("join_kind", "only [INNER] JOIN and LEFT [OUTER] JOIN parse")
+            raise Reject("unsupported_clause", "only [INNER] JOIN and LEFT [OUTER] JOIN parse")
         if low == "intersect":
-            raise Reject("set_op", "INTERSECT is not in Picodata's grammar (UNION [ALL], EXCEPT are)")
+            raise Reject("unsupported_clause", "INTERSECT is not in Picodata's grammar (UNION [ALL], EXCEPT are)")
 
 
 def r_comma_join(toks, depth, v, kw):
