@@ -100,6 +100,9 @@ echo "A query without the key goes to a coordinator, which answers for the whole
 psql_demo -c "SELECT count(*) FROM users"
 psql_demo -c "INSERT INTO users (id, name) VALUES (100001, 'inserted through picoroute')"
 psql_demo -c "SELECT id, name FROM users WHERE id = 100001"
+echo "Every statement above reached the instances through their Picodata fronts, which refuse what"
+echo "Picodata's SQL dialect and limits refuse; what they refused (nothing, or the demo fails):"
+as_user $EMU audit
 
 say "6/6 a bucket move, followed live"
 BUCKET=$(psql_demo -At -c "SELECT picoroute_bucket_id('default', 1::int8)")

@@ -496,11 +496,20 @@ class Session:
 
     def judge(self, sql, extended):
         self.front.settings.refresh()
-        try:
-            return dialect.validate(sql, self.front.settings.version)
-        except dialect.Reject as rej:
-            self.refuse("dialect", "XX000", dialect.message(rej), sql, extended)
+        key = (sql, self.front.settings.version)
+        v = self.front.verdicts.get(key)
+        if v is None:
+            try:
+                v = dialect.validate(sql, key[1])
+            except dialect.Reject as rej:
+                v = rej
+            if len(self.front.verdicts) > 50000:
+                self.front.verdicts.clear()
+            self.front.verdicts[key] = v
+        if isinstance(v, dialect.Reject):
+            self.refuse("dialect", "XX000", dialect.message(v), sql, extended)
             return None
+        return v
 
     async def on_query(self, sql, raw):
         v = self.judge(sql, extended=False)
@@ -520,7 +529,7 @@ class Session:
         e = Entry("fwd", ends=(b"Z",), limit=limit if v.reads else 0, simple=True)
         e.tag = sql
         self.push(e)
-        self.send_server(raw if v.sql is sql else msg(b"Q", cstr(v.sql)))
+        self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
         if restore:
             self.inject_simple(restore)
 
@@ -549,7 +558,7 @@ class Session:
                         "Picodata 26.2.1 [picoemu rule any_array]", sql, extended=True)
             return
         self.stmts[name] = info
-        if v.sql is not sql:
+        if v.sql != sql:
             raw = msg(b"P", cstr(name) + cstr(v.sql) + body[pos:])
         self.push(Entry("fwd", ends=(b"1",)))
         self.send_server(raw)
@@ -727,6 +736,7 @@ class Front:
         self.audit = Audit(os.path.join(state_dir, "audit.jsonl"))
         self.keys = {}
         self.type_cache = {}
+        self.verdicts = {}  # (statement text, version) -> Verdict or Reject (statements repeat)
 
     async def cancel(self, packet):
         key = packet[8:16]
