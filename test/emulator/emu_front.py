@@ -178,6 +178,8 @@ class Session:
         self.portals = {}           # portal name -> info dict
         self.helper = "no"          # helper statement state: no | pending | yes
         self.authenticated = False
+        self.hold = None            # completion of the last counted Execute
+        self.sbuf = []              # messages for the server, written at once
         self.backend_key = None
         self.closed = False
 
@@ -207,7 +209,12 @@ class Session:
         self.push(Entry("synth", data=data))
 
     def send_server(self, data):
-        self.sw.write(data)
+        self.sbuf.append(data)
+
+    def flush_server(self):
+        if self.sbuf:
+            self.sw.write(b"".join(self.sbuf))
+            self.sbuf = []
 
     # ---- server -> client --------------------------------------------------------------------------
     async def server_pump(self):
@@ -309,7 +316,8 @@ class Session:
                     return  # the entry ends with ReadyForQuery
                 self.pending.pop(0)
                 self.finish(e)
-                self.skip_until_sync = True  # the rest of the batch is skipped, as after any error
+                if e.batch == self.batch_no:
+                    self.skip_until_sync = True  # the rest of the batch is skipped, as after any error
                 return
             if e.held:
                 out += b"".join(e.held)
@@ -444,48 +452,71 @@ class Session:
 
     async def client_loop(self):
         cr = self.cr
+        buf = b""
         while True:
-            head = await cr.readexactly(5)
-            typ = head[:1]
-            ln = int.from_bytes(head[1:5], "big")
-            body = await cr.readexactly(ln - 4) if ln > 4 else b""
-            raw = head + body
-            if not self.authenticated:
-                self.send_server(raw)
-                continue
-            if typ == b"X":
-                self.send_server(raw)
+            self.flush_server()
+            data = await cr.read(262144)
+            if not data:
                 return
-            if typ == b"Q":
-                await self.on_query(body[:-1].decode("utf-8", "replace"), raw)
-                continue
-            if typ == b"S":
-                self.skip_until_sync = False
-                self.push(Entry("sync", ends=(b"Z",)))
-                self.batch_no += 1
-                self.send_server(raw)
-                continue
-            if typ == b"H":
-                self.send_server(raw)
-                continue
-            if self.skip_until_sync or self.failed_batch == self.batch_no:
-                continue  # Picodata (like PostgreSQL) discards the rest of a failed batch
-            if self.sw.transport.get_write_buffer_size() > 1 << 20:
-                await self.sw.drain()
-            if typ == b"P":
-                await self.on_parse(body, raw)
-            elif typ == b"B":
-                await self.on_bind(body, raw)
-            elif typ == b"D":
-                self.on_describe(body, raw)
-            elif typ == b"E":
-                await self.on_execute(body, raw)
-            elif typ == b"C":
-                self.on_close(body, raw)
-            else:
-                if typ == b"F":  # FunctionCall: answered with FunctionCallResponse and ReadyForQuery
-                    self.push(Entry("fwd", ends=(b"Z",), simple=True))
-                self.send_server(raw)
+            buf = buf + data if buf else data
+            pos, n = 0, len(buf)
+            while n - pos >= 5:
+                ln = int.from_bytes(buf[pos + 1:pos + 5], "big")
+                if n - pos < ln + 1:
+                    break
+                raw = buf[pos:pos + 1 + ln]
+                pos += 1 + ln
+                if await self.on_client_message(raw[:1], raw[5:], raw):
+                    self.flush_server()
+                    return
+            buf = buf[pos:]
+
+    async def on_client_message(self, typ, body, raw):
+        """Handles one client message; True when the session ends."""
+        if not self.authenticated:
+            self.send_server(raw)
+            return False
+        if typ == b"X":
+            self.send_server(raw)
+            return True
+        if typ == b"Q":
+            await self.on_query(body[:-1].decode("utf-8", "replace"), raw)
+            return False
+        if typ == b"S":
+            self.skip_until_sync = False
+            self.push(Entry("sync", ends=(b"Z",)))
+            self.batch_no += 1
+            self.send_server(raw)
+            return False
+        if typ == b"H":
+            self.send_server(raw)
+            return False
+        if self.hold is not None and not self.hold.is_set():
+            # a statement of this batch may still exceed sql_motion_row_max: know it before
+            # forwarding the next statement (Picodata skips the rest of a failed batch)
+            self.send_server(msg(b"H"))
+            self.flush_server()
+            await self.hold.wait()
+        if self.skip_until_sync or self.failed_batch == self.batch_no:
+            return False  # Picodata (like PostgreSQL) discards the rest of a failed batch
+        if self.sw.transport.get_write_buffer_size() > 1 << 20:
+            self.flush_server()
+            await self.sw.drain()
+        if typ == b"P":
+            await self.on_parse(body, raw)
+        elif typ == b"B":
+            await self.on_bind(body, raw)
+        elif typ == b"D":
+            self.on_describe(body, raw)
+        elif typ == b"E":
+            await self.on_execute(body, raw)
+        elif typ == b"C":
+            self.on_close(body, raw)
+        else:
+            if typ == b"F":  # FunctionCall: answered with FunctionCallResponse and ReadyForQuery
+                self.push(Entry("fwd", ends=(b"Z",), simple=True))
+            self.send_server(raw)
+        return False
 
     # ---- simple query ------------------------------------------------------------------------------
     def refuse(self, kind, code, text, statement, extended, hint=None):
@@ -575,6 +606,7 @@ class Session:
                 e.done = asyncio.Event()
                 self.push(e)
                 self.send_server(msg(b"D", b"S" + cstr(name)) + msg(b"H"))
+                self.flush_server()
                 await e.done.wait()
                 if "types" in cap:
                     info["types"] = cap["types"]
@@ -640,10 +672,7 @@ class Session:
         if restore:
             self.inject_extended(restore)
         if e.limit:
-            # wait for the statement's result before forwarding the rest of the batch: a statement that
-            # exceeds the limit fails, and Picodata then skips the rest of the batch
-            self.send_server(msg(b"H"))
-            await e.done.wait()
+            self.hold = e.done  # awaited before any further message of the batch but Sync/Flush
 
     def inject_extended(self, pairs):
         if self.helper == "no":
