@@ -654,12 +654,14 @@ def validate(sql, version=DEFAULT_VERSION):
     """Returns a Verdict or raises Reject(rule, detail)."""
     v = version_tuple(version)
     toks = _split_statements(tokenize(sql))
-    toks = merge_signs(toks)
     kind, tag = _statement_kind(toks, v)
     if kind in ("empty", "tcl", "deallocate"):
         return Verdict(kind, sql, tag=tag)
     if kind == "set":
         return Verdict(kind, sql, tag=tag)  # accepted and ignored (autocommit session, no GUCs)
+    # before the signs are merged: in `set + 1` the slip is the unquoted keyword, not a prefix +
+    r_keyword_identifier(toks, None, v, keywords(v))
+    toks = merge_signs(toks)
     depth = _depths(toks)
     body, options, cut = _strip_option(sql, toks, depth, v)
     kw = keywords(v)

@@ -84,6 +84,7 @@ REFUSED = [
     ("SELECT * FROM t OPTION (sql_motion_row_max = $1)", "option_param"),
     ("SELECT * FROM t OPTION (sql_motion_row_max = lots)", "option_value"),
     ("(SELECT 1)", "statement"),
+    ("UPDATE t SET set = (set + 1) WHERE (id = 7)", "keyword_identifier"),  # not a prefix +
 ]
 
 # What picoroute sends today: src/pg/fdw/deparse.cpp (SELECT/INSERT/UPDATE/DELETE with quoted or
