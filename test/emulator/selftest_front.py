@@ -41,7 +41,7 @@ def set_version(d, version):
         json.dump(data, f)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
-    time.sleep(0.05)
+    time.sleep(0.25)  # the fronts look at state.json at most every 0.1 s
 
 
 def front_cluster(d, base, check, emu, status):
