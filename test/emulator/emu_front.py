@@ -32,6 +32,27 @@ DEFAULT_MOTION_ROW_MAX = 5000
 DEFAULT_VDBE_OPCODE_MAX = 45000
 HELPER_STMT = "picoemu_front_set"
 HELPER_PORTAL = "picoemu_front_p"
+VDBE_STMT = "picoemu_front_vdbe"
+VDBE_PORTAL = "picoemu_front_v"
+VDBE_BASE_STMT = "picoemu_front_vdbe0"
+# sql_vdbe_opcode_max, approximated: rows the statement examined in the storage of the instance that
+# received it (heap tuples read by sequential scans, plus heap tuples fetched by bitmap scans and
+# through each index: the backend's not yet reported counters of the _picoemu_local relations, read
+# just before and just after the statement in its own transaction, so no report happens in between)
+# times OPCODES_PER_ROW.
+# Picodata's default 45000 is reached by "unindexed scans of a few thousand rows per storage" (the
+# dialect document, section 4): 10 instructions per row examined puts that at 4500 rows. The check
+# fails (a division by zero, which rolls the statement back with its transaction) and the front
+# answers Picodata's error instead.
+OPCODES_PER_ROW = 10
+_EXAMINED = ("(SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched(c.oid) + CASE WHEN c.relkind = 'r' "
+             "THEN pg_stat_get_xact_tuples_returned(c.oid) ELSE 0 END), 0) FROM pg_class c JOIN "
+             "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '_picoemu_local' "
+             "AND c.relkind IN ('r', 'i'))")
+VDBE_BASE = "SELECT set_config('picoemu.vdbe_base', %s::text, false)" % _EXAMINED
+VDBE_CHECK = ("SELECT CASE WHEN s * %d > %%s THEN 1 / (s - s) ELSE 0 END FROM (SELECT %s - "
+              "coalesce(nullif(current_setting('picoemu.vdbe_base', true), ''), '0')::bigint AS s) x"
+              % (OPCODES_PER_ROW, _EXAMINED))
 TIMESTAMPTZ_OID, JSON_OID, JSONB_OID = 1184, 114, 3802
 ARRAY_OIDS = frozenset([1000, 1005, 1007, 1016, 1021, 1022, 1009, 1015, 1231, 2951, 1115, 1185, 199,
                         3807, 1014])
@@ -75,6 +96,10 @@ def read_cstr(body, pos):
 
 def row_limit_text(limit, n):
     return "Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n)
+
+
+def vdbe_limit_text(limit):
+    return "Reached a limit on max executed vdbe opcodes. Limit: %d" % limit
 
 
 class Settings:
@@ -147,7 +172,7 @@ class Audit:
 class Entry:
     """One expected server response (or one answer of the front) in the ordered response queue."""
     __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
-                 "on_done", "simple", "tag", "batch", "completed")
+                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted")
 
     def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
         self.kind = kind            # fwd | swallow | synth | sync
@@ -164,6 +189,9 @@ class Entry:
         self.tag = ""               # the statement, for the audit
         self.batch = 0              # extended-protocol batch (messages up to a Sync) it belongs to
         self.completed = False      # ended by its own response (not dropped after an error)
+        self.vdbe = None            # fwd: the vdbe check entry that decides this statement's fate
+        self.deferred = b""         # vdbe: the statement's answer, sent when the check passes
+        self.muted = False          # vdbe: the statement already failed; say nothing more
 
 
 class Session:
@@ -182,6 +210,8 @@ class Session:
         self.stmts = {}             # statement name -> info dict
         self.portals = {}           # portal name -> info dict
         self.helper = "no"          # helper statement state: no | pending | yes
+        self.vdbe_helper = "no"     # the same for the vdbe check statement
+        self.vdbe_base_helper = "no"  # and for the statement that notes the counters before
         self.authenticated = False
         self.hold = None            # completion of the last counted Execute
         self.sbuf = []              # messages for the server, written at once
@@ -274,17 +304,45 @@ class Session:
                 return
             e = self.pending[0]
         if typ == b"E":
+            if e.kind == "vdbe":
+                if not e.muted:
+                    text = vdbe_limit_text(e.limit)
+                    out += error_msg("XX000", text)
+                    self.front.audit.record(self, "limit", "XX000", text, e.tag)
+                self.pending.pop(0)
+                self.finish(e)
+                if e.simple:
+                    return
+                self.failed_batch = e.batch
+                while self.pending and self.pending[0].kind != "sync":
+                    self.finish(self.pending.pop(0))
+                return
             if e.kind == "swallow":
                 log("injected message failed: %r" % m[5:200])
             out += m  # the client sees the error in every case
             if e.simple:
                 e.exceeded = False
                 e.held = []
+                if e.vdbe is not None:  # the rest of the query string is skipped: so is the check
+                    self.pending.pop(0)
+                    self.finish(e)
+                    if self.pending and self.pending[0] is e.vdbe:
+                        self.finish(self.pending.pop(0))
                 return
             self.failed_batch = e.batch
             # the server skips every message until Sync: drop their entries
             while self.pending and self.pending[0].kind != "sync":
                 self.finish(self.pending.pop(0))
+            return
+        if e.kind == "vdbe":
+            if typ in e.ends:
+                self.pending.pop(0)
+                e.completed = True
+                if not e.muted:
+                    out += e.deferred
+                self.finish(e)
+                if self.pending and self.pending[0].kind == "synth":
+                    self.drain_into(out)
             return
         if e.kind == "swallow":
             if e.capture is not None and typ == b"t":
@@ -316,6 +374,12 @@ class Session:
                 self.front.audit.record(self, "limit", "XX000", text, e.tag)
                 e.held = []
                 e.limit = 0
+                if e.vdbe is not None:
+                    e.vdbe.muted = True
+                    if e.simple:
+                        self.pending.pop(0)
+                        self.finish(e)
+                        return
                 if e.simple:
                     return  # the entry ends with ReadyForQuery
                 self.pending.pop(0)
@@ -323,9 +387,17 @@ class Session:
                 if e.batch == self.batch_no:
                     self.skip_until_sync = True  # the rest of the batch is skipped, as after any error
                 return
-            if e.held:
+            if e.held and e.vdbe is None:
                 out += b"".join(e.held)
                 e.held = []
+        if e.vdbe is not None and typ in e.ends:
+            # the statement's answer (its held rows and completion) waits for the check after it
+            e.vdbe.deferred = b"".join(e.held) + m
+            e.held = []
+            self.pending.pop(0)
+            e.completed = True
+            self.finish(e)
+            return
         out += m
         if typ in e.ends:
             self.pending.pop(0)
@@ -561,10 +633,22 @@ class Session:
         sets, restore = self.statement_gucs(v.options)
         if sets:
             self.inject_simple(sets)
-        e = Entry("fwd", ends=(b"Z",), limit=limit if v.reads else 0, simple=True)
+        vdbe = self.vdbe_limit(v.options) if v.kind == "query" else 0
+        if vdbe:
+            # base, statement and check in one query string: one implicit transaction
+            self.push(Entry("swallow", ends=(b"C",), simple=True))
+        e = Entry("fwd", ends=(b"C", b"I") if vdbe else (b"Z",), limit=limit if v.reads else 0, simple=True)
         e.tag = sql
         self.push(e)
-        self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
+        if vdbe:
+            e.vdbe = Entry("vdbe", ends=(b"C",), limit=vdbe, simple=True)
+            e.vdbe.tag = sql
+            self.push(e.vdbe)
+            self.push(Entry("fwd", ends=(b"Z",), simple=True))
+            self.send_server(msg(b"Q", cstr(VDBE_BASE + ";\n" + v.sql.rstrip().rstrip(";") + ";\n" +
+                                            VDBE_CHECK % vdbe)))
+        else:
+            self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
         if restore:
             self.inject_simple(restore)
 
@@ -668,13 +752,61 @@ class Session:
         sets, restore = self.statement_gucs(opts)
         if sets:
             self.inject_extended(sets)
+        vdbe = self.vdbe_limit(opts) if (info is None or info["kind"] == "query") else 0
+        if vdbe:
+            self.inject_vdbe_base()
         e = Entry("fwd", ends=(b"C", b"s", b"I"), limit=limit if (info is None or info["reads"]) else 0)
         e.tag = info["sql"] if info else ""
         self.push(e)
         self.send_server(raw)
+        if vdbe:
+            self.inject_vdbe_check(e, vdbe)
         if restore:
             self.inject_extended(restore)
-        self.hold = e if e.limit else None  # awaited before any further message of the batch but Sync/Flush
+        # awaited before any further message of the batch but Sync/Flush
+        self.hold = e.vdbe or (e if e.limit else None)
+
+    def vdbe_limit(self, opts):
+        if "sql_vdbe_opcode_max" in opts:
+            return opts["sql_vdbe_opcode_max"]
+        if "sql_vdbe_opcode_max" in self.conn_opts:
+            return self.conn_opts["sql_vdbe_opcode_max"]
+        self.front.settings.refresh()
+        return self.front.settings.vdbe_opcode_max
+
+    def inject_vdbe_base(self):
+        if self.vdbe_base_helper == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=self._vdbe_base_done))
+            self.send_server(msg(b"P", cstr(VDBE_BASE_STMT) + cstr(VDBE_BASE) + struct.pack("!H", 0)))
+            self.vdbe_base_helper = "pending"
+        self.push(Entry("swallow", ends=(b"2",)))
+        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(VDBE_BASE_STMT) + struct.pack("!HHH", 0, 0, 0)))
+        self.push(Entry("swallow", ends=(b"C",)))
+        self.send_server(msg(b"E", cstr(VDBE_PORTAL) + struct.pack("!I", 0)))
+        self.push(Entry("swallow", ends=(b"3",)))
+        self.send_server(msg(b"C", b"P" + cstr(VDBE_PORTAL)))
+
+    def _vdbe_base_done(self, e):
+        self.vdbe_base_helper = "yes" if e.completed else "no"
+
+    def inject_vdbe_check(self, e, limit):
+        if self.vdbe_helper == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=self._vdbe_helper_done))
+            self.send_server(msg(b"P", cstr(VDBE_STMT) + cstr(VDBE_CHECK % "$1::bigint") + struct.pack("!H", 0)))
+            self.vdbe_helper = "pending"
+        val = str(limit).encode()
+        self.push(Entry("swallow", ends=(b"2",)))
+        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(VDBE_STMT) + struct.pack("!HHI", 0, 1, len(val)) +
+                             val + struct.pack("!H", 0)))
+        e.vdbe = Entry("vdbe", ends=(b"C",), limit=limit)
+        e.vdbe.tag = e.tag
+        self.push(e.vdbe)
+        self.send_server(msg(b"E", cstr(VDBE_PORTAL) + struct.pack("!I", 0)))
+        self.push(Entry("swallow", ends=(b"3",)))
+        self.send_server(msg(b"C", b"P" + cstr(VDBE_PORTAL)))
+
+    def _vdbe_helper_done(self, e):
+        self.vdbe_helper = "yes" if e.completed else "no"
 
     def inject_extended(self, pairs):
         if self.helper == "no":

@@ -30,6 +30,11 @@ def audit(emu, d):
     return r.returncode, json.loads(r.stdout or "[]")
 
 
+def set_setting(emu, d, name, value):
+    emu(d, "set", name, value)
+    time.sleep(0.15)  # the fronts look at state.json at most every 0.1 s
+
+
 def set_version(d, version):
     """The fronts re-read state.json: switch the emulated version of the dialect under them."""
     path = os.path.join(d, "state.json")
@@ -62,6 +67,9 @@ def front_cluster(d, base, check, emu, status):
           emu(d, "conninfo").stdout)
     emu(d, "create-table", "users", "--columns", "id int8, name text, v int8, ts timestamptz")
     emu(d, "load", "users", "--rows", "6000")
+    # one replicaset stores all 6000 rows: reading them all would also exceed the approximated
+    # sql_vdbe_opcode_max; it is tested on its own below
+    set_setting(emu, d, "sql_vdbe_opcode_max", "0")
     # a probe of the GUCs the front sets, created on the private port (a PostgreSQL view)
     pg.psql(pport, "CREATE VIEW public.guc_probe AS SELECT current_setting('picoemu.read_preference', true) AS rp, "
                    "current_setting('picoemu.strict', true) AS strict, "
@@ -87,13 +95,13 @@ def front_cluster(d, base, check, emu, status):
     check("limit: the same INSERT with OPTION (sql_motion_row_max = 6000) is stored",
           not w.errors(a) and w.rows(c.query("SELECT count(*) FROM users WHERE id > 100000")) == [["5001"]])
     c.query("DELETE FROM users WHERE id > 100000")
-    emu(d, "set", "sql_motion_row_max", "0")
+    set_setting(emu, d, "sql_motion_row_max", "0")
     check("limit: picoemu set sql_motion_row_max 0 turns it off", len(w.rows(c.query("SELECT id FROM users"))) == 6000)
-    emu(d, "set", "sql_motion_row_max", "100")
+    set_setting(emu, d, "sql_motion_row_max", "100")
     a = c.query("SELECT id FROM users WHERE id <= 150")
     check("limit: picoemu set sql_motion_row_max 100", [e["M"] for e in w.errors(a)] ==
           ["Exceeded maximum number of rows (100) in virtual table: 101"])
-    emu(d, "set", "sql_motion_row_max", "5000")
+    set_setting(emu, d, "sql_motion_row_max", "5000")
     c2 = w.Conn(fport, "picoroute", "picoroute", options="sql_motion_row_max=0")
     check("limit: startup option sql_motion_row_max=0", len(w.rows(c2.query("SELECT id FROM users"))) == 6000)
     a = c2.query("SELECT id FROM users OPTION (sql_motion_row_max = 10)")
@@ -148,17 +156,47 @@ def front_cluster(d, base, check, emu, status):
           w.rows(w.extended(cp, PROBE)) == [["replica", None, "123"]])
     cp.close()
     check("options: cluster sql_vdbe_opcode_max when nothing overrides it",
-          w.rows(c.query(PROBE)) == [[None, None, "45000"]])
+          w.rows(c.query(PROBE)) == [[None, None, "0"]])
     set_version(d, "25.5")
     a = c.query(PROBE + " OPTION (read_preference = replica)")
     check("version 25.5: OPTION (read_preference) is a parse error", w.kinds(a) == "EZ")
     set_version(d, "head")
     check("version head: OPTION (forward = off) sets picoemu.strict",
-          w.rows(c.query(PROBE + " OPTION (forward = off)")) == [[None, "on", "45000"]])
+          w.rows(c.query(PROBE + " OPTION (forward = off)")) == [[None, "on", "0"]])
     ch = w.Conn(fport, "picoroute", "picoroute", options="forward=off")
-    check("version head: startup forward=off", w.rows(ch.query(PROBE)) == [[None, "on", "45000"]])
+    check("version head: startup forward=off", w.rows(ch.query(PROBE)) == [[None, "on", "0"]])
     ch.close()
     set_version(d, "26.2")
+
+    # ---- sql_vdbe_opcode_max, approximated by rows examined in the receiving instance's storage ------
+    set_setting(emu, d, "sql_vdbe_opcode_max", "45000")
+    vd = w.Conn(fport, "picoroute", "picoroute", application_name="selftest-front")
+    vdbe_45000 = "Reached a limit on max executed vdbe opcodes. Limit: 45000"
+    check("vdbe: the connection gets the cluster value", w.rows(vd.query(PROBE)) == [[None, None, "45000"]])
+    a = vd.query("SELECT count(*) FROM users WHERE name = 'nobody'")
+    check("vdbe: an unindexed scan of 6000 rows in one storage fails (simple protocol)",
+          [(x["C"], x["M"]) for x in w.errors(a)] == [("XX000", vdbe_45000)] and not w.rows(a), a)
+    a = w.extended(vd, "SELECT count(*) FROM users WHERE name = $1", ["nobody"])
+    check("vdbe: ... and in the extended protocol", [x["M"] for x in w.errors(a)] == [vdbe_45000], a)
+    check("vdbe: a point read passes", w.rows(vd.query("SELECT name FROM users WHERE id = 7")) == [["name_7"]]
+          and w.rows(w.extended(vd, "SELECT name FROM users WHERE id = $1", [7])) == [["name_7"]])
+    check("vdbe: OPTION (sql_vdbe_opcode_max = 0) lifts it",
+          w.rows(vd.query("SELECT count(*) FROM users WHERE name = 'nobody' OPTION (sql_vdbe_opcode_max = 0)"))
+          == [["0"]])
+    v2 = w.Conn(fport, "picoroute", "picoroute", options="sql_vdbe_opcode_max=100000")
+    check("vdbe: startup option sql_vdbe_opcode_max=100000 lifts it",
+          w.rows(w.extended(v2, "SELECT count(*) FROM users WHERE name = $1", ["nobody"])) == [["0"]])
+    v2.close()
+    set_setting(emu, d, "sql_vdbe_opcode_max", "1000")
+    a = vd.query("UPDATE users SET name = 'changed' WHERE id <= 200")
+    b = w.extended(vd, "DELETE FROM users WHERE id <= $1", [200])
+    left = w.rows(vd.query("SELECT count(*) FROM users WHERE id <= 200 AND name <> 'changed' "
+                           "OPTION (sql_vdbe_opcode_max = 0)"))
+    check("vdbe: a write that examines too many rows fails and is rolled back",
+          [x["M"] for x in w.errors(a) + w.errors(b)] == ["Reached a limit on max executed vdbe opcodes. Limit: 1000"] * 2
+          and left == [["200"]], (a, b, left))
+    set_setting(emu, d, "sql_vdbe_opcode_max", "0")
+    vd.close()
 
     # ---- Bind rules ------------------------------------------------------------------------------------
     a = w.extended(c, "SELECT count(*) FROM users WHERE ts < $1", ["01/02/2025 10:00:00"])
@@ -172,7 +210,7 @@ def front_cluster(d, base, check, emu, status):
 
     # ---- the audit --------------------------------------------------------------------------------------
     rc, entries = audit(emu, d)
-    kinds = sorted({e["kind"] for e in entries})
+    kinds = sorted({e["kind"] for e in entries})  # the vdbe refusals are of kind "limit"
     check("audit: refused statements recorded with their client, exit 1",
           rc == 1 and kinds == ["bind", "dialect", "limit"]
           and all(e["application_name"] == "selftest-front" and e["user"] == "picoroute" and e["peer"]
