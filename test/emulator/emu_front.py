@@ -20,6 +20,7 @@ import signal
 import struct
 import sys
 import time
+import zlib
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
@@ -45,14 +46,24 @@ VDBE_BASE_STMT = "picoemu_front_vdbe0"
 # fails (a division by zero, which rolls the statement back with its transaction) and the front
 # answers Picodata's error instead.
 OPCODES_PER_ROW = 10
-_EXAMINED = ("(SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched(c.oid) + CASE WHEN c.relkind = 'r' "
-             "THEN pg_stat_get_xact_tuples_returned(c.oid) ELSE 0 END), 0) FROM pg_class c JOIN "
-             "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '_picoemu_local' "
-             "AND c.relkind IN ('r', 'i'))")
+# The storage relations (oid * 2 + 1 for a table, oid * 2 for an index) are looked up in pg_class once
+# per session and per table generation (GEN: a hash of the tables in state.json), and kept in the
+# session setting picoemu.vdbe_rels: a catalog scan per statement would cost more than the statement.
+_RELS = ("(CASE WHEN split_part(current_setting('picoemu.vdbe_rels', true), ':', 1) = 'GEN' "
+         "THEN split_part(current_setting('picoemu.vdbe_rels', true), ':', 2) ELSE split_part("
+         "set_config('picoemu.vdbe_rels', 'GEN:' || (SELECT coalesce(array_agg(c.oid::bigint * 2 + "
+         "(c.relkind = 'r')::int), '{}')::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+         "WHERE n.nspname = '_picoemu_local' AND c.relkind IN ('r', 'i')), false), ':', 2) END)::bigint[]")
+_EXAMINED = ("(SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched((x / 2)::oid) + CASE WHEN x %% 2 = 1 "
+             "THEN pg_stat_get_xact_tuples_returned((x / 2)::oid) ELSE 0 END), 0) FROM unnest(%s) x)" % _RELS)
 VDBE_BASE = "SELECT set_config('picoemu.vdbe_base', %s::text, false)" % _EXAMINED
-VDBE_CHECK = ("SELECT CASE WHEN s * %d > %%s THEN 1 / (s - s) ELSE 0 END FROM (SELECT %s - "
+VDBE_CHECK = ("SELECT CASE WHEN s * %d > LIMIT THEN 1 / (s - s) ELSE 0 END FROM (SELECT %s - "
               "coalesce(nullif(current_setting('picoemu.vdbe_base', true), ''), '0')::bigint AS s) x"
               % (OPCODES_PER_ROW, _EXAMINED))
+
+
+def vdbe_sql(template, gen, limit="$1::bigint"):
+    return template.replace("GEN", gen).replace("LIMIT", str(limit))
 TIMESTAMPTZ_OID, JSON_OID, JSONB_OID = 1184, 114, 3802
 ARRAY_OIDS = frozenset([1000, 1005, 1007, 1016, 1021, 1022, 1009, 1015, 1231, 2951, 1115, 1185, 199,
                         3807, 1014])
@@ -109,6 +120,8 @@ class Settings:
         self.path, self.instance = state_path, instance
         self.mtime = None
         self.checked = 0.0
+        self._tabs = None
+        self._gen = "0"
         self.d = {}
         self.refresh()
 
@@ -133,6 +146,16 @@ class Settings:
     @property
     def version(self):
         return self.d.get("picodata") or self.d.get("picodata_version") or dialect.DEFAULT_VERSION
+
+    @property
+    def table_gen(self):
+        """Changes when the emulator creates or drops a table (a new set of storage relations)."""
+        tabs = self.d.get("tables", [])
+        if tabs is not self._tabs:
+            self._tabs = tabs
+            key = repr(sorted((t.get("name"), t.get("id")) for t in tabs))
+            self._gen = "%08x" % (zlib.crc32(key.encode()) & 0xffffffff)
+        return self._gen
 
     @property
     def motion_row_max(self):
@@ -210,8 +233,7 @@ class Session:
         self.stmts = {}             # statement name -> info dict
         self.portals = {}           # portal name -> info dict
         self.helper = "no"          # helper statement state: no | pending | yes
-        self.vdbe_helper = "no"     # the same for the vdbe check statement
-        self.vdbe_base_helper = "no"  # and for the statement that notes the counters before
+        self.vdbe_helpers = {}      # the same for the vdbe statements, by name
         self.authenticated = False
         self.hold = None            # completion of the last counted Execute
         self.sbuf = []              # messages for the server, written at once
@@ -645,8 +667,9 @@ class Session:
             e.vdbe.tag = sql
             self.push(e.vdbe)
             self.push(Entry("fwd", ends=(b"Z",), simple=True))
-            self.send_server(msg(b"Q", cstr(VDBE_BASE + ";\n" + v.sql.rstrip().rstrip(";") + ";\n" +
-                                            VDBE_CHECK % vdbe)))
+            gen = self.front.settings.table_gen
+            self.send_server(msg(b"Q", cstr(vdbe_sql(VDBE_BASE, gen) + ";\n" + v.sql.rstrip().rstrip(";") +
+                                            ";\n" + vdbe_sql(VDBE_CHECK, gen, vdbe))))
         else:
             self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
         if restore:
@@ -775,28 +798,32 @@ class Session:
         return self.front.settings.vdbe_opcode_max
 
     def inject_vdbe_base(self):
-        if self.vdbe_base_helper == "no":
-            self.push(Entry("swallow", ends=(b"1",), on_done=self._vdbe_base_done))
-            self.send_server(msg(b"P", cstr(VDBE_BASE_STMT) + cstr(VDBE_BASE) + struct.pack("!H", 0)))
-            self.vdbe_base_helper = "pending"
+        gen = self.front.settings.table_gen
+        name = VDBE_BASE_STMT + "_" + gen
+        if self.vdbe_helpers.get(name, "no") == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=lambda e, n=name: self._helper_state(n, e)))
+            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(VDBE_BASE, gen)) + struct.pack("!H", 0)))
+            self.vdbe_helpers[name] = "pending"
         self.push(Entry("swallow", ends=(b"2",)))
-        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(VDBE_BASE_STMT) + struct.pack("!HHH", 0, 0, 0)))
+        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(name) + struct.pack("!HHH", 0, 0, 0)))
         self.push(Entry("swallow", ends=(b"C",)))
         self.send_server(msg(b"E", cstr(VDBE_PORTAL) + struct.pack("!I", 0)))
         self.push(Entry("swallow", ends=(b"3",)))
         self.send_server(msg(b"C", b"P" + cstr(VDBE_PORTAL)))
 
-    def _vdbe_base_done(self, e):
-        self.vdbe_base_helper = "yes" if e.completed else "no"
+    def _helper_state(self, name, e):
+        self.vdbe_helpers[name] = "yes" if e.completed else "no"
 
     def inject_vdbe_check(self, e, limit):
-        if self.vdbe_helper == "no":
-            self.push(Entry("swallow", ends=(b"1",), on_done=self._vdbe_helper_done))
-            self.send_server(msg(b"P", cstr(VDBE_STMT) + cstr(VDBE_CHECK % "$1::bigint") + struct.pack("!H", 0)))
-            self.vdbe_helper = "pending"
+        gen = self.front.settings.table_gen
+        name = VDBE_STMT + "_" + gen
+        if self.vdbe_helpers.get(name, "no") == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=lambda e, n=name: self._helper_state(n, e)))
+            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(VDBE_CHECK, gen)) + struct.pack("!H", 0)))
+            self.vdbe_helpers[name] = "pending"
         val = str(limit).encode()
         self.push(Entry("swallow", ends=(b"2",)))
-        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(VDBE_STMT) + struct.pack("!HHI", 0, 1, len(val)) +
+        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(name) + struct.pack("!HHI", 0, 1, len(val)) +
                              val + struct.pack("!H", 0)))
         e.vdbe = Entry("vdbe", ends=(b"C",), limit=limit)
         e.vdbe.tag = e.tag
@@ -805,8 +832,7 @@ class Session:
         self.push(Entry("swallow", ends=(b"3",)))
         self.send_server(msg(b"C", b"P" + cstr(VDBE_PORTAL)))
 
-    def _vdbe_helper_done(self, e):
-        self.vdbe_helper = "yes" if e.completed else "no"
+
 
     def inject_extended(self, pairs):
         if self.helper == "no":
