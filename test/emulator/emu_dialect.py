@@ -318,8 +318,9 @@ def option_names(v):
 
 
 # ---- the rule table --------------------------------------------------------------------------------
-# Each rule: (name, source, check(toks, depth, v, kw)). A check raises Reject. Sources: "D1.n" = facts
-# document "Picodata's SQL dialect and limits", section 1, table row n; "G:<rule>" = query.pest rule.
+# Each rule: (name, source, check(toks, depth, v, kw)). A check raises Reject. Sources: "D1.n, line L"
+# = the document "Picodata's SQL dialect and limits", section 1, table row n, at line L of that
+# document; "D3"/"D4" its sections 3 and 4; "G:<rule>" = the rule of Picodata's grammar query.pest.
 
 def _prev(toks, i):
     return toks[i - 1] if i > 0 else None
@@ -578,25 +579,25 @@ def r_functions(toks, depth, v, kw):
 
 RULES = [
     # name, source, check
-    ("not_like", "D1.1 (NOT LIKE / NOT ILIKE); G:Like has no NotFlag", r_not_like),
-    ("unary_minus", "D1.2 (unary minus); G:Integer", None),  # enforced by merge_signs
-    ("keyword_identifier", "D1.3 and the keyword list of D1; G:KeywordCoverage", r_keyword_identifier),
-    ("schema", "D1.4 (schema other than public); G:PublicSchema", r_schema),
-    ("offset", "D1.5 (OFFSET); G:SelectStatement has only Limit", r_offset),
-    ("collate", "D1.6 (COLLATE)", r_collate),
-    ("show", "D1.7 (SHOW)", None),  # statement kinds
-    ("any_array", "D1.8 (= ANY(ARRAY[...]), typed arrays before 26.2.1)", r_any_array),
-    ("option_name", "D1.9 (OPTION read_preference on 25.5.x); D4; G:DqlOption", None),  # _strip_option
-    ("operator", "D1 'Accepted everywhere' (= <> < <= > >= + - * /); G:ExprInfixOpNoSep", r_operators),
-    ("cast_type", "D1 'CAST(x AS t) and x::t'; G:Type", r_cast_types),
-    ("limit", "D1 'LIMIT n'; G:Limit = Unsigned | ALL", r_limit),
+    ("not_like", "D1.1, line 15 (NOT LIKE / NOT ILIKE); G:Like has no NotFlag", r_not_like),
+    ("unary_minus", "D1.2, line 16 (unary minus); G:Integer", None),  # enforced by merge_signs
+    ("keyword_identifier", "D1.3, line 17, and the keyword list, lines 25-29; G:KeywordCoverage", r_keyword_identifier),
+    ("schema", "D1.4, line 18 (schema other than public); G:PublicSchema", r_schema),
+    ("offset", "D1.5, line 19 (OFFSET); G:SelectStatement has only Limit", r_offset),
+    ("collate", "D1.6, line 20 (COLLATE)", r_collate),
+    ("show", "D1.7, line 21 (SHOW)", None),  # statement kinds
+    ("any_array", "D1.8, line 22 (= ANY(ARRAY[...]), typed arrays before 26.2.1)", r_any_array),
+    ("option_name", "D1.9, line 23 (OPTION read_preference on 25.5.x); D4, lines 81-85; G:DqlOption", None),  # _strip_option
+    ("operator", "D1 'Accepted everywhere', lines 31-36 (= <> < <= > >= + - * /); G:ExprInfixOpNoSep", r_operators),
+    ("cast_type", "D1, line 33 (CAST(x AS t) and x::t); G:Type", r_cast_types),
+    ("limit", "D1, line 34 (LIMIT n); G:Limit = Unsigned | ALL", r_limit),
     ("unsupported_clause", "G:Query (no RETURNING, FOR UPDATE, IS DISTINCT FROM, RIGHT/FULL JOIN, "
      "INTERSECT)", r_unsupported_clauses),
-    ("comma_join", "D1 '[INNER|LEFT [OUTER]] JOIN … ON'; G:SelectMainBody", r_comma_join),
-    ("function", "D1 aggregates and scalar functions ('push down only what is listed here')", r_functions),
+    ("comma_join", "D1, line 34 ([INNER|LEFT [OUTER]] JOIN ... ON); G:SelectMainBody", r_comma_join),
+    ("function", "D1, lines 37-39 (aggregates, scalar functions: 'push down only what is listed here')", r_functions),
     ("comment", "G:WHITESPACE (no COMMENT rule)", None),  # tokenizer
     ("multiple_statements", "G:Command = SOI ~ one statement ~ EOF", None),  # _split_statements
-    ("statement", "D3 (autocommit; no DECLARE/FETCH cursors); D1.7; G:Command", None),
+    ("statement", "D3, line 66 (autocommit); facts 4 (no DECLARE/FETCH cursors); D1.7; G:Command", None),
 ]
 
 
