@@ -494,6 +494,10 @@ class Session:
             self.cw.write(error_msg("22023", str(exc), "FATAL"))
             await self.cw.drain()
             return False
+        if self.conn_opts:
+            log("session of %s (%s) with startup options %s" % (
+                self.params.get("application_name", ""), self.peer,
+                ",".join("%s=%s" % kv for kv in sorted(self.conn_opts.items()))))
         for k in UNKNOWN_STARTUP_DROP:
             if k in self.params:
                 log("startup parameter %s=%s accepted and ignored" % (k, self.params.pop(k)))

@@ -31,12 +31,11 @@ BEGIN {
 }
 my $emulator = "$root/test/emulator/picoemu";
 
-# Server options for picoroute servers of the emulated cluster: its instances are PostgreSQL
-# servers that do not parse Picodata's trailing OPTION (...) clause nor its startup options, so
-# picoroute sends neither (execution_options 'off'). PICOROUTE_EXEC_OPTIONS=on sends them, for a
-# cluster that takes them.
+# Server options for picoroute servers of the emulated cluster: the instances' Picodata fronts parse
+# Picodata's trailing OPTION (...) clause and its startup options, so picoroute sends them
+# (execution_options 'on', its default). PICOROUTE_EXEC_OPTIONS=off tests the other path.
 sub exec_options {
-    return "execution_options '" . ($ENV{PICOROUTE_EXEC_OPTIONS} // 'off') . "'";
+    return "execution_options '" . ($ENV{PICOROUTE_EXEC_OPTIONS} // 'on') . "'";
 }
 my ($emu_dir, $emu_port);
 
