@@ -333,8 +333,8 @@ LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); 
         part = " ".join(f"WHEN b BETWEEN {s} AND {e} THEN {i}"
                         for i, rs in enumerate(self.rs_names) for s, e in self.ranges[rs])
         sql = [f"""
--- picoroute (default options: read_preference leader, connections cached per session). The
--- emulated instances are PostgreSQL servers: no Picodata OPTION clause nor startup options.
+-- picoroute (read_preference leader, connections cached per session). execution_options 'off':
+-- the bench turns the cluster's row and opcode limits off instead, so no variant sends OPTION.
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
   OPTIONS (tier 'default', dbname '{EMU_DB}', execution_options 'off');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute

@@ -86,9 +86,9 @@ done
 
 say "queries through the picoroute foreign data wrapper"
 psql_demo -q <<'SQL'
--- The emulated instances are PostgreSQL servers: they take no Picodata OPTION clause.
-CREATE SERVER picodata FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', execution_options 'off');
+-- Default options: picoroute sends Picodata's OPTION clause and startup options, which the
+-- emulated instances' Picodata fronts parse as Picodata does.
+CREATE SERVER picodata FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
 CREATE USER MAPPING FOR CURRENT_USER SERVER picodata OPTIONS (user 'picoroute', password 'picoroute');
 IMPORT FOREIGN SCHEMA picodata FROM SERVER picodata INTO public;
 SQL
