@@ -33,6 +33,9 @@ step "hash cross-check against the independent Python reference"
 python3 test/tools/bucket_hash_reference.py --self-test
 python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
 
+step "emulator: Picodata dialect validator unit tests"
+python3 test/emulator/test_emu_dialect.py
+
 # Before `make install`: the package test installs the Debian package into the system directories
 # and purges it at the end, so the tree's own build installed next is what the later suites use.
 step "packaging (PGXN META.json, make dist, Debian package: build, lintian, dpkg -i, CREATE EXTENSION, update path)"

@@ -6,6 +6,9 @@ import datetime
 import fcntl
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import emu_pg as pg
@@ -95,6 +98,83 @@ class Cluster:
     def running(self, inst):
         return pg.is_running(self.datadir(inst))
 
+    # ---- the fronts (emu_front.py: the advertised pgproto port of each instance) --------------------
+    def front_pidfile(self, inst):
+        return os.path.join(self.inst_dir(inst), "front.pid")
+
+    def front_log(self, inst):
+        return os.path.join(self.inst_dir(inst), "front.log")
+
+    @staticmethod
+    def _front_pid(pidfile):
+        try:
+            with open(pidfile) as f:
+                pid = int(f.read().strip())
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return pid if b"emu_front.py" in f.read() else None
+        except (OSError, ValueError):
+            return None
+
+    def front_running(self, inst):
+        return self._front_pid(self.front_pidfile(inst)) is not None
+
+    def start_front(self, inst, timeout=15):
+        if self.front_running(inst):
+            return
+        pidfile = self.front_pidfile(inst)
+        if os.path.exists(pidfile):
+            os.unlink(pidfile)
+        port = inst.get("pgproto_port", inst["port"])
+        script = os.path.join(os.path.dirname(os.path.realpath(__file__)), "emu_front.py")
+        python = sys.executable
+        if pg.as_root() and os.path.exists("/usr/bin/python3"):
+            python = "/usr/bin/python3"  # root's interpreter may live where postgres cannot read
+        cmd = (["runuser", "-u", "postgres", "--"] if pg.as_root() else []) + [
+            python, script, "--dir", self.dir, "--instance", inst["name"], "--pid-file", pidfile]
+        with open(os.devnull, "rb") as devnull:
+            subprocess.Popen(cmd, stdin=devnull, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             cwd=self.dir, start_new_session=True, close_fds=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.front_running(inst) and not pg.port_is_free(port):
+                return
+            time.sleep(0.05)
+        tail = ""
+        try:
+            with open(self.front_log(inst), errors="replace") as f:
+                tail = "".join(f.readlines()[-10:])
+        except OSError:
+            pass
+        raise EmuError("the front of instance %s did not listen on port %d within %ds (see %s):\n%s"
+                       % (inst["name"], port, timeout, self.front_log(inst), tail))
+
+    def stop_front_pidfile(self, pidfile, timeout=10):
+        pid = self._front_pid(pidfile)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+        deadline = time.time() + timeout
+        while time.time() < deadline and self._front_pid(pidfile) == pid:
+            time.sleep(0.05)
+        if self._front_pid(pidfile) == pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return True
+
+    def stop_front(self, inst):
+        self.stop_front_pidfile(self.front_pidfile(inst))
+
+    def stop_server(self, inst):
+        """Stops an instance: its front first (clients see the address go away), then its server."""
+        self.stop_front(inst)
+        pg.pg_stop(self.datadir(inst), self.dir)
+
     # ---- building servers --------------------------------------------------------------------
     def conf_text(self, name, rs, port, primary_port=None):
         st = self.st
@@ -179,11 +259,13 @@ class Cluster:
 
     def check_port(self, inst, wait=0):
         deadline = time.time() + wait
-        while not pg.port_is_free(inst["port"]) and time.time() < deadline:
-            time.sleep(0.5)
-        if not pg.port_is_free(inst["port"]):
-            raise EmuError("port %d for instance %s is in use on 127.0.0.1 (choose another "
-                           "--base-port or PICOEMU_BASE_PORT)" % (inst["port"], inst["name"]))
+        ports = [inst["port"]] + ([inst["pgproto_port"]] if "pgproto_port" in inst and not self.front_running(inst) else [])
+        for port in ports:
+            while not pg.port_is_free(port) and time.time() < deadline:
+                time.sleep(0.5)
+            if not pg.port_is_free(port):
+                raise EmuError("port %d for instance %s is in use on 127.0.0.1 (choose another "
+                               "--base-port or PICOEMU_BASE_PORT)" % (port, inst["name"]))
 
     def create_master(self, inst):
         self.check_port(inst)
@@ -198,7 +280,8 @@ class Cluster:
         """(Re)builds inst as a streaming standby of master with pg_basebackup."""
         self.mkdir(self.inst_dir(inst))
         if self.running(inst):
-            pg.pg_stop(self.datadir(inst), self.dir)
+            self.stop_server(inst)
+        self.stop_front(inst)
         pg.remove_tree(self.datadir(inst))
         pg.run_server_cmd([pg.pgbin("pg_basebackup"), "-h", pg.HOST, "-p", str(master["port"]),
                            "-U", ADMIN_USER, "-D", self.datadir(inst), "-X", "stream", "-c", "fast",
@@ -212,6 +295,7 @@ class Cluster:
     def start_server(self, inst):
         pg.pg_start(self.datadir(inst), self.logfile(inst), self.dir)
         pg.wait_ready(inst["port"], "instance %s" % inst["name"])
+        self.start_front(inst)
 
     # ---- catalog synchronisation ---------------------------------------------------------------
     def serving_port(self, rs_name):
@@ -299,6 +383,9 @@ class Cluster:
                     self.check_port(i, wait=70)
                     self.start_server(i)
                     started.append(i["name"])
+                elif self.running(i) and not self.front_running(i):
+                    self.start_front(i)
+                    started.append(i["name"] + " (front)")
             if started:
                 log("restarted %s" % ", ".join(started))
                 self.sync()
@@ -346,6 +433,7 @@ class Cluster:
                                % self.dir)
         stopped = 0
         for entry in sorted(os.listdir(self.dir)):
+            self.stop_front_pidfile(os.path.join(self.dir, entry, "front.pid"))
             data = os.path.join(self.dir, entry, "data")
             if pg.is_running(data):
                 pg.pg_stop(data, self.dir)
@@ -359,8 +447,8 @@ class Cluster:
         inst = st.instance(name)
         if inst["expelled"]:
             raise EmuError("instance %s is expelled" % name)
-        if self.running(inst):
-            pg.pg_stop(self.datadir(inst), self.dir)
+        if self.running(inst) or self.front_running(inst):
+            self.stop_server(inst)
         if inst["state"] != "Offline":
             inst["state"] = "Offline"
             inst["state_change_time"] = now_iso()
@@ -375,6 +463,8 @@ class Cluster:
         if not self.running(inst):
             self.check_port(inst, wait=70)  # a client socket in TIME_WAIT may hold it for 60 s
             self.start_server(inst)
+        elif not self.front_running(inst):
+            self.start_front(inst)
         if inst["state"] != "Online":
             inst["state"] = "Online"
             inst["incarnation"] += 1
@@ -554,8 +644,8 @@ class Cluster:
             old = expand(st.d["buckets"][rs["tier"]], tier["bucket_count"])
             self.apply_bucket_map(rs["tier"], rebalance(old, targets))
         for i in st.members(rs_name):
-            if self.running(i):
-                pg.pg_stop(self.datadir(i), self.dir)
+            if self.running(i) or self.front_running(i):
+                self.stop_server(i)
             i["expelled"] = True
             i["state"] = "Offline"
             i["state_change_time"] = now_iso()
@@ -586,7 +676,7 @@ class Cluster:
         if was_running:
             lsn = pg.psql_value(old["port"], "SELECT pg_current_wal_insert_lsn()", what="master %s" % old["name"])
             self.wait_replay(target, lsn)
-            pg.pg_stop(self.datadir(old), self.dir)
+            self.stop_server(old)
         pg.pg_promote(self.datadir(target), self.dir)
         deadline = time.time() + pg.START_TIMEOUT
         while pg.psql_value(target["port"], "SELECT pg_is_in_recovery()", what=target["name"]) != "f":

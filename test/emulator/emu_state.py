@@ -33,6 +33,7 @@ VERSIONS = {
 }
 DEFAULT_VERSION = "26.2"
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index
+PRIVATE_PORT_OFFSET = 200  # the instance's PostgreSQL server, behind its front: base + 200 + index
 CATALOG_TABLES = ["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table"]
 PUBLIC_TABLES = ["_pico_instance", "_pico_peer_address"]  # what role PUBLIC reads in Picodata
 
@@ -147,12 +148,14 @@ class State:
 
     # ---- allocation ---------------------------------------------------------------------------
     def new_instance(self, rs, tier, index_in_rs, port_ok=lambda port: True):
-        """Allocates the next port base+k; ports that cannot be bound now (e.g. a client socket in
-        TIME_WAIT holds it: the default range lies inside Linux's ephemeral range) are skipped."""
-        for _ in range(200):
+        """Allocates the next index k: the front (advertised pgproto address) listens on base+k, the
+        PostgreSQL server on the private port base+200+k. Indexes whose ports cannot be bound now (e.g.
+        a client socket in TIME_WAIT holds one: the default range lies inside Linux's ephemeral range)
+        are skipped."""
+        for _ in range(PRIVATE_PORT_OFFSET):
             k = self.d["next_index"]
             self.d["next_index"] = k + 1
-            if port_ok(self.d["base_port"] + k):
+            if port_ok(self.d["base_port"] + k) and port_ok(self.d["base_port"] + PRIVATE_PORT_OFFSET + k):
                 break
         else:
             raise EmuError("no free port found from %d on" % self.d["base_port"])
@@ -166,7 +169,8 @@ class State:
             "raft_id": raft_id,
             "replicaset": rs["name"],
             "tier": tier["name"],
-            "port": self.d["base_port"] + k,
+            "port": self.d["base_port"] + PRIVATE_PORT_OFFSET + k,   # PostgreSQL (private)
+            "pgproto_port": self.d["base_port"] + k,                  # the front (advertised)
             "iproto_port": self.d["base_port"] + IPROTO_PORT_OFFSET + k,
             "state": "Online",
             "incarnation": 1,
@@ -216,6 +220,9 @@ def new_state(path, base_port, tiers, advertise_wildcard, auth, picodata_version
         "schema_version": 1,
         "strict": False,
         "bucket_function": True,
+        # Picodata's cluster settings enforced by the fronts (ALTER SYSTEM SET in Picodata)
+        "sql_motion_row_max": 5000,
+        "sql_vdbe_opcode_max": 45000,
         # table -> roles with SELECT; "PUBLIC" is the pseudo-role
         "grants": {t: (["PUBLIC", CLIENT_USER] if t in PUBLIC_TABLES else [CLIENT_USER]) for t in CATALOG_TABLES},
         "tiers": [],

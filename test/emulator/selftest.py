@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import bucket_hash_reference as ref  # noqa: E402
 import emu_pg as pg  # noqa: E402
+import selftest_front  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
 
 PICOEMU = os.path.join(HERE, "picoemu")
@@ -51,7 +52,13 @@ def emu(d, *args, expect_ok=True):
 
 
 def status(d):
-    return json.loads(emu(d, "status", "--json").stdout)
+    """The status, with each instance's "port" replaced by its private PostgreSQL port: the checks of
+    this file inspect the servers with PostgreSQL SQL, which the Picodata front refuses. The advertised
+    port (the front) stays as "front_port"; selftest_front.py tests the front itself."""
+    s = json.loads(emu(d, "status", "--json").stdout)
+    for i in s.get("instances", []):
+        i["front_port"], i["port"] = i["port"], i["private_port"]
+    return s
 
 
 def q(port, sql, user="admin"):
@@ -227,7 +234,8 @@ def main_cluster(d):
                                                        "'default_1_1'", "picoroute") == '["Online",1]')
     peers = q(p2, "SELECT i.name, a.address FROM _pico_instance i JOIN _pico_peer_address a USING (raft_id) "
                   "WHERE connection_type = 'pgproto' ORDER BY 1", "picoroute")
-    check("catalog: pgproto addresses", peers == [[i["name"], "127.0.0.1:%d" % i["port"]] for i in s["instances"]])
+    check("catalog: pgproto addresses are the fronts", peers == [[i["name"], "127.0.0.1:%d" % i["front_port"]]
+                                                              for i in s["instances"]])
     check("catalog: one iproto row per instance",
           q1(p2, "SELECT count(*) FROM _pico_peer_address WHERE connection_type = 'iproto'", "picoroute") == "4")
     check("catalog: master by name", q(p4, "SELECT name, current_master_name, target_master_name, state FROM "
@@ -250,12 +258,12 @@ def main_cluster(d):
 
     ci = emu(d, "conninfo").stdout.strip()
     check("conninfo: lists every instance", ci == "host=%s port=%s dbname=picodata user=picoroute password=picoroute"
-          % (",".join(["127.0.0.1"] * 4), ",".join(str(p) for p in (p1, p2, p3, p4))), ci)
+          % (",".join(["127.0.0.1"] * 4), ",".join(str(i["front_port"]) for i in s["instances"])), ci)
     res = subprocess.run([pg.pgbin("psql"), "-X", "-At", ci, "-c", "SELECT current_user"], capture_output=True,
                          text=True, timeout=30)
     check("conninfo: connects (password auth over TCP)", res.stdout.strip() == "picoroute", res.stderr)
     check("conninfo --instance", emu(d, "conninfo", "--instance", "default_2_2", "--user", "admin").stdout.strip()
-          == "host=127.0.0.1 port=%d dbname=picodata user=admin password=admin" % p4)
+          == "host=127.0.0.1 port=%d dbname=picodata user=admin password=admin" % s["instances"][3]["front_port"])
     check("auth: wrong password refused", "password authentication failed"
           in qerr(p1, "SELECT 1", "nosuchuser") or "authentication failed" in qerr(p1, "SELECT 1", "nosuchuser"))
 
@@ -436,7 +444,7 @@ def main_cluster(d):
     check("switch-master: writes reach the new master",
           qerr(p3, "INSERT INTO users VALUES (1, 'again', 1)").find("duplicate key") >= 0
           and qerr(p3, "UPDATE users SET name = 'after-switch' WHERE id = 1") == ""
-          and q1(json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)["port"],
+          and q1(json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)["private_port"],
                  "SELECT name FROM _picoemu_local.users WHERE id = 1") == "after-switch")
     own1 = [(b["start"], b["end"]) for b in s["tiers"][0]["buckets"] if b["replicaset"] == "default_1"]
     k1 = next(k for k in range(1, 2000) if any(a <= ref.bucket_id([k], 3000) <= e for a, e in own1))
@@ -612,7 +620,7 @@ def small_cluster(d):
                                          "ORDER BY name", "picoroute") == [["cold", "0", "f", "1"], ["hot", "10", "t", "1"]])
     check("tiers: empty tier has no buckets", q1(p, "SELECT _pico_bucket('cold')::text", "picoroute") == "[]")
     check("wildcard: pgproto advertised as 0.0.0.0", q1(p, "SELECT address FROM _pico_peer_address WHERE raft_id = 1 "
-                                                          "AND connection_type = 'pgproto'", "picoroute") == "0.0.0.0:%d" % p)
+                                                          "AND connection_type = 'pgproto'", "picoroute") == "0.0.0.0:%d" % s["instances"][0]["front_port"])
     check("auth md5: passwords stored as md5",
           q1(p, "SELECT rolpassword LIKE 'md5%' FROM pg_authid WHERE rolname = 'picoroute'") == "t")
     r = subprocess.run([PICOEMU, "--dir", d, "psql", "hot_1_1", "--user", "picoroute", "--", "-Atc",
@@ -626,11 +634,15 @@ def small_cluster(d):
           q1(p, "SELECT bucket_id FROM kv") == str(ref.bucket_id(["lol", 5], 10)))
 
 
+def front_cluster(d):
+    selftest_front.front_cluster(d, BASE + 60, check, emu, status)
+
+
 def main():
     keep = "--keep" in sys.argv
     root = tempfile.mkdtemp(prefix="picoemu-selftest-", dir="/tmp")
     os.chmod(root, 0o755)
-    dirs = [os.path.join(root, "main"), os.path.join(root, "small"), os.path.join(root, "v25")]
+    dirs = [os.path.join(root, n) for n in ("main", "small", "v25", "front")]
 
     def on_alarm(signum, frame):
         raise TimeoutError("self-test exceeded %d s" % TIME_LIMIT)
@@ -639,7 +651,8 @@ def main():
     t0 = time.time()
     try:
         test_bucket_math()
-        for fn, d in ((main_cluster, dirs[0]), (small_cluster, dirs[1]), (old_version_cluster, dirs[2])):
+        for fn, d in ((main_cluster, dirs[0]), (small_cluster, dirs[1]), (old_version_cluster, dirs[2]),
+                      (front_cluster, dirs[3])):
             try:
                 fn(d)
             except Exception as exc:  # report and go on to clean-up
@@ -653,6 +666,9 @@ def main():
                     check("down %s" % os.path.basename(d), r.returncode == 0 and not os.path.exists(d), r.stderr)
             leftovers = subprocess.run(["pgrep", "-f", "postgres -D %s" % root], capture_output=True, text=True).stdout
             check("down: no server left running", leftovers.strip() == "", leftovers)
+            fronts = subprocess.run(["pgrep", "-f", "emu_front.py --dir %s" % root], capture_output=True,
+                                    text=True).stdout
+            check("down: no front left running", fronts.strip() == "", fronts)
             r = subprocess.run([PICOEMU, "--dir", dirs[0], "down"], capture_output=True, text=True, timeout=60)
             check("down again: harmless", r.returncode == 0)
             os.rmdir(root) if os.path.isdir(root) and not os.listdir(root) else None

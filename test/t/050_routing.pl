@@ -12,8 +12,8 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options picodata_version
-  picodata_has);
+  qw(emu emu_command emu_json emu_private_psql start_emulator start_picoroute_node wait_for exec_options
+  picodata_version picodata_has);
 
 start_emulator(base_port => 21000);
 
@@ -207,8 +207,19 @@ like($err, qr/cannot update sharding key column "id"/, 'UPDATE of a sharding key
 
 # ---- scatter in both modes ---------------------------------------------------------------------
 emu('strict', 'off') if $strict;
-my $expected = $node->safe_psql('postgres',
-    q{SELECT count(*), sum(id) FROM picoroute_exec_all('default', 'SELECT id FROM _picoemu_local.users') AS t(id bigint)});
+# What the emulator stores, read from every master's storage on its private port (PostgreSQL-only SQL
+# that no Picodata front accepts).
+sub stored {
+    my ($sql) = @_;
+    my ($count, $sum) = (0, 0);
+    for my $rs (@{ emu_json('status', '--json')->{replicasets} }) {
+        my ($c, $s) = split /\|/, emu_private_psql($rs->{master}, $sql);
+        $count += $c;
+        $sum += $s // 0;
+    }
+    return ($count, $sum);
+}
+my $expected = join('|', stored('SELECT count(*), coalesce(sum(id), 0) FROM _picoemu_local.users'));
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users'), $expected,
    'scatter coordinator returns exactly the emulator rows');
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users_m'), $expected,
@@ -217,10 +228,10 @@ like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT * FROM users_m'),
      qr/Routing: scatter to the 2 masters of tier "default": 127\.0\.0\.1:\d+ \(buckets 1-1500\), 127\.0\.0\.1:\d+ \(buckets 1501-3000\)/,
      'EXPLAIN of a masters scatter');
 like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT name FROM users WHERE v > 10 AND name LIKE 'name_1%'}),
-     qr/Remote SQL: SELECT "name" FROM "users" WHERE \("v" > 10\) AND \("name" LIKE 'name_1%'\)\n\s+Routing: scatter through coordinator/,
+     qr/Remote SQL: SELECT "name" FROM "users" WHERE \("v" > 10\) AND \("name" LIKE 'name_1%'\)(?: OPTION \([^)]*\))?\n\s+Routing: scatter through coordinator/,
      'EXPLAIN pushes WHERE clauses down and shows the coordinator');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM users WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}),
-   $node->safe_psql('postgres', q{SELECT count(*) FROM picoroute_exec_all('default', 'SELECT id, v, name FROM _picoemu_local.users') AS t(id bigint, v bigint, name text) WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}),
+   (stored(q{SELECT count(*), 0 FROM _picoemu_local.users WHERE v > 10 AND name LIKE 'name_1%' AND id % 2 = 0}))[0],
    'pushed-down and local filters together');
 is($node->safe_psql('postgres', "DELETE FROM users_m WHERE name = 'batch'"), '', 'scatter DELETE over masters');
 is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE name = 'batch'"), '0', 'scatter DELETE removed every row');
@@ -248,12 +259,14 @@ is($node->safe_psql('postgres', 'SELECT value FROM settings'), 'test', 'global t
         is_deeply($t, read_cost($owner), "$v: replicas never serve reads: the read costs "
               . join(',', @{ read_cost($owner) }));
     }
-    is($node->safe_psql('postgres',
-        "SELECT x FROM picoroute_exec('default', 1, 'SELECT pg_is_in_recovery()', true) AS t(x boolean)"),
-       't', 'picoroute_exec read_only runs on a replica');
-    is($node->safe_psql('postgres',
-        "SELECT x FROM picoroute_exec('default', 1, 'SELECT pg_is_in_recovery()') AS t(x boolean)"),
-       'f', 'picoroute_exec runs on the master by default');
+    # Where picoroute_exec sends a statement (pg_is_in_recovery() is not Picodata SQL, so the tests look
+    # at picoroute's connections instead).
+    my $b9 = emu_json('locate', 'users', '--key', '[9]')->{bucket_id};
+    my $exec9 = "SELECT name FROM picoroute_exec('default', $b9, 'SELECT name FROM users WHERE id = 9 AND bucket_id = $b9'%s) AS t(name text)";
+    is($node->safe_psql('postgres', sprintf($exec9, ', true')), 'name_9', 'picoroute_exec read_only: row read');
+    my $sent_ro = sent_to(sprintf($exec9, ', true'));
+    ok($replica_port{$sent_ro}, "picoroute_exec read_only is sent to a replica of $rs (got $sent_ro)");
+    is(sent_to(sprintf($exec9, '')), "127.0.0.1:$port_of{$owner}", 'picoroute_exec runs on the master by default');
 }
 
 # ---- picoroute_exec, picoroute_exec_all, the connection cache --------------------------------

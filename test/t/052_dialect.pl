@@ -15,7 +15,7 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options);
+  qw(emu emu_command emu_json emu_private_psql start_emulator start_picoroute_node wait_for exec_options);
 
 start_emulator(base_port => 29800, tiers => [ 'default:2:1:3000', 'other:1:1:300' ]);
 
@@ -63,12 +63,14 @@ CREATE FOREIGN TABLE big (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'id', batch_size '10000');
 });
 
-# The rows as the storages hold them, read around picoroute.
+# The rows as the storages hold them, read around picoroute: on every master's private port (the
+# Picodata fronts refuse the storage schema).
 sub storage_count {
     my ($where) = @_;
-    return $node->safe_psql('postgres',
-        "SELECT count(*) FROM picoroute_exec_all('default', 'SELECT id, name, v FROM _picoemu_local.users')"
-      . " AS t(id bigint, name text, v bigint) WHERE $where");
+    my $n = 0;
+    $n += emu_private_psql($_->{master}, "SELECT count(*) FROM _picoemu_local.users WHERE $where")
+      for @{ emu_json('status', '--json')->{replicasets} };
+    return "$n";
 }
 
 # ---- rewritten shapes return the right rows -----------------------------------------------------
@@ -137,8 +139,10 @@ INSERT INTO vals VALUES (1, '2025-02-01 10:00:00+00', 0.30000000000000004, 1.5);
 PREPARE ins(bigint, timestamptz, float8) AS INSERT INTO vals (id, ts, d) VALUES ($1, $2, $3);
 EXECUTE ins(2, '2025-02-01 10:00:00+00', 0.1::float8 + 0.2::float8);
 });
-is($node->safe_psql('postgres',
-    q{SELECT ts, d FROM picoroute_exec_all('default', 'SELECT (ts AT TIME ZONE ''UTC'')::text, d::text FROM _picoemu_local.vals WHERE id = 1') AS t(ts text, d text)}),
+is(join("\n", grep { $_ ne '' } map {
+        emu_private_psql($_->{master},
+            q{SELECT (ts AT TIME ZONE 'UTC')::text, d::text FROM _picoemu_local.vals WHERE id = 1})
+    } @{ emu_json('status', '--json')->{replicasets} }),
    '2025-02-01 10:00:00|0.30000000000000004',
    "DateStyle 'SQL, DMY' and extra_float_digits 0: stored exactly what was inserted");
 is($node->safe_psql('postgres', q{
@@ -165,20 +169,26 @@ SELECT string_agg(address, ',') FROM picoroute_connections() WHERE server_name =
 cmp_ok(scalar(keys %coordinators), '>=', 2, 'keyless statements of different sessions use different coordinators');
 
 # ---- read_preference reaches the server ------------------------------------------------------------
-# It travels in the startup packet's options, in Picodata's syntax. The emulated instances are
-# PostgreSQL servers, which refuse that syntax: the refusal shows that it was sent.
-SKIP: {
-    skip 'the cluster takes Picodata startup options', 1 if ($ENV{PICOROUTE_EXEC_OPTIONS} // 'off') eq 'on';
-    $node->safe_psql('postgres', q{
+# It travels in the startup packet's options, in Picodata's syntax; the instances' Picodata fronts
+# read it there (and log it) and the read succeeds.
+$node->safe_psql('postgres', q{
 CREATE SERVER pico_rp FOREIGN DATA WRAPPER picoroute
   OPTIONS (tier 'default', dbname 'picodata', read_preference 'replica');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_rp OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users_rp (id bigint, name text, v bigint) SERVER pico_rp
   OPTIONS (table_name 'users', sharding_key 'id');
 });
-    my ($r, $o, $e) = $node->psql('postgres', 'SELECT name FROM users_rp WHERE id = 5');
-    like($e, qr/invalid command-line argument for server process: read_preference=replica/,
-         'read_preference is sent to the server as a startup option (read_preference=replica)');
+is($node->safe_psql('postgres', 'SELECT name FROM users_rp WHERE id = 5'), 'name_5',
+   'read_preference replica: the read succeeds through the front');
+{
+    my $dir = emu_json('status', '--json')->{dir};
+    my $seen = 0;
+    for my $log (glob("$dir/*/front.log")) {
+        open(my $fh, '<', $log) or next;
+        $seen ||= grep { /read_preference=replica/ } <$fh>;
+        close $fh;
+    }
+    ok($seen, 'read_preference is sent to the server as a startup option (read_preference=replica)');
 }
 
 # ---- declarations checked against _pico_table -----------------------------------------------------

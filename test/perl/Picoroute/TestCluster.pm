@@ -11,10 +11,10 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Test2::API qw(test2_add_callback_testing_done);
 
-our @EXPORT_OK =
-  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options picodata_version
-  picodata_has);
+our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql start_emulator
+  start_picoroute_node wait_for exec_options picodata_version picodata_has);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -31,12 +31,11 @@ BEGIN {
 }
 my $emulator = "$root/test/emulator/picoemu";
 
-# Server options for picoroute servers of the emulated cluster: its instances are PostgreSQL
-# servers that do not parse Picodata's trailing OPTION (...) clause nor its startup options, so
-# picoroute sends neither (execution_options 'off'). PICOROUTE_EXEC_OPTIONS=on sends them, for a
-# cluster that takes them.
+# Server options for picoroute servers of the emulated cluster: the instances' Picodata fronts parse
+# Picodata's trailing OPTION (...) clause and its startup options, so picoroute sends them
+# (execution_options 'on', its default). PICOROUTE_EXEC_OPTIONS=off tests the other path.
 sub exec_options {
-    return "execution_options '" . ($ENV{PICOROUTE_EXEC_OPTIONS} // 'off') . "'";
+    return "execution_options '" . ($ENV{PICOROUTE_EXEC_OPTIONS} // 'on') . "'";
 }
 my ($emu_dir, $emu_port);
 
@@ -71,6 +70,39 @@ sub emu {
 }
 
 sub emu_json { return decode_json(emu(@_)); }
+
+# The statements the emulator's fronts refused (Picodata's dialect, row limits, parameter rules), as a
+# list of hashes (instance, kind, sqlstate, message, statement, user, application_name, peer).
+sub emu_audit {
+    my ($stdout, $stderr);
+    IPC::Run::run(emu_command('audit', '--json'), '>', \$stdout, '2>', \$stderr);
+    return decode_json($stdout || '[]');
+}
+
+# Forgets the refused statements (for a test that sends refused statements on purpose: check them
+# with emu_audit first).
+sub emu_audit_clear { emu('audit', '--clear'); return; }
+
+# Runs SQL on an instance's private PostgreSQL port, bypassing its Picodata front: for inspection that
+# needs PostgreSQL-only SQL (pg_is_in_recovery(), _picoemu_local.*, pg_stat_*). Returns psql -At output.
+sub emu_private_psql {
+    my ($instance, $sql) = @_;
+    return emu('psql', $instance, '--', '-At', '-v', 'ON_ERROR_STOP=1', '-c', $sql);
+}
+
+# Every test file that starts an emulator ends by asserting that the fronts refused nothing: a
+# statement picoroute sends that Picodata would not parse fails the suite that sent it.
+test2_add_callback_testing_done(sub {
+    return unless defined $emu_dir && -d $emu_dir;
+    my $refused = eval { emu_audit() };
+    if (!defined $refused) {
+        fail("the emulator's audit can be read: $@");
+        return;
+    }
+    ok(!@$refused, 'the Picodata fronts refused no statement (picoemu audit)')
+      or diag(join("\n", map { "refused on $_->{instance} ($_->{kind} $_->{sqlstate}, app "
+              . ($_->{application_name} // '') . "): $_->{message}\n    $_->{statement}" } @$refused));
+});
 
 # Starts an emulated cluster in a directory of its own; `down` runs at exit.
 sub start_emulator {

@@ -1,0 +1,683 @@
+"""Picodata's SQL dialect, as the emulator's front judges it: a tokenizer plus a table of rules, each
+naming the fact it comes from (the facts document "Picodata's SQL dialect and limits", sections 1-3,
+and Picodata's grammar file query.pest, which that document cites).
+
+validate(sql, version) -> Verdict. A statement that a rule rejects gets, from the front, SQLSTATE XX000
+and a message beginning `rule parsing error`, as Picodata answers a statement its grammar cannot parse.
+This module is pure (no I/O): emu_front.py calls it, test_emu_dialect.py tests it.
+"""
+
+import re
+
+# ---- versions ------------------------------------------------------------------------------------
+# The facts document, section 5, names 25.5.x, 26.1.x, 26.2.0 and 26.2.1+/master.
+VERSIONS = {"25.5": (25, 5, 0), "26.1": (26, 1, 0), "26.2": (26, 2, 0), "26.2.1": (26, 2, 1),
+            "head": (99, 0, 0)}
+DEFAULT_VERSION = "26.2"
+
+
+def version_tuple(version):
+    if isinstance(version, tuple):
+        return version
+    v = str(version or DEFAULT_VERSION).strip().lower()
+    if v in VERSIONS:
+        return VERSIONS[v]
+    if v in ("master", "latest"):
+        return VERSIONS["head"]
+    parts = re.findall(r"\d+", v)
+    if len(parts) >= 2:
+        return tuple(int(p) for p in (parts + ["0"])[:3])
+    raise ValueError("unknown Picodata version %r (known: %s)" % (version, ", ".join(VERSIONS)))
+
+
+def has_read_preference(v):
+    """OPTION/startup read_preference: a parse error on 25.5.x, fine from 26.1 (dialect, section 1)."""
+    return version_tuple(v) >= (26, 1, 0)
+
+
+def has_forward(v):
+    """forward: 26.2.1+ and master only (facts, section 5; dialect, section 4)."""
+    return version_tuple(v) >= (26, 2, 1)
+
+
+def has_arrays(v):
+    """= ANY(ARRAY[...]) and typed array parameters: only from 26.2.1 (dialect, section 1)."""
+    return version_tuple(v) >= (26, 2, 1)
+
+
+# ---- keywords (dialect, section 1: the 25.5.1 list; the master grammar adds `array`) ----------------
+KEYWORDS_25_5 = frozenset("""all and asc as begin between by case cast current_date current_time
+current_timestamp desc distinct else end except exists false filter from group having inner into in is
+join left limit localtimestamp localtime not null on option order or outer over primary select set
+similar substring table then to true union using values when where with window""".split())
+
+
+def keywords(v):
+    return KEYWORDS_25_5 | ({"array"} if has_arrays(v) else frozenset())
+
+
+# Keywords that are values or closers: a comparison after them is not an identifier slip.
+VALUE_KEYWORDS = frozenset("true false null current_date current_time current_timestamp localtime "
+                           "localtimestamp end asc desc all".split())
+
+# Operators of the grammar (ArithInfixOp, CmpInfixOp, ConcatInfixOp, CastPostfix).
+OPERATORS = frozenset(["=", "<>", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "||", "::"])
+
+# Cast targets of the grammar's Type rule (boolean, datetime, decimal, double, int, json, string, text,
+# varchar, uuid); `double precision`, `timestamptz`, `float8` ... are not in it.
+CAST_TYPES = frozenset("bool boolean datetime decimal number numeric double integer bigint smallint int "
+                       "int2 int4 int8 json string text varchar uuid".split())
+
+# Functions Picodata knows (dialect, section 1: aggregates of 25.5.1 and the scalar functions listed
+# there; `_pico_bucket` from the facts, section 2). Unknown functions fail in Picodata's planner.
+FUNCTIONS = frozenset("count sum avg min max total group_concat string_agg abs lower upper substr "
+                      "substring coalesce trim to_char to_date length round version _pico_bucket".split())
+
+OPTION_INT = ("sql_motion_row_max", "sql_vdbe_opcode_max")
+READ_PREFERENCES = ("leader", "replica", "any")
+FORWARD_VALUES = ("on", "off", "ro_to_rw")
+
+# Statement kinds by first word. Picodata's grammar: Query (SELECT/WITH/VALUES/INSERT/UPDATE/DELETE),
+# EXPLAIN, TCL (BEGIN/COMMIT/ROLLBACK/END), SET (a no-op), DEALLOCATE, empty. DDL/ACL/CALL/plugins parse
+# in Picodata but are not emulated (the emulator creates tables with `picoemu create-table`).
+QUERY_WORDS = frozenset(["select", "with", "values", "insert", "update", "delete"])
+NOT_EMULATED = frozenset(["create", "drop", "alter", "grant", "revoke", "truncate", "call", "backup",
+                          "audit"])
+TCL_TAGS = {"begin": "BEGIN", "commit": "COMMIT", "rollback": "ROLLBACK", "end": "COMMIT"}
+
+
+class Token:
+    __slots__ = ("kind", "text", "low", "pos", "end", "space_before")
+
+    def __init__(self, kind, text, pos, end, space_before):
+        self.kind, self.text, self.pos, self.end, self.space_before = kind, text, pos, end, space_before
+        self.low = text.lower()
+
+    def __repr__(self):
+        return "%s:%s" % (self.kind, self.text)
+
+
+class Reject(Exception):
+    def __init__(self, rule, detail):
+        super().__init__(detail)
+        self.rule, self.detail = rule, detail
+
+
+_ident_re = re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*")
+_num_re = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?")
+_op_chars = set("+-*/<>=~!@#%^&|`?")
+
+
+def tokenize(sql):
+    toks = []
+    i, n = 0, len(sql)
+    space = True
+    while i < n:
+        c = sql[i]
+        if c in " \t\r\n":
+            i += 1
+            space = True
+            continue
+        start = i
+        if c == "-" and sql.startswith("--", i):
+            raise Reject("comment", "comments (`--`) are not in Picodata's grammar (WHITESPACE has no "
+                         "COMMENT rule)")
+        if c == "/" and sql.startswith("/*", i):
+            raise Reject("comment", "comments (`/* */`) are not in Picodata's grammar")
+        if c == "'":
+            j = i + 1
+            while True:
+                k = sql.find("'", j)
+                if k < 0:
+                    raise Reject("string", "unterminated string literal")
+                if sql.startswith("''", k):
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            toks.append(Token("str", sql[start:i], start, i, space))
+        elif c == '"':
+            j = i + 1
+            while True:
+                k = sql.find('"', j)
+                if k < 0:
+                    raise Reject("identifier", "unterminated quoted identifier")
+                if sql.startswith('""', k):
+                    raise Reject("identifier", "a doubled quote inside a quoted identifier (%s) is not "
+                                 "unescaped by Picodata: the name would differ" % sql[start:k + 2])
+                i = k + 1
+                break
+            toks.append(Token("qident", sql[start:i], start, i, space))
+        elif c == "$":
+            m = re.match(r"\$(\d+)", sql[i:])
+            if not m:
+                raise Reject("string", "dollar quoting is not in Picodata's grammar")
+            i += m.end()
+            toks.append(Token("param", sql[start:i], start, i, space))
+        elif c.isdigit():
+            m = _num_re.match(sql, i)
+            i = m.end()
+            toks.append(Token("num", sql[start:i], start, i, space))
+        elif c == ":":
+            if sql.startswith("::", i):
+                i += 2
+                toks.append(Token("op", "::", start, i, space))
+            else:
+                raise Reject("operator", "`:` is not an operator of Picodata's grammar")
+        elif c in "(),;.[]":
+            i += 1
+            toks.append(Token("punct", c, start, i, space))
+        elif c in _op_chars:
+            j = i
+            while j < n and sql[j] in _op_chars and not sql.startswith("--", j) and not sql.startswith("/*", j):
+                j += 1
+            op = sql[i:j]
+            if len(op) > 1 and op[-1] in "+-" and not any(ch in op for ch in "~!@#%^&|`?"):
+                op = op.rstrip("+-") or op[0]
+            i += len(op)
+            toks.append(Token("op", op, start, i, space))
+        else:
+            m = _ident_re.match(sql, i)
+            if not m:
+                raise Reject("character", "unexpected character %r" % c)
+            i = m.end()
+            if i < n and sql[i] == "'":
+                raise Reject("string", "prefixed string literals (%s'...') are not in Picodata's grammar"
+                             % m.group(0))
+            toks.append(Token("ident", m.group(0), start, i, space))
+        space = False
+    return toks
+
+
+def _is_operand_end(t):
+    """True when t ends an operand, so a following +/- is a binary operator."""
+    if t is None:
+        return False
+    if t.kind in ("qident", "num", "str", "param"):
+        return True
+    if t.kind == "punct":
+        return t.text in (")", "]")
+    if t.kind == "ident":
+        return t.low not in KEYWORDS_25_5 or t.low in VALUE_KEYWORDS
+    return False
+
+
+def merge_signs(toks):
+    """A sign exists only inside a numeric literal (`-5`); any other prefix +/- is refused (rule
+    `unary_minus`, dialect section 1 row 2; grammar: Integer = ("+" | "-")? ~ ASCII_DIGIT+)."""
+    out = []
+    for idx, t in enumerate(toks):
+        prev = out[-1] if out else None
+        if t.kind == "op" and t.text in ("-", "+") and not _is_operand_end(prev):
+            nxt = toks[idx + 1] if idx + 1 < len(toks) else None
+            if nxt is not None and nxt.kind == "num" and not nxt.space_before:
+                nxt.text = t.text + nxt.text
+                nxt.low = nxt.text
+                nxt.pos = t.pos
+                nxt.space_before = t.space_before
+                continue
+            raise Reject("unary_minus", "prefix %s is not in Picodata's grammar (a sign exists only inside "
+                         "a numeric literal such as -5): write (0 - x)" % t.text)
+        out.append(t)
+    return out
+
+
+class Verdict:
+    """kind: query | explain | tcl | set | deallocate | empty. sql: the text to send to PostgreSQL
+    (OPTION stripped). options: {name: value} of the trailing OPTION clause. tag: the command tag the
+    front answers for tcl/set. insert_rows: number of VALUES rows of an INSERT ... VALUES. params: the
+    highest $n."""
+
+    def __init__(self, kind, sql, options=None, tag=None, insert_rows=None, params=0, reads=False):
+        self.kind, self.sql, self.options, self.tag = kind, sql, options or {}, tag
+        self.insert_rows, self.params, self.reads = insert_rows, params, reads
+
+
+def _split_statements(toks):
+    """Picodata's Command is one statement; EOF = (";" ~ WO)* ~ EOI: trailing semicolons only."""
+    for i, t in enumerate(toks):
+        if t.kind == "punct" and t.text == ";":
+            rest = toks[i + 1:]
+            if any(not (r.kind == "punct" and r.text == ";") for r in rest):
+                raise Reject("multiple_statements", "one statement per query: Picodata's grammar "
+                             "accepts only trailing semicolons")
+            return toks[:i]
+    return toks
+
+
+def _depths(toks):
+    d, out = 0, []
+    for t in toks:
+        if t.kind == "punct" and t.text in ")]":
+            d -= 1
+        out.append(d)
+        if t.kind == "punct" and t.text in "([":
+            d += 1
+    if d != 0:
+        raise Reject("parentheses", "unbalanced parentheses")
+    return out
+
+
+def _strip_option(sql, toks, depth, v):
+    """Trailing OPTION (name = value, ...): the very last thing of the statement (grammar: Query ~
+    DqlOption?). Returns (tokens without it, options dict, end offset of the statement text)."""
+    for i, t in enumerate(toks):
+        if t.kind == "ident" and t.low == "option" and depth[i] == 0 and i + 1 < len(toks) \
+                and toks[i + 1].text == "(":
+            break
+    else:
+        return toks, {}, None
+    close = next((j for j in range(i + 2, len(toks)) if toks[j].text == ")" and depth[j] == 0), None)
+    if close is None or close != len(toks) - 1:
+        raise Reject("option_last", "OPTION (...) must be the very last clause of the statement")
+    body = toks[i + 2:close]
+    opts = {}
+    k = 0
+    while k < len(body):
+        if k + 2 >= len(body) or body[k].kind != "ident" or body[k + 1].text != "=":
+            raise Reject("option_syntax", "OPTION expects name = value pairs")
+        name, val = body[k].low, body[k + 2]
+        if name in OPTION_INT:
+            if val.kind == "param":
+                raise Reject("option_param", "OPTION %s = $n: parameters in OPTION are not emulated "
+                             "(write the number)" % name)
+            if val.kind != "num" or not val.text.isdigit():
+                raise Reject("option_value", "OPTION %s expects an unsigned integer" % name)
+            opts[name] = int(val.text)
+        elif name == "read_preference":
+            if not has_read_preference(v):
+                raise Reject("option_name", "OPTION (read_preference = ...) is a parse error on "
+                             "Picodata 25.5.x (use the startup option)")
+            if val.low not in READ_PREFERENCES:
+                raise Reject("option_value", "read_preference expects leader, replica or any")
+            opts[name] = val.low
+        elif name == "forward":
+            if not has_forward(v):
+                raise Reject("option_name", "OPTION (forward = ...) exists from Picodata 26.2.1 only")
+            if val.low not in FORWARD_VALUES:
+                raise Reject("option_value", "forward expects on, off or ro_to_rw")
+            opts[name] = val.low
+        else:
+            raise Reject("option_name", "unknown OPTION %s (known: %s)" % (
+                name, ", ".join(option_names(v))))
+        k += 3
+        if k < len(body):
+            if body[k].text != ",":
+                raise Reject("option_syntax", "OPTION parameters are separated by commas")
+            k += 1
+    return toks[:i], opts, t.pos
+
+
+def option_names(v):
+    names = list(OPTION_INT)
+    if has_read_preference(v):
+        names.append("read_preference")
+    if has_forward(v):
+        names.append("forward")
+    return names
+
+
+# ---- the rule table --------------------------------------------------------------------------------
+# Each rule: (name, source, check(toks, depth, v, kw)). A check raises Reject. Sources: "D1.n, line L"
+# = the document "Picodata's SQL dialect and limits", section 1, table row n, at line L of that
+# document; "D3"/"D4" its sections 3 and 4; "G:<rule>" = the rule of Picodata's grammar query.pest.
+
+def _prev(toks, i):
+    return toks[i - 1] if i > 0 else None
+
+
+def _next(toks, i):
+    return toks[i + 1] if i + 1 < len(toks) else None
+
+
+def r_not_like(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        if t.kind == "ident" and t.low == "not":
+            n = _next(toks, i)
+            if n is not None and n.kind == "ident" and n.low in ("like", "ilike", "similar"):
+                raise Reject("not_like", "NOT %s: the Like rule has no NOT flag; write NOT (a %s b)"
+                             % (n.text.upper(), n.text.upper()))
+
+
+_POSITIONAL = {
+    # keyword -> predicate(prev, next, toks, i) that is True when the word is used as a keyword
+    "by": lambda p, n, toks, i: p is not None and p.kind == "ident" and p.low in ("order", "group", "partition"),
+    "begin": lambda p, n, toks, i: i == 0,
+    "filter": lambda p, n, toks, i: n is not None and n.text == "(" and p is not None and p.text == ")",
+    "over": lambda p, n, toks, i: p is not None and p.text == ")",
+    "option": lambda p, n, toks, i: n is not None and n.text == "(",
+    "substring": lambda p, n, toks, i: n is not None and n.text == "(",
+    "values": lambda p, n, toks, i: n is not None and n.text == "(",
+    "exists": lambda p, n, toks, i: n is not None and n.text == "(",
+    "cast": lambda p, n, toks, i: n is not None and n.text == "(",
+    "set": lambda p, n, toks, i: _set_is_keyword(toks, i),
+    "array": lambda p, n, toks, i: n is not None and n.text == "[",
+}
+
+_AFTER_IDENT = frozenset(["=", "<>", "!=", "<", "<=", ">", ">=", "*", "/", "%", "||", "::", ",", ")", "["])
+_CLAUSE_WORDS = frozenset(["from", "where", "as", "order", "group", "having", "limit", "union", "except",
+                           "then", "else", "when", "on", "join", "inner", "left", "and", "or", "is", "in",
+                           "not", "between", "like", "ilike", "asc", "desc", "option", "set", "values"])
+
+
+def _set_is_keyword(toks, i):
+    if i == 0:
+        return True  # SET name = value (a no-op statement)
+    first = toks[0].low
+    p = toks[i - 1]
+    if p.kind == "ident" and p.low == "update":
+        return True  # ON CONFLICT DO UPDATE SET
+    if first == "update":
+        # UPDATE [public.]t [[AS] alias] SET
+        j = 1
+        if j + 1 < len(toks) and toks[j + 1].text == ".":
+            j += 2
+        j += 1
+        if j < len(toks) and toks[j].low == "as":
+            j += 1
+        if j == i:
+            return True
+        return j + 1 == i and (toks[j].kind == "qident" or (toks[j].kind == "ident" and toks[j].low not in KEYWORDS_25_5))
+    if first == "alter":
+        return True
+    return False
+
+
+def r_keyword_identifier(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        if t.kind != "ident" or t.low not in kw:
+            continue
+        p, n = _prev(toks, i), _next(toks, i)
+        bad = False
+        if (p is not None and p.text == ".") or (n is not None and n.text == "." and t.low != "public"):
+            bad = True
+        elif p is not None and p.kind == "ident" and p.low == "as":
+            bad = True  # an alias; CAST(x AS <type>): no type name is a keyword
+        elif t.low in _POSITIONAL:
+            bad = not _POSITIONAL[t.low](p, n, toks, i)
+        elif t.low not in VALUE_KEYWORDS and n is not None and (
+                (n.kind == "op" and n.text in _AFTER_IDENT) or (n.kind == "punct" and n.text in _AFTER_IDENT)):
+            bad = not (n.text == "*" and t.low in ("select", "distinct"))
+        if bad:
+            raise Reject("keyword_identifier", "%s is a Picodata keyword: as an identifier it must be "
+                         "double-quoted (\"%s\")" % (t.text, t.low))
+
+
+_TABLE_INTRO = frozenset(["from", "join", "into", "update"])
+
+
+def r_schema(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        if t.text != ".":
+            continue
+        p = _prev(toks, i)
+        n = _next(toks, i)
+        # three-part names never parse
+        if i >= 2 and toks[i - 2].text == "." or (n is not None and _next(toks, i + 1) is not None
+                                                   and _next(toks, i + 1).text == "."):
+            raise Reject("schema", "a name has at most two parts in Picodata (schema public or "
+                         "table.column)")
+        pp = _prev(toks, i - 1) if i >= 1 else None
+        in_table_slot = pp is not None and pp.kind == "ident" and pp.low in _TABLE_INTRO
+        if pp is not None and pp.kind == "ident" and pp.low == "from" and toks[0].low == "delete":
+            in_table_slot = True
+        if in_table_slot and p is not None and p.low not in ("public", '"public"'):
+            raise Reject("schema", "schema %s: only public. (or no schema) parses in Picodata"
+                         % p.text)
+        if n is not None and _next(toks, i + 1) is not None and _next(toks, i + 1).text == "(":
+            raise Reject("schema", "schema-qualified function %s.%s(): not in Picodata's grammar"
+                         % (p.text if p else "", n.text))
+
+
+def r_offset(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        n = _next(toks, i)
+        if t.kind == "ident" and t.low == "offset" and n is not None and (n.kind in ("num", "param") or n.text == "("):
+            raise Reject("offset", "OFFSET is not in Picodata's grammar (LIMIT is): LIMIT n + m and skip "
+                         "locally")
+        if t.kind == "ident" and t.low == "fetch" and n is not None and n.low in ("first", "next"):
+            raise Reject("offset", "FETCH FIRST is not in Picodata's grammar (LIMIT n is)")
+
+
+def r_collate(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        n = _next(toks, i)
+        if t.kind == "ident" and t.low == "collate" and i > 0 and n is not None and n.kind in ("ident", "qident"):
+            raise Reject("collate", "COLLATE is not in Picodata's grammar")
+
+
+def r_any_array(toks, depth, v, kw):
+    if has_arrays(v):
+        return
+    for i, t in enumerate(toks):
+        n = _next(toks, i)
+        p = _prev(toks, i)
+        if t.kind == "ident" and t.low in ("any", "all", "some") and n is not None and n.text == "(" \
+                and p is not None and p.kind == "op" and p.text not in ("::",):
+            raise Reject("any_array", "%s %s(...) exists only from Picodata 26.2.1: use IN (...) lists"
+                         % (p.text, t.text.upper()))
+        if t.kind == "ident" and t.low == "array" and n is not None and n.text in ("[", "("):
+            raise Reject("any_array", "ARRAY constructors exist only from Picodata 26.2.1")
+        if t.text == "[" and p is not None and (p.kind == "ident" and p.low in CAST_TYPES) \
+                and n is not None and n.text == "]":
+            raise Reject("any_array", "array types exist only from Picodata 26.2.1")
+
+
+def r_operators(toks, depth, v, kw):
+    for t in toks:
+        if t.kind == "op" and t.text not in OPERATORS:
+            raise Reject("operator", "operator %s is not in Picodata's grammar (= <> != < <= > >= + - * "
+                         "/ %% || ::)" % t.text)
+
+
+def _type_at(toks, i):
+    t = toks[i] if i < len(toks) else None
+    if t is None or t.kind != "ident" or t.low not in CAST_TYPES:
+        return None, i
+    j = i + 1
+    if t.low == "double" and j < len(toks) and toks[j].low == "precision":
+        return None, i
+    if j < len(toks) and toks[j].text == "(" and t.low in ("decimal", "number", "numeric", "varchar"):
+        while j < len(toks) and toks[j].text != ")":
+            j += 1
+        j += 1
+    return t, j
+
+
+def r_cast_types(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        target = None
+        if t.kind == "op" and t.text == "::":
+            target = i + 1
+        elif t.kind == "ident" and t.low == "as" and i >= 2:
+            # CAST ( expr AS type ): find whether this AS is inside a cast( ... )
+            d = depth[i]
+            k = i - 1
+            while k >= 0 and not (toks[k].text == "(" and depth[k] == d - 1):
+                k -= 1
+            if k >= 1 and toks[k - 1].low == "cast":
+                target = i + 1
+        if target is None:
+            continue
+        typ, _ = _type_at(toks, target)
+        if typ is None:
+            name = " ".join(x.text for x in toks[target:target + 2]) if target < len(toks) else "(nothing)"
+            raise Reject("cast_type", "cast to %s: not a type of Picodata's grammar (bool, int, bigint, "
+                         "double, decimal/numeric, text, varchar, string, uuid, datetime, json)" % name)
+
+
+def r_limit(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        if t.kind == "ident" and t.low == "limit":
+            n = _next(toks, i)
+            if n is None or not ((n.kind == "num" and n.text.isdigit()) or n.low in ("all", "null")):
+                raise Reject("limit", "LIMIT takes an unsigned integer literal (or ALL) in Picodata")
+
+
+def r_unsupported_clauses(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        if t.kind != "ident":
+            continue
+        n = _next(toks, i)
+        low = t.low
+        if low == "returning":
+            raise Reject("unsupported_clause", "RETURNING is not in Picodata's grammar")
+        if low == "for" and n is not None and n.low in ("update", "share", "no", "key"):
+            raise Reject("unsupported_clause", "FOR UPDATE/SHARE is not in Picodata's grammar")
+        if low == "is" and n is not None and n.low == "distinct":
+            raise Reject("unsupported_clause", "IS [NOT] DISTINCT FROM is not in Picodata's grammar")
+        if low == "is" and n is not None and n.low == "not" and _next(toks, i + 1) is not None \
+                and _next(toks, i + 1).low == "distinct":
+            raise Reject("unsupported_clause", "IS [NOT] DISTINCT FROM is not in Picodata's grammar")
+        if low in ("right", "full", "cross", "natural", "lateral") and n is not None and \
+                n.low in ("join", "outer"):
+            raise Reject("unsupported_clause", "%s JOIN: only [INNER] JOIN and LEFT [OUTER] JOIN parse" % t.text.upper())
+        if low == "natural" or (low == "cross" and n is not None and n.low == "join"):
+            raise Reject("unsupported_clause", "only [INNER] JOIN and LEFT [OUTER] JOIN parse")
+        if low == "intersect":
+            raise Reject("unsupported_clause", "INTERSECT is not in Picodata's grammar (UNION [ALL], EXCEPT are)")
+
+
+def r_comma_join(toks, depth, v, kw):
+    # Scan = table [alias]; FROM a, b does not parse (joins are JOIN ... ON).
+    for i, t in enumerate(toks):
+        if t.kind == "ident" and t.low == "from":
+            d = depth[i]
+            j = i + 1
+            while j < len(toks) and depth[j] >= d:
+                tj = toks[j]
+                if depth[j] == d and tj.kind == "ident" and tj.low in (
+                        "where", "group", "having", "order", "limit", "union", "except", "option",
+                        "join", "inner", "left", "on", "window"):
+                    break
+                if depth[j] == d and tj.text == ",":
+                    raise Reject("comma_join", "FROM a, b does not parse in Picodata: write a JOIN ... ON")
+                j += 1
+
+
+def r_functions(toks, depth, v, kw):
+    for i, t in enumerate(toks):
+        n = _next(toks, i)
+        if n is None or n.text != "(" or t.kind not in ("ident", "qident"):
+            continue
+        if t.kind == "ident" and t.low in kw:
+            continue
+        p = _prev(toks, i)
+        if p is not None and p.kind == "ident" and p.low in ("into", "with", "update"):
+            continue  # INSERT INTO t (cols), CTE names
+        if p is not None and p.text == "," and toks[0].low == "with":
+            continue
+        if p is not None and (p.text in (".", "::") or (p.low == "as" and t.low in CAST_TYPES)):
+            continue  # reported by the schema rule; numeric(p, s) / varchar(n) casts
+        name = t.text.strip('"') if t.kind == "qident" else t.low
+        if t.kind == "ident" and name in ("any", "all", "some") and has_arrays(v):
+            continue
+        if name not in FUNCTIONS:
+            raise Reject("function", "function %s() is not a Picodata function (known: %s)"
+                         % (name, ", ".join(sorted(FUNCTIONS))))
+
+
+RULES = [
+    # name, source, check
+    ("not_like", "D1.1, line 15 (NOT LIKE / NOT ILIKE); G:Like has no NotFlag", r_not_like),
+    ("unary_minus", "D1.2, line 16 (unary minus); G:Integer", None),  # enforced by merge_signs
+    ("keyword_identifier", "D1.3, line 17, and the keyword list, lines 25-29; G:KeywordCoverage", r_keyword_identifier),
+    ("schema", "D1.4, line 18 (schema other than public); G:PublicSchema", r_schema),
+    ("offset", "D1.5, line 19 (OFFSET); G:SelectStatement has only Limit", r_offset),
+    ("collate", "D1.6, line 20 (COLLATE)", r_collate),
+    ("show", "D1.7, line 21 (SHOW)", None),  # statement kinds
+    ("any_array", "D1.8, line 22 (= ANY(ARRAY[...]), typed arrays before 26.2.1)", r_any_array),
+    ("option_name", "D1.9, line 23 (OPTION read_preference on 25.5.x); D4, lines 81-85; G:DqlOption", None),  # _strip_option
+    ("operator", "D1 'Accepted everywhere', lines 31-36 (= <> < <= > >= + - * /); G:ExprInfixOpNoSep", r_operators),
+    ("cast_type", "D1, line 33 (CAST(x AS t) and x::t); G:Type", r_cast_types),
+    ("limit", "D1, line 34 (LIMIT n); G:Limit = Unsigned | ALL", r_limit),
+    ("unsupported_clause", "G:Query (no RETURNING, FOR UPDATE, IS DISTINCT FROM, RIGHT/FULL JOIN, "
+     "INTERSECT)", r_unsupported_clauses),
+    ("comma_join", "D1, line 34 ([INNER|LEFT [OUTER]] JOIN ... ON); G:SelectMainBody", r_comma_join),
+    ("function", "D1, lines 37-39 (aggregates, scalar functions: 'push down only what is listed here')", r_functions),
+    ("comment", "G:WHITESPACE (no COMMENT rule)", None),  # tokenizer
+    ("multiple_statements", "G:Command = SOI ~ one statement ~ EOF", None),  # _split_statements
+    ("statement", "D3, line 66 (autocommit); facts 4 (no DECLARE/FETCH cursors); D1.7; G:Command", None),
+]
+
+
+def _statement_kind(toks, v):
+    if not toks:
+        return "empty", None
+    first = toks[0]
+    w = first.low if first.kind == "ident" else None
+    if w in TCL_TAGS:
+        if len(toks) != 1:
+            raise Reject("statement", "%s takes nothing after it in Picodata (autocommit only: "
+                         "transaction modes do not parse)" % first.text.upper())
+        return "tcl", TCL_TAGS[w]
+    if w == "set":
+        if any(t.text == "." for t in toks):
+            raise Reject("statement", "SET takes an unqualified name in Picodata (Identifier)")
+        if len(toks) >= 2 and toks[1].kind == "ident" and toks[1].low in ("role", "session", "local"):
+            if toks[1].low == "role" or (len(toks) > 2 and toks[2].low == "authorization"):
+                raise Reject("statement", "SET ROLE / SESSION AUTHORIZATION are not in Picodata's grammar")
+        return "set", "SET"
+    if w == "show":
+        raise Reject("show", "SHOW is not in Picodata's grammar")
+    if w == "explain":
+        if len(toks) > 1 and (toks[1].text == "(" or (toks[1].kind == "ident" and toks[1].low in (
+                "analyze", "analyse", "verbose"))):
+            if not (toks[1].text == "(" and len(toks) > 2 and toks[2].low == "raw"):
+                raise Reject("statement", "EXPLAIN options other than (raw[, fmt]) are not in Picodata's "
+                             "grammar")
+        return "explain", None
+    if w == "deallocate":
+        return "deallocate", None
+    if w in QUERY_WORDS:
+        return "query", None
+    if w in NOT_EMULATED:
+        raise Reject("statement", "%s: Picodata DDL/ACL/CALL statements are not emulated (use picoemu "
+                     "create-table / grant / revoke)" % first.text.upper())
+    raise Reject("statement", "%s is not a Picodata statement (PostgreSQL-only: no cursors, COPY, "
+                 "SHOW, LISTEN, PREPARE/EXECUTE, DO, VACUUM, START TRANSACTION ...)" % first.text.upper())
+
+
+def _count_insert_rows(toks, depth):
+    if not toks or toks[0].low != "insert":
+        return None
+    for i, t in enumerate(toks):
+        if t.kind == "ident" and t.low == "values" and depth[i] == 0:
+            rows = 0
+            for j in range(i + 1, len(toks)):
+                if depth[j] == 0 and toks[j].text == "(":
+                    rows += 1
+            return rows
+    return None
+
+
+def validate(sql, version=DEFAULT_VERSION):
+    """Returns a Verdict or raises Reject(rule, detail)."""
+    v = version_tuple(version)
+    toks = _split_statements(tokenize(sql))
+    kind, tag = _statement_kind(toks, v)
+    if kind in ("empty", "tcl", "deallocate"):
+        return Verdict(kind, sql, tag=tag)
+    if kind == "set":
+        return Verdict(kind, sql, tag=tag)  # accepted and ignored (autocommit session, no GUCs)
+    # before the signs are merged: in `set + 1` the slip is the unquoted keyword, not a prefix +
+    r_keyword_identifier(toks, None, v, keywords(v))
+    toks = merge_signs(toks)
+    depth = _depths(toks)
+    body, options, cut = _strip_option(sql, toks, depth, v)
+    kw = keywords(v)
+    depth = depth[:len(body)]
+    for _name, _source, check in RULES:
+        if check is not None:
+            check(body, depth, v, kw)
+    params = max((int(t.text[1:]) for t in body if t.kind == "param"), default=0)
+    if params > 65535:
+        raise Reject("parameters", "at most 65,535 parameters per statement")
+    out_sql = sql[:cut].rstrip() if cut is not None else sql
+    reads = kind == "query" and body[0].low in ("select", "with", "values")
+    return Verdict(kind, out_sql, options, insert_rows=_count_insert_rows(body, depth), params=params,
+                   reads=reads)
+
+
+def message(rej):
+    return "rule parsing error: %s [picoemu rule %s]" % (rej.detail, rej.rule)

@@ -1,0 +1,1010 @@
+#!/usr/bin/env python3
+"""The Picodata front of one emulated instance: a PostgreSQL wire-protocol proxy (asyncio, standard
+library only) listening on the instance's advertised pgproto port and forwarding to its PostgreSQL
+server on a private port. It judges every statement as Picodata would (emu_dialect), honours and strips
+OPTION (...) and Picodata-style startup options, enforces sql_motion_row_max, applies Picodata's
+parameter rules at Bind, answers BEGIN/COMMIT/ROLLBACK/SET itself (autocommit only) and records every
+statement it refuses in the audit file of the state directory.
+
+Usage: emu_front.py --dir DIR --instance NAME   (started and stopped by picoemu; logs to
+<dir>/<instance>/front.log, pid in <dir>/<instance>/front.pid)
+"""
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import re
+import signal
+import struct
+import sys
+import time
+import zlib
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+import emu_dialect as dialect  # noqa: E402
+
+HOST = "127.0.0.1"
+SSL_REQUEST, GSS_REQUEST, CANCEL_REQUEST, PROTO_3 = 80877103, 80877104, 80877102, 196608
+DEFAULT_MOTION_ROW_MAX = 5000
+DEFAULT_VDBE_OPCODE_MAX = 45000
+HELPER_STMT = "picoemu_front_set"
+HELPER_PORTAL = "picoemu_front_p"
+VDBE_STMT = "picoemu_front_vdbe"
+VDBE_PORTAL = "picoemu_front_v"
+VDBE_BASE_STMT = "picoemu_front_vdbe0"
+# sql_vdbe_opcode_max, approximated: rows the statement examined in the storage of the instance that
+# received it (heap tuples read by sequential scans, plus heap tuples fetched by bitmap scans and
+# through each index: the backend's not yet reported counters of the _picoemu_local relations, read
+# just before and just after the statement in its own transaction, so no report happens in between)
+# times OPCODES_PER_ROW.
+# Picodata's default 45000 is reached by "unindexed scans of a few thousand rows per storage" (the
+# dialect document, section 4): 10 instructions per row examined puts that at 4500 rows. The check
+# fails (a division by zero, which rolls the statement back with its transaction) and the front
+# answers Picodata's error instead.
+OPCODES_PER_ROW = 10
+# The storage relations (oid * 2 + 1 for a table, oid * 2 for an index) are looked up in pg_class once
+# per session and per table generation (GEN: a hash of the tables in state.json), and kept in the
+# session setting picoemu.vdbe_rels: a catalog scan per statement would cost more than the statement.
+_RELS = ("(CASE WHEN split_part(current_setting('picoemu.vdbe_rels', true), ':', 1) = 'GEN' "
+         "THEN split_part(current_setting('picoemu.vdbe_rels', true), ':', 2) ELSE split_part("
+         "set_config('picoemu.vdbe_rels', 'GEN:' || (SELECT coalesce(array_agg(c.oid::bigint * 2 + "
+         "(c.relkind = 'r')::int), '{}')::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+         "WHERE n.nspname = '_picoemu_local' AND c.relkind IN ('r', 'i')), false), ':', 2) END)::bigint[]")
+_EXAMINED = ("(SELECT coalesce(sum(pg_stat_get_xact_tuples_fetched((x / 2)::oid) + CASE WHEN x %% 2 = 1 "
+             "THEN pg_stat_get_xact_tuples_returned((x / 2)::oid) ELSE 0 END), 0) FROM unnest(%s) x)" % _RELS)
+VDBE_BASE = "SELECT set_config('picoemu.vdbe_base', %s::text, false)" % _EXAMINED
+VDBE_CHECK = ("SELECT CASE WHEN s * %d > LIMIT THEN 1 / (s - s) ELSE 0 END FROM (SELECT %s - "
+              "coalesce(nullif(current_setting('picoemu.vdbe_base', true), ''), '0')::bigint AS s) x"
+              % (OPCODES_PER_ROW, _EXAMINED))
+
+
+def vdbe_sql(template, gen, limit="$1::bigint"):
+    return template.replace("GEN", gen).replace("LIMIT", str(limit))
+TIMESTAMPTZ_OID, JSON_OID, JSONB_OID = 1184, 114, 3802
+ARRAY_OIDS = frozenset([1000, 1005, 1007, 1016, 1021, 1022, 1009, 1015, 1231, 2951, 1115, 1185, 199,
+                        3807, 1014])
+# ISO-like timestamptz text: YYYY-MM-DD[ T]HH:MM:SS[.ffffff][±HH[:MM]|Z] (dialect, section 3)
+ISO_TS = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*([+-]\d{2}(:?\d{2})?|Z|UTC)?$")
+UNKNOWN_STARTUP_DROP = ("pico_stmt_invalidation", "picodata_catalog_cdc")
+
+LOG = None
+
+
+def log(msg):
+    line = "%s [%d] %s\n" % (datetime.datetime.now().isoformat(timespec="milliseconds"), os.getpid(), msg)
+    if LOG:
+        LOG.write(line)
+        LOG.flush()
+
+
+def msg(typ, body=b""):
+    return typ + struct.pack("!I", len(body) + 4) + body
+
+
+def cstr(s):
+    return s.encode() + b"\0"
+
+
+def error_body(code, text, severity="ERROR", hint=None):
+    b = b"S" + cstr(severity) + b"V" + cstr(severity) + b"C" + cstr(code) + b"M" + cstr(text)
+    if hint:
+        b += b"H" + cstr(hint)
+    return b + b"\0"
+
+
+def error_msg(code, text, severity="ERROR", hint=None):
+    return msg(b"E", error_body(code, text, severity, hint))
+
+
+def read_cstr(body, pos):
+    end = body.index(b"\0", pos)
+    return body[pos:end].decode("utf-8", "replace"), end + 1
+
+
+def row_limit_text(limit, n):
+    return "Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n)
+
+
+def vdbe_limit_text(limit):
+    return "Reached a limit on max executed vdbe opcodes. Limit: %d" % limit
+
+
+class Settings:
+    """Cluster settings and this instance's ports, re-read from state.json when it changes."""
+
+    def __init__(self, state_path, instance):
+        self.path, self.instance = state_path, instance
+        self.mtime = None
+        self.checked = 0.0
+        self._tabs = None
+        self._gen = "0"
+        self.d = {}
+        self.refresh()
+
+    def refresh(self):
+        now = time.monotonic()
+        if now - self.checked < 0.1:  # picoemu set / strict take effect within 0.1 s
+            return
+        self.checked = now
+        try:
+            m = os.stat(self.path).st_mtime_ns
+        except OSError:
+            return
+        if m == self.mtime:
+            return
+        try:
+            with open(self.path) as f:
+                self.d = json.load(f)
+            self.mtime = m
+        except (OSError, ValueError):
+            pass
+
+    @property
+    def version(self):
+        return self.d.get("picodata") or self.d.get("picodata_version") or dialect.DEFAULT_VERSION
+
+    @property
+    def table_gen(self):
+        """Changes when the emulator creates or drops a table (a new set of storage relations)."""
+        tabs = self.d.get("tables", [])
+        if tabs is not self._tabs:
+            self._tabs = tabs
+            key = repr(sorted((t.get("name"), t.get("id")) for t in tabs))
+            self._gen = "%08x" % (zlib.crc32(key.encode()) & 0xffffffff)
+        return self._gen
+
+    @property
+    def motion_row_max(self):
+        return int(self.d.get("sql_motion_row_max", DEFAULT_MOTION_ROW_MAX))
+
+    @property
+    def vdbe_opcode_max(self):
+        return int(self.d.get("sql_vdbe_opcode_max", DEFAULT_VDBE_OPCODE_MAX))
+
+    def inst(self):
+        for i in self.d.get("instances", []):
+            if i["name"] == self.instance:
+                return i
+        raise SystemExit("instance %s is not in %s" % (self.instance, self.path))
+
+
+class Audit:
+    def __init__(self, path):
+        self.path = path
+
+    def record(self, session, kind, code, text, statement):
+        entry = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+                 "instance": session.front.settings.instance, "kind": kind, "sqlstate": code,
+                 "message": text, "statement": statement, "user": session.params.get("user"),
+                 "database": session.params.get("database"),
+                 "application_name": session.params.get("application_name", ""), "peer": session.peer}
+        line = json.dumps(entry, sort_keys=True) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        log("refused (%s %s) from %s %s: %s | %s" % (kind, code, entry["application_name"], session.peer,
+                                                    text, statement[:500]))
+
+
+class Entry:
+    """One expected server response (or one answer of the front) in the ordered response queue."""
+    __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
+                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted")
+
+    def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
+        self.kind = kind            # fwd | swallow | synth | sync
+        self.ends = ends            # message types that end this entry
+        self.data = data            # synth: bytes to emit
+        self.limit = limit          # fwd execute: sql_motion_row_max (0: off)
+        self.rows = 0
+        self.held = []
+        self.exceeded = False
+        self.done = None            # asyncio.Event set when the entry completes
+        self.capture = capture      # dict that receives ParameterDescription types
+        self.on_done = on_done
+        self.simple = simple        # a simple Query: an error does not end it (ReadyForQuery does)
+        self.tag = ""               # the statement, for the audit
+        self.batch = 0              # extended-protocol batch (messages up to a Sync) it belongs to
+        self.completed = False      # ended by its own response (not dropped after an error)
+        self.vdbe = None            # fwd: the vdbe check entry that decides this statement's fate
+        self.deferred = b""         # vdbe: the statement's answer, sent when the check passes
+        self.muted = False          # vdbe: the statement already failed; say nothing more
+
+
+class Session:
+    def __init__(self, front, reader, writer):
+        self.front = front
+        self.cr, self.cw = reader, writer
+        self.sr = self.sw = None
+        peer = writer.get_extra_info("peername")
+        self.peer = "%s:%s" % peer[:2] if peer else "?"
+        self.params = {}
+        self.pending = []           # deque-like list of Entry
+        self.batch_no = 0           # number of Syncs seen from the client
+        self.failed_batch = -1      # the batch in which the server reported an error
+        self.skip_until_sync = False  # the front refused a message of this batch
+        self.conn_opts = {}         # Picodata startup options (typed)
+        self.stmts = {}             # statement name -> info dict
+        self.portals = {}           # portal name -> info dict
+        self.helper = "no"          # helper statement state: no | pending | yes
+        self.vdbe_helpers = {}      # the same for the vdbe statements, by name
+        self.authenticated = False
+        self.hold = None            # completion of the last counted Execute
+        self.sbuf = []              # messages for the server, written at once
+        self.backend_key = None
+        self.closed = False
+
+    # ---- output ordering ---------------------------------------------------------------------------
+    def push(self, entry):
+        entry.batch = self.batch_no
+        self.pending.append(entry)
+        if entry.kind == "synth" and len(self.pending) == 1:
+            self.drain_synth()
+
+    def drain_synth(self):
+        out = bytearray()
+        while self.pending and self.pending[0].kind == "synth":
+            e = self.pending.pop(0)
+            out += e.data
+            self.finish(e)
+        if out:
+            self.cw.write(bytes(out))
+
+    def finish(self, e):
+        if e.on_done:
+            e.on_done(e)
+        if e.done is not None:
+            e.done.set()
+
+    def synth(self, data):
+        self.push(Entry("synth", data=data))
+
+    def send_server(self, data):
+        self.sbuf.append(data)
+
+    def flush_server(self):
+        if self.sbuf:
+            self.sw.write(b"".join(self.sbuf))
+            self.sbuf = []
+
+    # ---- server -> client --------------------------------------------------------------------------
+    async def server_pump(self):
+        buf = b""
+        try:
+            while True:
+                data = await self.sr.read(262144)
+                if not data:
+                    break
+                buf = buf + data if buf else data
+                out = bytearray()
+                pos, n = 0, len(buf)
+                while n - pos >= 5:
+                    ln = int.from_bytes(buf[pos + 1:pos + 5], "big")
+                    if n - pos < ln + 1:
+                        break
+                    typ = buf[pos:pos + 1]
+                    m = buf[pos:pos + 1 + ln]
+                    pos += 1 + ln
+                    self.on_server_message(typ, m, out)
+                buf = buf[pos:]
+                if out:
+                    self.cw.write(bytes(out))
+                if self.cw.transport.get_write_buffer_size() > 1 << 20:
+                    await self.cw.drain()
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.close()
+
+    def on_server_message(self, typ, m, out):
+        if typ in (b"N", b"S", b"A"):
+            out += m
+            return
+        if typ == b"K":
+            self.backend_key = m[5:13]
+            out += m
+            return
+        if not self.pending:
+            if typ == b"Z":
+                self.authenticated = True
+            out += m
+            return
+        e = self.pending[0]
+        if e.kind == "synth":  # emit queued answers of the front that are now in order
+            while self.pending and self.pending[0].kind == "synth":
+                s = self.pending.pop(0)
+                out += s.data
+                self.finish(s)
+            if not self.pending:
+                out += m
+                return
+            e = self.pending[0]
+        if typ == b"E":
+            if e.kind == "vdbe":
+                if not e.muted:
+                    text = vdbe_limit_text(e.limit)
+                    out += error_msg("XX000", text)
+                    self.front.audit.record(self, "limit", "XX000", text, e.tag)
+                self.pending.pop(0)
+                self.finish(e)
+                if e.simple:
+                    return
+                self.failed_batch = e.batch
+                while self.pending and self.pending[0].kind != "sync":
+                    self.finish(self.pending.pop(0))
+                return
+            if e.kind == "swallow":
+                log("injected message failed: %r" % m[5:200])
+            out += m  # the client sees the error in every case
+            if e.simple:
+                e.exceeded = False
+                e.held = []
+                if e.vdbe is not None:  # the rest of the query string is skipped: so is the check
+                    self.pending.pop(0)
+                    self.finish(e)
+                    if self.pending and self.pending[0] is e.vdbe:
+                        self.finish(self.pending.pop(0))
+                return
+            self.failed_batch = e.batch
+            # the server skips every message until Sync: drop their entries
+            while self.pending and self.pending[0].kind != "sync":
+                self.finish(self.pending.pop(0))
+            return
+        if e.kind == "vdbe":
+            if typ in e.ends:
+                self.pending.pop(0)
+                e.completed = True
+                if not e.muted:
+                    out += e.deferred
+                self.finish(e)
+                if self.pending and self.pending[0].kind == "synth":
+                    self.drain_into(out)
+            return
+        if e.kind == "swallow":
+            if e.capture is not None and typ == b"t":
+                cnt = int.from_bytes(m[5:7], "big")
+                e.capture["types"] = list(struct.unpack("!%dI" % cnt, m[7:7 + 4 * cnt]))
+            if typ in e.ends:
+                self.pending.pop(0)
+                e.completed = True
+                self.finish(e)
+                if self.pending and self.pending[0].kind == "synth":
+                    self.drain_into(out)
+            return
+        # fwd or sync
+        if typ == b"D" and e.limit:
+            e.rows += 1
+            if e.exceeded:
+                return
+            if e.rows > e.limit:
+                e.exceeded = True
+                e.held = []
+                return
+            e.held.append(m)
+            return
+        if e.limit and typ in (b"C", b"s"):
+            if e.exceeded:
+                # Picodata gathers the virtual table before answering: the client gets the error, no rows
+                text = row_limit_text(e.limit, e.limit + 1)
+                out += error_msg("XX000", text)
+                self.front.audit.record(self, "limit", "XX000", text, e.tag)
+                e.held = []
+                e.limit = 0
+                if e.vdbe is not None:
+                    e.vdbe.muted = True
+                    if e.simple:
+                        self.pending.pop(0)
+                        self.finish(e)
+                        return
+                if e.simple:
+                    return  # the entry ends with ReadyForQuery
+                self.pending.pop(0)
+                self.finish(e)
+                if e.batch == self.batch_no:
+                    self.skip_until_sync = True  # the rest of the batch is skipped, as after any error
+                return
+            if e.held and e.vdbe is None:
+                out += b"".join(e.held)
+                e.held = []
+        if e.vdbe is not None and typ in e.ends:
+            # the statement's answer (its held rows and completion) waits for the check after it
+            e.vdbe.deferred = b"".join(e.held) + m
+            e.held = []
+            self.pending.pop(0)
+            e.completed = True
+            self.finish(e)
+            return
+        out += m
+        if typ in e.ends:
+            self.pending.pop(0)
+            e.completed = True
+            self.finish(e)
+            if self.pending and self.pending[0].kind == "synth":
+                self.drain_into(out)
+
+    def drain_into(self, out):
+        while self.pending and self.pending[0].kind == "synth":
+            s = self.pending.pop(0)
+            out += s.data
+            self.finish(s)
+
+    # ---- client -> server --------------------------------------------------------------------------
+    async def run(self):
+        try:
+            if not await self.startup():
+                return
+            pump = asyncio.ensure_future(self.server_pump())
+            try:
+                await self.client_loop()
+            finally:
+                pump.cancel()
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass
+        except Exception as exc:  # keep the front alive; this session only
+            log("session %s failed: %r" % (self.peer, exc))
+        finally:
+            self.close()
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        for w in (self.cw, self.sw):
+            if w is not None:
+                try:
+                    w.close()
+                except Exception:
+                    pass
+
+    async def startup(self):
+        while True:
+            head = await self.cr.readexactly(8)
+            ln, code = struct.unpack("!II", head)
+            if ln < 8 or ln > 10000:
+                return False
+            body = await self.cr.readexactly(ln - 8)
+            if code in (SSL_REQUEST, GSS_REQUEST):
+                self.cw.write(b"N")
+                continue
+            if code == CANCEL_REQUEST:
+                await self.front.cancel(head + body)
+                return False
+            if code != PROTO_3:
+                self.cw.write(error_msg("08P01", "unsupported frontend protocol %d.%d" % (code >> 16, code & 0xffff),
+                                        "FATAL"))
+                return False
+            break
+        pos = 0
+        while pos < len(body) and body[pos] != 0:
+            k, pos = read_cstr(body, pos)
+            v, pos = read_cstr(body, pos)
+            self.params[k] = v
+        st = self.front.settings
+        st.refresh()
+        version = st.version
+        try:
+            self.conn_opts = parse_startup_options(self.params.pop("options", ""), version)
+        except ValueError as exc:
+            self.cw.write(error_msg("22023", str(exc), "FATAL"))
+            await self.cw.drain()
+            return False
+        if self.conn_opts:
+            log("session of %s (%s) with startup options %s" % (
+                self.params.get("application_name", ""), self.peer,
+                ",".join("%s=%s" % kv for kv in sorted(self.conn_opts.items()))))
+        for k in UNKNOWN_STARTUP_DROP:
+            if k in self.params:
+                log("startup parameter %s=%s accepted and ignored" % (k, self.params.pop(k)))
+        up = dict(self.params)
+        gucs = self.connection_gucs()
+        if gucs:
+            up["options"] = " ".join("-c %s=%s" % (k, v) for k, v in gucs.items())
+        try:
+            self.sr, self.sw = await asyncio.wait_for(
+                asyncio.open_connection(HOST, self.front.private_port), 10)
+        except (OSError, asyncio.TimeoutError) as exc:
+            self.cw.write(error_msg("08006", "picoemu front: instance %s is not reachable (%s)"
+                                    % (st.instance, exc), "FATAL"))
+            await self.cw.drain()
+            return False
+        payload = struct.pack("!I", PROTO_3) + b"".join(cstr(k) + cstr(v) for k, v in up.items()) + b"\0"
+        self.sw.write(struct.pack("!I", len(payload) + 4) + payload)
+        return True
+
+    def connection_gucs(self):
+        """Connection-level values for the private server (the contract with the storage SQL)."""
+        g = {}
+        o = self.conn_opts
+        if "read_preference" in o:
+            g["picoemu.read_preference"] = o["read_preference"]
+        if "forward" in o:
+            g["picoemu.strict"] = "on" if o["forward"] == "off" else "off"
+        g["picoemu.vdbe_opcode_max"] = str(o.get("sql_vdbe_opcode_max", self.front.settings.vdbe_opcode_max))
+        return g
+
+    def statement_gucs(self, opts):
+        """(set, restore) GUC lists for a statement whose OPTION overrides connection values."""
+        conn = self.connection_gucs()
+        want = {}
+        if "read_preference" in opts:
+            want["picoemu.read_preference"] = opts["read_preference"]
+        if "forward" in opts:
+            want["picoemu.strict"] = "on" if opts["forward"] == "off" else "off"
+        if "sql_vdbe_opcode_max" in opts:
+            want["picoemu.vdbe_opcode_max"] = str(opts["sql_vdbe_opcode_max"])
+        sets = [(k, v) for k, v in want.items() if conn.get(k, "") != v]
+        restore = [(k, conn.get(k, "")) for k, _ in sets]
+        return sets, restore
+
+    def motion_limit(self, opts):
+        if "sql_motion_row_max" in opts:
+            return opts["sql_motion_row_max"]
+        if "sql_motion_row_max" in self.conn_opts:
+            return self.conn_opts["sql_motion_row_max"]
+        self.front.settings.refresh()
+        return self.front.settings.motion_row_max
+
+    async def client_loop(self):
+        cr = self.cr
+        buf = b""
+        while True:
+            self.flush_server()
+            data = await cr.read(262144)
+            if not data:
+                return
+            buf = buf + data if buf else data
+            pos, n = 0, len(buf)
+            while n - pos >= 5:
+                ln = int.from_bytes(buf[pos + 1:pos + 5], "big")
+                if n - pos < ln + 1:
+                    break
+                raw = buf[pos:pos + 1 + ln]
+                pos += 1 + ln
+                if await self.on_client_message(raw[:1], raw[5:], raw):
+                    self.flush_server()
+                    return
+            buf = buf[pos:]
+
+    async def on_client_message(self, typ, body, raw):
+        """Handles one client message; True when the session ends."""
+        if not self.authenticated:
+            self.send_server(raw)
+            return False
+        if typ == b"X":
+            self.send_server(raw)
+            return True
+        if typ == b"Q":
+            await self.on_query(body[:-1].decode("utf-8", "replace"), raw)
+            return False
+        if typ == b"S":
+            self.skip_until_sync = False
+            self.push(Entry("sync", ends=(b"Z",)))
+            self.batch_no += 1
+            self.send_server(raw)
+            return False
+        if typ == b"H":
+            self.send_server(raw)
+            return False
+        if self.hold is not None and not self.hold.completed and self.hold in self.pending:
+            # a statement of this batch may still exceed sql_motion_row_max: know it before
+            # forwarding the next statement (Picodata skips the rest of a failed batch)
+            self.hold.done = asyncio.Event()
+            self.send_server(msg(b"H"))
+            self.flush_server()
+            await self.hold.done.wait()
+        self.hold = None
+        if self.skip_until_sync or self.failed_batch == self.batch_no:
+            return False  # Picodata (like PostgreSQL) discards the rest of a failed batch
+        if self.sw.transport.get_write_buffer_size() > 1 << 20:
+            self.flush_server()
+            await self.sw.drain()
+        if typ == b"P":
+            await self.on_parse(body, raw)
+        elif typ == b"B":
+            await self.on_bind(body, raw)
+        elif typ == b"D":
+            self.on_describe(body, raw)
+        elif typ == b"E":
+            await self.on_execute(body, raw)
+        elif typ == b"C":
+            self.on_close(body, raw)
+        else:
+            if typ == b"F":  # FunctionCall: answered with FunctionCallResponse and ReadyForQuery
+                self.push(Entry("fwd", ends=(b"Z",), simple=True))
+            self.send_server(raw)
+        return False
+
+    # ---- simple query ------------------------------------------------------------------------------
+    def refuse(self, kind, code, text, statement, extended, hint=None):
+        self.front.audit.record(self, kind, code, text, statement)
+        self.synth(error_msg(code, text, hint=hint) + (b"" if extended else msg(b"Z", b"I")))
+        if extended:
+            self.skip_until_sync = True
+
+    def judge(self, sql, extended):
+        self.front.settings.refresh()
+        key = (sql, self.front.settings.version)
+        v = self.front.verdicts.get(key)
+        if v is None:
+            try:
+                v = dialect.validate(sql, key[1])
+            except dialect.Reject as rej:
+                v = rej
+            if len(self.front.verdicts) > 50000:
+                self.front.verdicts.clear()
+            self.front.verdicts[key] = v
+        if isinstance(v, dialect.Reject):
+            self.refuse("dialect", "XX000", dialect.message(v), sql, extended)
+            return None
+        return v
+
+    async def on_query(self, sql, raw):
+        v = self.judge(sql, extended=False)
+        if v is None:
+            return
+        if v.kind in ("tcl", "set"):
+            self.synth(msg(b"C", cstr(v.tag)) + msg(b"Z", b"I"))
+            return
+        limit = self.motion_limit(v.options)
+        if v.insert_rows is not None and limit and v.insert_rows > limit:
+            text = row_limit_text(limit, v.insert_rows)
+            self.refuse("limit", "XX000", text, sql, extended=False)
+            return
+        sets, restore = self.statement_gucs(v.options)
+        if sets:
+            self.inject_simple(sets)
+        vdbe = self.vdbe_limit(v.options) if v.kind == "query" else 0
+        if vdbe:
+            # base, statement and check in one query string: one implicit transaction
+            self.push(Entry("swallow", ends=(b"C",), simple=True))
+        e = Entry("fwd", ends=(b"C", b"I") if vdbe else (b"Z",), limit=limit if v.reads else 0, simple=True)
+        e.tag = sql
+        self.push(e)
+        if vdbe:
+            e.vdbe = Entry("vdbe", ends=(b"C",), limit=vdbe, simple=True)
+            e.vdbe.tag = sql
+            self.push(e.vdbe)
+            self.push(Entry("fwd", ends=(b"Z",), simple=True))
+            gen = self.front.settings.table_gen
+            self.send_server(msg(b"Q", cstr(vdbe_sql(VDBE_BASE, gen) + ";\n" + v.sql.rstrip().rstrip(";") +
+                                            ";\n" + vdbe_sql(VDBE_CHECK, gen, vdbe))))
+        else:
+            self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
+        if restore:
+            self.inject_simple(restore)
+
+    def inject_simple(self, pairs):
+        q = "SELECT " + ", ".join("set_config('%s', '%s', false)" % (k, v.replace("'", "''")) for k, v in pairs)
+        self.push(Entry("swallow", ends=(b"Z",), simple=True))
+        self.send_server(msg(b"Q", cstr(q)))
+
+    # ---- extended protocol ---------------------------------------------------------------------------
+    async def on_parse(self, body, raw):
+        name, pos = read_cstr(body, 0)
+        sql, pos = read_cstr(body, pos)
+        n = int.from_bytes(body[pos:pos + 2], "big")
+        oids = list(struct.unpack("!%dI" % n, body[pos + 2:pos + 2 + 4 * n])) if n else []
+        v = self.judge(sql, extended=True)
+        if v is None:
+            return
+        info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
+                "sql": sql, "types": None, "reads": v.reads}
+        if v.kind in ("tcl", "set"):
+            self.stmts[name] = info
+            self.synth(msg(b"1"))
+            return
+        if not dialect.has_arrays(self.front.settings.version) and any(o in ARRAY_OIDS for o in oids):
+            self.refuse("dialect", "XX000", "rule parsing error: typed array parameters exist only from "
+                        "Picodata 26.2.1 [picoemu rule any_array]", sql, extended=True)
+            return
+        self.stmts[name] = info
+        if v.sql != sql:
+            raw = msg(b"P", cstr(name) + cstr(v.sql) + body[pos:])
+        self.push(Entry("fwd", ends=(b"1",)))
+        self.send_server(raw)
+        if v.params:
+            known = oids + [0] * (v.params - len(oids))
+            cached = self.front.type_cache.get((v.sql, tuple(oids)))
+            if all(known[:v.params]):
+                info["types"] = known[:v.params]
+            elif cached is not None:
+                info["types"] = cached
+            else:
+                cap = {}
+                e = Entry("swallow", ends=(b"n", b"T"), capture=cap)
+                e.done = asyncio.Event()
+                self.push(e)
+                self.send_server(msg(b"D", b"S" + cstr(name)) + msg(b"H"))
+                self.flush_server()
+                await e.done.wait()
+                if "types" in cap:
+                    info["types"] = cap["types"]
+                    if len(self.front.type_cache) > 20000:
+                        self.front.type_cache.clear()
+                    self.front.type_cache[(v.sql, tuple(oids))] = cap["types"]
+
+    async def on_bind(self, body, raw):
+        portal, pos = read_cstr(body, 0)
+        stmt, pos = read_cstr(body, pos)
+        info = self.stmts.get(stmt)
+        if info is not None and info["types"]:
+            err = check_bind(body, pos, info["types"])
+            if err:
+                self.refuse("bind", err[0], err[1], info["sql"], extended=True)
+                return
+        self.portals[portal] = info
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth(msg(b"2"))
+            return
+        self.push(Entry("fwd", ends=(b"2",)))
+        self.send_server(raw)
+
+    def on_describe(self, body, raw):
+        what = body[:1]
+        name, _ = read_cstr(body, 1)
+        info = (self.stmts if what == b"S" else self.portals).get(name)
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth((msg(b"t", b"\0\0") if what == b"S" else b"") + msg(b"n"))
+            return
+        self.push(Entry("fwd", ends=(b"n", b"T")))
+        self.send_server(raw)
+
+    def on_close(self, body, raw):
+        what = body[:1]
+        name, _ = read_cstr(body, 1)
+        info = (self.stmts if what == b"S" else self.portals).pop(name, None)
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth(msg(b"3"))
+            return
+        self.push(Entry("fwd", ends=(b"3",)))
+        self.send_server(raw)
+
+    async def on_execute(self, body, raw):
+        portal, _ = read_cstr(body, 0)
+        info = self.portals.get(portal)
+        if info is not None and info["kind"] in ("tcl", "set"):
+            self.synth(msg(b"C", cstr(info["tag"])))
+            return
+        opts = info["options"] if info else {}
+        limit = self.motion_limit(opts)
+        if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
+            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"]), info["sql"], extended=True)
+            return
+        sets, restore = self.statement_gucs(opts)
+        if sets:
+            self.inject_extended(sets)
+        vdbe = self.vdbe_limit(opts) if (info is None or info["kind"] == "query") else 0
+        if vdbe:
+            self.inject_vdbe_base()
+        e = Entry("fwd", ends=(b"C", b"s", b"I"), limit=limit if (info is None or info["reads"]) else 0)
+        e.tag = info["sql"] if info else ""
+        self.push(e)
+        self.send_server(raw)
+        if vdbe:
+            self.inject_vdbe_check(e, vdbe)
+        if restore:
+            self.inject_extended(restore)
+        # awaited before any further message of the batch but Sync/Flush
+        self.hold = e.vdbe or (e if e.limit else None)
+
+    def vdbe_limit(self, opts):
+        if "sql_vdbe_opcode_max" in opts:
+            return opts["sql_vdbe_opcode_max"]
+        if "sql_vdbe_opcode_max" in self.conn_opts:
+            return self.conn_opts["sql_vdbe_opcode_max"]
+        self.front.settings.refresh()
+        return self.front.settings.vdbe_opcode_max
+
+    def inject_vdbe_base(self):
+        gen = self.front.settings.table_gen
+        name = VDBE_BASE_STMT + "_" + gen
+        if self.vdbe_helpers.get(name, "no") == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=lambda e, n=name: self._helper_state(n, e)))
+            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(VDBE_BASE, gen)) + struct.pack("!H", 0)))
+            self.vdbe_helpers[name] = "pending"
+        self.push(Entry("swallow", ends=(b"2",)))
+        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(name) + struct.pack("!HHH", 0, 0, 0)))
+        self.push(Entry("swallow", ends=(b"C",)))
+        self.send_server(msg(b"E", cstr(VDBE_PORTAL) + struct.pack("!I", 0)))
+        self.push(Entry("swallow", ends=(b"3",)))
+        self.send_server(msg(b"C", b"P" + cstr(VDBE_PORTAL)))
+
+    def _helper_state(self, name, e):
+        self.vdbe_helpers[name] = "yes" if e.completed else "no"
+
+    def inject_vdbe_check(self, e, limit):
+        gen = self.front.settings.table_gen
+        name = VDBE_STMT + "_" + gen
+        if self.vdbe_helpers.get(name, "no") == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=lambda e, n=name: self._helper_state(n, e)))
+            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(VDBE_CHECK, gen)) + struct.pack("!H", 0)))
+            self.vdbe_helpers[name] = "pending"
+        val = str(limit).encode()
+        self.push(Entry("swallow", ends=(b"2",)))
+        self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(name) + struct.pack("!HHI", 0, 1, len(val)) +
+                             val + struct.pack("!H", 0)))
+        e.vdbe = Entry("vdbe", ends=(b"C",), limit=limit)
+        e.vdbe.tag = e.tag
+        self.push(e.vdbe)
+        self.send_server(msg(b"E", cstr(VDBE_PORTAL) + struct.pack("!I", 0)))
+        self.push(Entry("swallow", ends=(b"3",)))
+        self.send_server(msg(b"C", b"P" + cstr(VDBE_PORTAL)))
+
+
+
+    def inject_extended(self, pairs):
+        if self.helper == "no":
+            self.push(Entry("swallow", ends=(b"1",), on_done=self._helper_done))
+            self.send_server(msg(b"P", cstr(HELPER_STMT) + cstr("SELECT set_config($1, $2, false)") +
+                                 struct.pack("!HII", 2, 25, 25)))
+            self.helper = "pending"
+        for k, v in pairs:
+            params = struct.pack("!H", 0) + struct.pack("!H", 2)
+            for val in (k, v):
+                b = val.encode()
+                params += struct.pack("!I", len(b)) + b
+            params += struct.pack("!H", 0)
+            self.push(Entry("swallow", ends=(b"2",)))
+            self.send_server(msg(b"B", cstr(HELPER_PORTAL) + cstr(HELPER_STMT) + params))
+            self.push(Entry("swallow", ends=(b"C",)))
+            self.send_server(msg(b"E", cstr(HELPER_PORTAL) + struct.pack("!I", 0)))
+            self.push(Entry("swallow", ends=(b"3",)))
+            self.send_server(msg(b"C", b"P" + cstr(HELPER_PORTAL)))
+
+    def _helper_done(self, e):
+        self.helper = "yes" if e.completed else "no"
+
+
+def check_bind(body, pos, types):
+    """Picodata's parameter rules (dialect, section 3). Returns (sqlstate, message) or None."""
+    nf = int.from_bytes(body[pos:pos + 2], "big")
+    fmts = struct.unpack("!%dH" % nf, body[pos + 2:pos + 2 + 2 * nf]) if nf else ()
+    pos += 2 + 2 * nf
+    np = int.from_bytes(body[pos:pos + 2], "big")
+    pos += 2
+    for i in range(np):
+        ln = struct.unpack("!i", body[pos:pos + 4])[0]
+        pos += 4
+        val = None
+        if ln >= 0:
+            val = body[pos:pos + ln]
+            pos += ln
+        if val is None or i >= len(types):
+            continue
+        t = types[i]
+        fmt = fmts[0] if nf == 1 else (fmts[i] if nf > 1 else 0)
+        if t in (JSON_OID, JSONB_OID):
+            return ("0A000", "cannot represent json in sbroad")
+        if t == TIMESTAMPTZ_OID and fmt == 0:
+            s = val.decode("utf-8", "replace").strip()
+            if not ISO_TS.match(s):
+                return ("22P02", "failed to decode parameter $%d: timestamptz text %r is not ISO 8601 "
+                        "(YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM])" % (i + 1, s))
+    return None
+
+
+def parse_startup_options(text, version):
+    """Picodata's own syntax: name=value,name=value. Unknown names only log a warning."""
+    out = {}
+    text = (text or "").strip()
+    if not text:
+        return out
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, eq, value = item.partition("=")
+        name, value = name.strip().lower(), value.strip()
+        if name in dialect.OPTION_INT:
+            if not value.isdigit():
+                raise ValueError("invalid value for startup option %s: %r (an unsigned integer)" % (name, value))
+            out[name] = int(value)
+        elif name == "read_preference" and dialect.has_read_preference(version):
+            if value.lower() not in dialect.READ_PREFERENCES:
+                raise ValueError("invalid value for startup option read_preference: %r (leader, replica, any)"
+                                 % value)
+            out[name] = value.lower()
+        elif name == "forward" and dialect.has_forward(version):
+            if value.lower() not in dialect.FORWARD_VALUES:
+                raise ValueError("invalid value for startup option forward: %r (on, off, ro_to_rw)" % value)
+            out[name] = value.lower()
+        else:
+            log("WARNING: unknown startup option %r ignored (Picodata %s)" % (item, version))
+    return out
+
+
+class Front:
+    def __init__(self, state_dir, instance):
+        self.dir = state_dir
+        self.settings = Settings(os.path.join(state_dir, "state.json"), instance)
+        inst = self.settings.inst()
+        self.port = inst.get("pgproto_port", inst["port"])
+        self.private_port = inst["port"]
+        self.audit = Audit(os.path.join(state_dir, "audit.jsonl"))
+        self.type_cache = {}
+        self.verdicts = {}  # (statement text, version) -> Verdict or Reject (statements repeat)
+
+    async def cancel(self, packet):
+        # The backend key is passed through unchanged (BackendKeyData is relayed as is), and the
+        # session may live in another worker process of this front: forward the request as it came;
+        # PostgreSQL ignores a key that is not one of its backends'.
+        try:
+            r, w = await asyncio.wait_for(asyncio.open_connection(HOST, self.private_port), 5)
+            w.write(packet)
+            await w.drain()
+            w.close()
+        except (OSError, asyncio.TimeoutError):
+            pass
+
+    async def handle(self, reader, writer):
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            import socket
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await Session(self, reader, writer).run()
+
+    async def serve(self, ready_file):
+        server = await asyncio.start_server(self.handle, HOST, self.port, reuse_address=True, reuse_port=True,
+                                            limit=1 << 20)
+        log("front of %s listening on %s:%d -> private %s:%d (Picodata %s)" % (
+            self.settings.instance, HOST, self.port, HOST, self.private_port, self.settings.version))
+        if ready_file:
+            with open(ready_file, "w") as f:
+                f.write("%d\n" % os.getpid())
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for s in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(s, stop.set)
+        await stop.wait()
+        server.close()
+        log("front stopped")
+
+
+def main(argv):
+    global LOG
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dir", required=True)
+    p.add_argument("--instance", required=True)
+    p.add_argument("--pid-file")
+    a = p.parse_args(argv)
+    LOG = open(os.path.join(a.dir, a.instance, "front.log"), "a")
+    front = Front(a.dir, a.instance)
+    # PICOEMU_FRONT_WORKERS > 1: worker processes share the port (SO_REUSEPORT). One process spends
+    # about 55 us of CPU per statement round trip; on a 2-core machine a second one gained nothing.
+    children = []
+    for _ in range(max(1, int(os.environ.get("PICOEMU_FRONT_WORKERS", "1"))) - 1):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                import ctypes
+                ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent
+            except (OSError, AttributeError):
+                pass
+            try:
+                asyncio.run(front.serve(None))
+            finally:
+                os._exit(0)
+        children.append(pid)
+    try:
+        asyncio.run(front.serve(a.pid_file))
+    except OSError as exc:
+        log("cannot listen on %s:%d: %s" % (HOST, front.port, exc))
+        return 1
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGTERM)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
