@@ -11,6 +11,7 @@ extern "C" {
 #include "access/tupdesc.h"
 #include "commands/explain.h"
 #include "executor/tuptable.h"
+#include "foreign/fdwapi.h"
 #include "funcapi.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
@@ -174,5 +175,8 @@ void release_results(RoutedStatement *st);
 // ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
 void install_modify_callbacks(struct FdwRoutine *routine);
 List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid);
+
+// ---- ANALYZE (analyze.cpp): AnalyzeForeignTable ---------------------------------------------
+bool analyze_foreign_table(Relation relation, AcquireSampleRowsFunc *func, BlockNumber *totalpages);
 
 }  // namespace picoroute::pg::fdw

@@ -327,9 +327,13 @@ void picoGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
         pull_varattnos(reinterpret_cast<Node *>(ri->clause), baserel->relid, &info->attrs_used);
     }
     baserel->fdw_private = info;
-    Selectivity sel =
-        clauselist_selectivity(root, info->remote_conds, baserel->relid, JOIN_INNER, nullptr);
-    baserel->rows = clamp_row_est(1000 * sel);
+    // reltuples is the cluster's row count after ANALYZE (analyze.cpp), -1 before: then assume
+    // 1000 rows. The column statistics ANALYZE gathered drive the selectivity of every clause.
+    if (baserel->tuples < 0)
+        baserel->tuples = 1000;
+    Selectivity sel = clauselist_selectivity(root, baserel->baserestrictinfo, baserel->relid,
+                                             JOIN_INNER, nullptr);
+    baserel->rows = clamp_row_est(baserel->tuples * sel);
 }
 
 void picoGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
@@ -717,5 +721,6 @@ extern "C" Datum picoroute_fdw_handler(PG_FUNCTION_ARGS) {
         return import_foreign_schema(stmt, server);
     };
     install_modify_callbacks(routine);
+    routine->AnalyzeForeignTable = analyze_foreign_table;
     PG_RETURN_POINTER(routine);
 }
