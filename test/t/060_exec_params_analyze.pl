@@ -8,7 +8,7 @@ use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for);
+use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
 
 start_emulator(base_port => 30300, replicasets => 2, replication_factor => 1);
 
@@ -22,13 +22,13 @@ emu('create-table', 'countries', '--columns', 'code text, name text', '--global'
 emu('insert', 'countries', '--values', q{["fr", "France"]}, '--values', q{["it", "Italy"]},
     '--values', q{["pt", "Portugal"]});
 
-# A front that speaks Picodata's dialect takes the OPTION clause of ANALYZE's statements; a bare
-# PostgreSQL server does not: then ANALYZE sends none (the tables here fit the default limits).
+# exec_options(): whether the emulated instances take Picodata's OPTION clause (ANALYZE sends one
+# only when the server's execution_options is on). An emulator with a dialect front keeps an
+# audit of rejected statements.
+my $xo = exec_options();
 my $front = eval { emu('audit'); 1 } ? 1 : 0;
-my $extra = $front ? '' : "picoroute.analyze_option = ''\n";
-diag($front ? 'the emulator checks the Picodata dialect' : 'the emulator has no dialect front: ANALYZE without OPTION');
 
-my $node = start_picoroute_node(name => 'exec_params', refresh_interval => '300ms', extra_conf => $extra);
+my $node = start_picoroute_node(name => 'exec_params', refresh_interval => '300ms');
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
@@ -129,18 +129,18 @@ is(q1(q{SELECT count(*), count(DISTINCT id) FROM picoroute_exec_masters('default
    '500|500', 'exec_masters after the rebalance: ids once');
 
 # ---- ANALYZE ------------------------------------------------------------------------------------
-q1(q{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+q1(qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE countries (code text, name text) SERVER pico OPTIONS (distribution 'global');
-CREATE FUNCTION plan_rows(query text) RETURNS float8 LANGUAGE plpgsql AS $$
+});
+q1(q{CREATE FUNCTION plan_rows(query text) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE plan json;
 BEGIN
   EXECUTE 'EXPLAIN (FORMAT JSON) ' || query INTO plan;
   RETURN (plan->0->'Plan'->>'Plan Rows')::float8;
-END $$;
-});
+END $$;});
 is(q1(q{SELECT plan_rows('SELECT * FROM users')}), '1000', 'before ANALYZE: the fixed estimate');
 
 # The default statistics target asks for 30,000 rows: the whole table is read.

@@ -10,7 +10,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep);
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for);
+use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
 
 start_emulator(base_port => 30320, replicasets => 2, replication_factor => 1);
 
@@ -22,10 +22,11 @@ emu('load', 'small', '--rows', '100');
 
 my $node = start_picoroute_node(name => 'streaming', refresh_interval => '300ms');
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
-$node->safe_psql('postgres', q{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+my $xo = exec_options();
+$node->safe_psql('postgres', qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE bulk (id bigint, name text, note text, v bigint) SERVER pico OPTIONS (sharding_key 'id');

@@ -12,9 +12,10 @@
 // with k chosen so that the buckets hold about 1.2 times the target number of rows; when the
 // table is global or small enough, the whole table is read (same LIMIT). The rows received are
 // then sampled down to the target locally. reltuples becomes the exact count. The trailing OPTION
-// clause (setting picoroute.analyze_option) lifts Picodata's limits on the rows a statement may
-// gather (sql_motion_row_max, 5000 by default) and on the work of one storage
-// (sql_vdbe_opcode_max), which a count or a sample of a large table exceeds.
+// clause (setting picoroute.analyze_option; none when the server's execution_options is 'off')
+// lifts Picodata's limits on the rows a statement may gather (sql_motion_row_max, 5000 by
+// default) and on the work of one storage (sql_vdbe_opcode_max), which a count or a sample of a
+// large table exceeds. The table's own limit options do not apply: ANALYZE bounds itself.
 //
 // Cost on Picodata: the count scans the table on every storage. The sample statement reads the
 // chosen buckets on every storage; up to 26.2.0 `bucket_id IN (...)` is only a filter there (every
@@ -61,9 +62,11 @@ std::string picodata_name(const char *name, const char *what) {
     return std::string("\"") + name + "\"";
 }
 
-std::string option_clause() {
+// The OPTION clause of ANALYZE's statements: picoroute.analyze_option, unless the server takes
+// no OPTION clause (execution_options 'off').
+std::string analyze_option_clause(const TableInfo *table) {
     const char *value = setting_analyze_option;
-    if (value == nullptr || value[0] == '\0')
+    if (!table->exec_options || value == nullptr || value[0] == '\0')
         return {};
     return std::string(" OPTION (") + value + ")";
 }
@@ -115,7 +118,7 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
         attnums.push_back(i);
     }
     std::string from = " FROM " + picodata_name(table->remote_table, "table");
-    std::string option = option_clause();
+    std::string option = analyze_option_clause(table);
 
     MapRef map = current_map();
     const SnapshotView &view = *map.view;

@@ -313,6 +313,24 @@ void save_description(RoutedStatement *st, const std::string &description) {
 
 // ---- planner callbacks --------------------------------------------------------------------
 
+// The jobs of one execution: the routing decision (saved for EXPLAIN ANALYZE and errors), each
+// target's statement as sent and the parameter values (C++: inside guarded()). Shared by
+// execute_routed and stream_routed.
+std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **values,
+                             int32_t *tier, Retry *retry) {
+    std::string description;
+    bool keyless = true;
+    std::vector<Target> targets = decide_targets(st, keys, tier, retry, &description, &keyless);
+    save_description(st, description);
+    std::vector<Job> jobs(targets.size());
+    for (size_t i = 0; i < targets.size(); i++) {
+        jobs[i].target = targets[i];
+        jobs[i].sql = statement_for(st, targets[i], keyless);
+        jobs[i].values.assign(values, values + st->nparams);
+    }
+    return jobs;
+}
+
 void picoGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
     RelInfo *info = static_cast<RelInfo *>(palloc0(sizeof(RelInfo)));
     info->table = get_table_info(foreigntableid);
@@ -649,19 +667,9 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
-        std::string description;
-        bool keyless = true;
-        std::vector<Target> targets =
-            decide_targets(st, keys, &tier, &retry, &description, &keyless);
-        save_description(st, description);
-        if (targets.empty())
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
+        if (jobs.empty())
             return;
-        std::vector<Job> jobs(targets.size());
-        for (size_t i = 0; i < targets.size(); i++) {
-            jobs[i].target = targets[i];
-            jobs[i].sql = statement_for(st, targets[i], keyless);
-            jobs[i].values.assign(values, values + st->nparams);
-        }
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
         run_jobs(jobs, conn_params_for(st->table->serverid, userid), tier, pref, retry);
@@ -686,17 +694,9 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
-        std::string description;
-        std::vector<Target> targets = decide_targets(st, keys, &tier, &retry, &description);
-        save_description(st, description);
-        if (targets.empty())
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
+        if (jobs.empty())
             return;
-        std::vector<Job> jobs(targets.size());
-        for (size_t i = 0; i < targets.size(); i++) {
-            jobs[i].target = targets[i];
-            jobs[i].sql = with_bucket_filter(st->sql, st->has_where, targets[i]);
-            jobs[i].values.assign(values, values + st->nparams);
-        }
         auto stream = std::make_unique<RowStream>(
             std::move(jobs), conn_params_for(st->table->serverid, userid), tier,
             static_cast<ReadPref>(st->table->read_pref), retry, ncols);
