@@ -2,15 +2,15 @@
 -- setting of the OPTION clause, and the planner's estimate before and after (reltuples). The
 -- statements themselves are tested against an emulated cluster (test/t).
 
--- Tier "ex" and its unreachable instance 127.0.0.1:1 come from the exec suite.
-SELECT name, bucket_count FROM picoroute_tiers WHERE name = 'ex';
-CREATE SERVER an_srv FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'ex');
+-- Tier "t3" and its unreachable instance 127.0.0.1:1 come from the exec suite.
+SELECT name, bucket_count FROM picoroute_tiers WHERE name = 't3';
+CREATE SERVER an_srv FOREIGN DATA WRAPPER picoroute OPTIONS (tier 't3');
 CREATE USER MAPPING FOR CURRENT_USER SERVER an_srv OPTIONS (user 'u', password 'p');
 CREATE FOREIGN TABLE an_t (id bigint, name text) SERVER an_srv OPTIONS (sharding_key 'id');
 CREATE SERVER an_nope FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'nope');
 CREATE USER MAPPING FOR CURRENT_USER SERVER an_nope OPTIONS (user 'u', password 'p');
 CREATE FOREIGN TABLE an_nope_t (id bigint) SERVER an_nope OPTIONS (sharding_key 'id');
-CREATE FOREIGN TABLE an_quote ("a""b" bigint) SERVER an_srv OPTIONS (sharding_key 'a"b');
+CREATE FOREIGN TABLE an_quote (id bigint, "a""b" text) SERVER an_srv OPTIONS (sharding_key 'id');
 
 -- The planner's row estimate of a query.
 CREATE FUNCTION plan_rows(query text) RETURNS float8 LANGUAGE plpgsql AS $$

@@ -58,7 +58,10 @@ std::string picodata_name(const char *name, const char *what) {
         throw SqlError(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE,
                        std::string("picoroute: ") + what + " \"" + name +
                            "\" contains a double quote, which Picodata cannot read in a name",
-                       {}, "Rename it, or map it with the table_name option.");
+                       {},
+                       strcmp(what, "table") == 0
+                           ? "Map it to a name without a double quote with the table_name option."
+                           : "Rename the column, here and in Picodata.");
     return std::string("\"") + name + "\"";
 }
 
