@@ -159,7 +159,7 @@ SELECT picoroute_disconnect('127.0.0.1:1'), picoroute_disconnect_all();
 SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute
 FROM pg_proc p WHERE proname IN ('picoroute_exec', 'picoroute_exec_all', 'picoroute_connections',
                                  'picoroute_disconnect', 'picoroute_disconnect_all')
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text;
 -- A non-superuser needs a password in its user mapping.
 CREATE ROLE regress_picoroute_user;
 GRANT USAGE ON FOREIGN SERVER rt TO regress_picoroute_user;

@@ -23,6 +23,7 @@ int setting_max_replicasets = 128;
 int setting_max_bucket_ranges = 16384;
 char *setting_allowed_hosts = nullptr;
 int setting_max_map_memory = 64 * 1024;
+char *setting_analyze_option = nullptr;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -43,6 +44,48 @@ static bool check_allowed_hosts(char **newval, void **, GucSource) {
     }
     GUC_check_errdetail("%s", error.c_str());
     return false;
+}
+
+// picoroute.analyze_option goes into remote statements verbatim: only "name = integer" pairs,
+// separated by commas, pass.
+static bool check_analyze_option(char **newval, void **, GucSource) {
+    const char *p = *newval;
+    auto skip_spaces = [&p] {
+        while (*p == ' ' || *p == '\t')
+            p++;
+    };
+    skip_spaces();
+    if (*p == '\0')
+        return true;
+    for (;;) {
+        const char *name = p;
+        while ((*p >= 'a' && *p <= 'z') || *p == '_')
+            p++;
+        bool named = p > name;
+        skip_spaces();
+        bool assigned = *p == '=';
+        if (assigned)
+            p++;
+        skip_spaces();
+        const char *digits = p;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (!named || !assigned || p == digits) {
+            GUC_check_errdetail(
+                "Expected a list of name = integer, e.g. \"sql_motion_row_max = 0\".");
+            return false;
+        }
+        skip_spaces();
+        if (*p == '\0')
+            return true;
+        if (*p != ',') {
+            GUC_check_errdetail(
+                "Expected a list of name = integer, e.g. \"sql_motion_row_max = 0\".");
+            return false;
+        }
+        p++;
+        skip_spaces();
+    }
 }
 
 const char *source_mode_name(int mode) {
@@ -82,6 +125,14 @@ void define_settings() {
                             "their ranges.",
                             &setting_max_map_memory, 64 * 1024, 0, INT_MAX / 1024, PGC_SUSET,
                             GUC_UNIT_KB, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "picoroute.analyze_option",
+        "Picodata OPTION clause of the statements ANALYZE sends to count and sample a table.",
+        "name = integer pairs, comma-separated. The default lifts the limits on the rows one "
+        "statement may gather and on the work of one storage, which a count or a sample of a "
+        "large table exceeds. Empty: no OPTION clause.",
+        &setting_analyze_option, "sql_motion_row_max = 0, sql_vdbe_opcode_max = 0", PGC_SUSET, 0,
+        check_analyze_option, nullptr, nullptr);
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

@@ -14,6 +14,7 @@ extern int setting_max_replicasets;    // picoroute.max_replicasets (postmaster)
 extern int setting_max_bucket_ranges;  // picoroute.max_bucket_ranges (postmaster)
 extern char *setting_allowed_hosts;    // picoroute.allowed_hosts (sighup)
 extern int setting_max_map_memory;     // picoroute.max_map_memory, kilobytes (suset)
+extern char *setting_analyze_option;   // picoroute.analyze_option (superuser)
 
 void define_settings();
 

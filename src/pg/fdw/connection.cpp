@@ -305,8 +305,10 @@ bool idle_connection_alive(PGconn *conn) {
 void xact_callback(XactEvent event, void *) {
     if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
         return;
+    // A connection a streaming scan reads is closed by that scan when its executor state goes
+    // away (with the aborted (sub)transaction, or later for an outer scan that lives on).
     for (auto it = cache.begin(); it != cache.end();) {
-        if (it->second->busy)
+        if (it->second->busy && it->second->reader == nullptr)
             it = cache.erase(it);
         else
             ++it;
@@ -321,6 +323,8 @@ void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 }  // namespace
 
 Connection::~Connection() {
+    if (reader != nullptr)
+        reader->forget(this);
     if (wait_set != nullptr)
         FreeWaitEventSet(wait_set);
     if (conn != nullptr)
@@ -342,6 +346,8 @@ Connection *get_connection(const std::string &address, const ConnParams &params)
     auto it = cache.find(key);
     if (it != cache.end()) {
         Connection *c = it->second.get();
+        if (c->busy && c->reader != nullptr)
+            c->reader->read_rest(c);  // a streaming scan reads (buffers) the rest first
         if (!c->busy && c->fingerprint == fingerprint && idle_connection_alive(c->conn))
             return c;
         if (c->busy)
@@ -451,6 +457,53 @@ PGresult *collect_result(Connection *c) {
     c->statements++;
     c->last_used = GetCurrentTimestamp();
     return last.release();
+}
+
+PGresult *next_result(Connection *c) {
+    PGconn *conn = c->conn;
+    for (;;) {
+        int flushed = PQflush(conn);
+        if (flushed == 0)
+            break;
+        if (flushed < 0)
+            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+        wait_connection(c, true);
+        if (!PQconsumeInput(conn))
+            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+    }
+    while (PQisBusy(conn)) {
+        wait_connection(c, false);
+        if (!PQconsumeInput(conn))
+            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+    }
+    PGresult *result = PQgetResult(conn);
+    if (result != nullptr)
+        return result;
+    if (PQstatus(conn) != CONNECTION_OK)
+        throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
+    c->busy = false;
+    c->statements++;
+    c->last_used = GetCurrentTimestamp();
+    return nullptr;
+}
+
+bool finish_if_arrived(Connection *c) {
+    PGconn *conn = c->conn;
+    if (PQflush(conn) != 0 || !PQconsumeInput(conn))
+        return false;
+    while (!PQisBusy(conn)) {
+        PGresult *result = PQgetResult(conn);
+        if (result == nullptr) {
+            if (PQstatus(conn) != CONNECTION_OK)
+                return false;
+            c->busy = false;
+            c->statements++;
+            c->last_used = GetCurrentTimestamp();
+            return true;
+        }
+        PQclear(result);
+    }
+    return false;
 }
 
 InFlight::~InFlight() {

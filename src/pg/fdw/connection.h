@@ -40,6 +40,22 @@ struct ConnParams {
     bool require_password = false;  // a non-superuser user mapping: the server must ask for one
 };
 
+class Connection;
+
+// Something that keeps a statement in flight on a connection between calls (a streaming scan).
+// Before the cache hands the connection to another statement it calls read_rest(): the reader
+// reads the rest of its answer (buffering it) so that the connection is idle again; it may throw
+// (an interrupt while waiting). When the connection is closed under it, forget(): the reader must
+// not touch it again.
+class ConnectionReader {
+  public:
+    virtual void read_rest(Connection *connection) = 0;
+    virtual void forget(Connection *connection) noexcept = 0;
+
+  protected:
+    ~ConnectionReader() = default;
+};
+
 class Connection {
   public:
     ~Connection();
@@ -53,7 +69,8 @@ class Connection {
     TimestampTz opened_at = 0;
     TimestampTz last_used = 0;
     uint64_t statements = 0;
-    bool busy = false;  // a statement is in flight
+    bool busy = false;                   // a statement is in flight
+    ConnectionReader *reader = nullptr;  // streaming the statement in flight, if any
     // Kept for the connection's life so that waiting for an answer costs one epoll_wait, not an
     // epoll set built and closed per wait. nullptr until the first wait (or when no file
     // descriptor was available for it: waits then build a set each time).
@@ -102,6 +119,15 @@ void send_statement(Connection *connection, const char *sql, int nparams,
 // it). A server error comes back as a PGRES_FATAL_ERROR result. Throws ConnectionFailure(sent =
 // true) when the connection broke.
 PGresult *collect_result(Connection *connection);
+
+// Single-row mode: the next result of the statement in flight (one row, PGRES_SINGLE_TUPLE; then
+// the final PGRES_TUPLES_OK or an error), waiting for it; nullptr once the statement is complete
+// (the connection is then idle). The caller frees each result. Throws ConnectionFailure(sent =
+// true) when the connection broke.
+PGresult *next_result(Connection *connection);
+// Without waiting: reads what has already arrived and, when the whole answer is there, consumes
+// it and returns true (the connection is idle again).
+bool finish_if_arrived(Connection *connection);
 
 // Frees a PGresult when it goes out of scope.
 struct ResultDeleter {

@@ -1,7 +1,13 @@
 // SQL functions of the routing layer:
-//   picoroute_exec(tier, bucket_id, query, read_only) -> SETOF record  (the owner of one bucket)
-//   picoroute_exec_all(tier, query) -> SETOF record               (every master of a tier)
+//   picoroute_exec(tier, bucket_id, query, [params,] read_only) -> SETOF record
+//                                                    (the owner of one bucket)
+//   picoroute_exec_all(tier, query [, params]) -> SETOF record   (every master of a tier)
+//   picoroute_exec_masters(tier, query, params) -> SETOF record
+//                    (every master owning buckets, each restricted to them by {buckets})
 //   picoroute_connections(), picoroute_disconnect(address), picoroute_disconnect_all()
+//
+// Parameters are bound as $1, $2, ... in text format (Picodata infers their types from the
+// context); a NULL element is sent as NULL. The values never become part of the statement text.
 //
 // picoroute_exec and picoroute_exec_all connect with the credentials of picoroute.conninfo (its
 // user, password, dbname, sslmode, passfile...; host and port come from the topology). They are
@@ -13,6 +19,8 @@ extern "C" {
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/errcodes.h"
 #include "utils/memutils.h"
@@ -21,6 +29,9 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(picoroute_exec);
 PG_FUNCTION_INFO_V1(picoroute_exec_all);
+PG_FUNCTION_INFO_V1(picoroute_exec_params);
+PG_FUNCTION_INFO_V1(picoroute_exec_all_params);
+PG_FUNCTION_INFO_V1(picoroute_exec_masters);
 PG_FUNCTION_INFO_V1(picoroute_connections);
 PG_FUNCTION_INFO_V1(picoroute_disconnect);
 PG_FUNCTION_INFO_V1(picoroute_disconnect_all);
@@ -31,6 +42,8 @@ PG_FUNCTION_INFO_V1(picoroute_disconnect_all);
 #include "pg/guard.h"
 #include "pg/map_store.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +100,269 @@ void store_results(FunctionCallInfo fcinfo, std::vector<Job> &jobs) {
     });
 }
 
+// ---- statement text: parameters and placeholders --------------------------------------------
+
+// The parameter value of the $n at q[pos] ("$" already seen), or 0 when q[pos] does not start a
+// parameter reference. Values above the protocol's limit are reported as 65536.
+int parameter_at(const std::string &q, size_t pos, size_t *end) {
+    size_t i = pos + 1;
+    long n = 0;
+    while (i < q.size() && q[i] >= '0' && q[i] <= '9') {
+        n = std::min(n * 10 + (q[i] - '0'), 65536L);
+        i++;
+    }
+    if (i == pos + 1)
+        return 0;
+    *end = i;
+    return static_cast<int>(n);
+}
+
+bool identifier_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+// "{buckets}" or "{buckets:qualifier}" where picoroute_exec_masters writes each master's filter.
+struct Placeholder {
+    size_t begin, end;      // q[begin] == '{', q[end - 1] == '}'
+    std::string qualifier;  // "" or a table name or alias, as written
+};
+
+// What the statement text holds outside string literals, quoted identifiers and comments.
+struct QueryScan {
+    int max_param = 0;  // highest $n referenced
+    std::vector<Placeholder> placeholders;
+};
+
+bool valid_qualifier(const std::string &q) {
+    if (q.size() >= 2 && q.front() == '"' && q.back() == '"')
+        return q.find('"', 1) == q.size() - 1;
+    if (q.empty() || (q[0] >= '0' && q[0] <= '9') || q[0] == '$')
+        return false;
+    return std::all_of(q.begin(), q.end(), [](char c) { return identifier_char(c) && c != '$'; });
+}
+
+[[noreturn]] void bad_placeholder(const std::string &text) {
+    throw SqlError(ERRCODE_SYNTAX_ERROR,
+                   "picoroute: invalid placeholder \"" + text + "\" in the query", {},
+                   "Write {buckets} where the bucket filter of each master goes, or "
+                   "{buckets:alias} to qualify bucket_id with a table name or alias.");
+}
+
+// Scans the statement as Picodata reads it: '...' literals ('' inside), "..." identifiers,
+// -- and /* */ comments. With `placeholders`, every '{' outside them must open a placeholder.
+QueryScan scan_query(const std::string &q, bool placeholders) {
+    QueryScan scan;
+    size_t i = 0;
+    while (i < q.size()) {
+        char c = q[i];
+        if (c == '\'' || c == '"') {
+            size_t j = i + 1;
+            while (j < q.size()) {
+                if (q[j] == c) {
+                    if (j + 1 < q.size() && q[j + 1] == c) {
+                        j += 2;
+                        continue;
+                    }
+                    break;
+                }
+                j++;
+            }
+            i = j + 1;
+        } else if (c == '-' && i + 1 < q.size() && q[i + 1] == '-') {
+            size_t nl = q.find('\n', i);
+            i = nl == std::string::npos ? q.size() : nl + 1;
+        } else if (c == '/' && i + 1 < q.size() && q[i + 1] == '*') {
+            size_t close = q.find("*/", i + 2);
+            i = close == std::string::npos ? q.size() : close + 2;
+        } else if (c == '$' && (i == 0 || !identifier_char(q[i - 1]))) {
+            size_t end = i + 1;
+            int n = parameter_at(q, i, &end);
+            scan.max_param = std::max(scan.max_param, n);
+            i = end;
+        } else if (c == '{' && placeholders) {
+            size_t close = q.find('}', i);
+            if (close == std::string::npos)
+                bad_placeholder(q.substr(i, 40));
+            std::string inner = q.substr(i + 1, close - i - 1);
+            Placeholder p{i, close + 1, {}};
+            if (inner.compare(0, 8, "buckets:") == 0) {
+                p.qualifier = inner.substr(8);
+                if (!valid_qualifier(p.qualifier))
+                    bad_placeholder(q.substr(i, close + 1 - i));
+            } else if (inner != "buckets") {
+                bad_placeholder(q.substr(i, close + 1 - i));
+            }
+            scan.placeholders.push_back(std::move(p));
+            i = close + 1;
+        } else {
+            i++;
+        }
+    }
+    return scan;
+}
+
+// The number of values must match the highest $n of the statement: Picodata infers the type of
+// each parameter from its context, so an unreferenced value could not be bound either.
+void check_parameter_count(const QueryScan &scan, size_t nvalues, const char *function) {
+    constexpr size_t kMaxParams = 65535;  // the protocol's limit, and Picodata's
+    if (nvalues > kMaxParams || scan.max_param > static_cast<int>(kMaxParams))
+        throw SqlError(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                       std::string("picoroute: ") + function + ": too many parameters", {},
+                       "A statement takes at most 65535 parameters.");
+    if (static_cast<size_t>(scan.max_param) == nvalues)
+        return;
+    std::string given = std::to_string(nvalues) + (nvalues == 1 ? " value was" : " values were");
+    if (static_cast<size_t>(scan.max_param) > nvalues)
+        throw SqlError(ERRCODE_UNDEFINED_PARAMETER,
+                       std::string("picoroute: ") + function + ": the query refers to $" +
+                           std::to_string(scan.max_param) + " but " + given + " given",
+                       {},
+                       nvalues == 0 ? "Pass the values in a text array after the query, e.g. "
+                                      "ARRAY['42', 'abc']; they are bound as $1, $2, ..."
+                                    : "Give one value per parameter, $1 first.");
+    throw SqlError(
+        ERRCODE_INVALID_PARAMETER_VALUE,
+        std::string("picoroute: ") + function + ": " + given + " given but the query refers to " +
+            (scan.max_param == 0 ? std::string("no parameter")
+                                 : "parameters up to $" + std::to_string(scan.max_param)),
+        {}, "Give one value per parameter, $1 first; each must appear in the query.");
+}
+
+// Argument `argno` of a non-strict function, which must not be NULL.
+void require_argument(FunctionCallInfo fcinfo, int argno, const char *name, const char *function) {
+    if (PG_ARGISNULL(argno))
+        throw SqlError(
+            ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            std::string("picoroute: ") + function + ": argument " + name + " must not be NULL", {},
+            std::string(name) == "params" ? "Pass '{}'::text[] for no parameters." : std::string());
+}
+
+// The elements of a one-dimensional text[] argument; std::nullopt for NULL elements.
+std::vector<std::optional<std::string>> text_array_argument(FunctionCallInfo fcinfo, int argno,
+                                                            const char *function) {
+    std::vector<std::optional<std::string>> out;
+    int ndim = 0;
+    Datum *elems = nullptr;
+    bool *nulls = nullptr;
+    int n = 0;
+    pg_call([&] {
+        ArrayType *array = PG_GETARG_ARRAYTYPE_P(argno);
+        ndim = ARR_NDIM(array);
+        if (ndim <= 1)
+            deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+    });
+    if (ndim > 1)
+        throw SqlError(
+            ERRCODE_ARRAY_SUBSCRIPT_ERROR,
+            std::string("picoroute: ") + function + ": params must be a one-dimensional array",
+            "It has " + std::to_string(ndim) + " dimensions.",
+            "Give the values in order: ARRAY['a', 'b'].");
+    out.reserve(n);
+    for (int i = 0; i < n; i++) {
+        if (nulls[i]) {
+            out.emplace_back(std::nullopt);
+            continue;
+        }
+        text *t = reinterpret_cast<text *>(DatumGetPointer(elems[i]));
+        out.emplace_back(std::string(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)));
+    }
+    return out;
+}
+
+// libpq's view of the values: pointers into `values`, nullptr for NULL.
+std::vector<const char *> value_pointers(const std::vector<std::optional<std::string>> &values) {
+    std::vector<const char *> out;
+    out.reserve(values.size());
+    for (const auto &v : values)
+        out.push_back(v ? v->c_str() : nullptr);
+    return out;
+}
+
+// `ranges` as one condition on bucket_id, merged where contiguous.
+std::string bucket_condition(std::vector<std::pair<uint32_t, uint32_t>> ranges,
+                             const std::string &qualifier) {
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<std::pair<uint32_t, uint32_t>> merged;
+    for (const auto &r : ranges) {
+        if (!merged.empty() && merged.back().second + 1 >= r.first)
+            merged.back().second = std::max(merged.back().second, r.second);
+        else
+            merged.push_back(r);
+    }
+    std::string column = (qualifier.empty() ? "" : qualifier + ".") + "\"bucket_id\"";
+    std::string out = "(";
+    for (size_t i = 0; i < merged.size(); i++) {
+        if (i > 0)
+            out += " OR ";
+        if (merged[i].first == merged[i].second)
+            out += column + " = " + std::to_string(merged[i].first);
+        else
+            out += column + " BETWEEN " + std::to_string(merged[i].first) + " AND " +
+                   std::to_string(merged[i].second);
+    }
+    return out + ")";
+}
+
+// The statement with every placeholder replaced by the bucket condition of `ranges`.
+std::string fill_placeholders(const std::string &q, const QueryScan &scan,
+                              const std::vector<std::pair<uint32_t, uint32_t>> &ranges) {
+    std::string out;
+    size_t pos = 0;
+    for (const Placeholder &p : scan.placeholders) {
+        out.append(q, pos, p.begin - pos);
+        out += bucket_condition(ranges, p.qualifier);
+        pos = p.end;
+    }
+    out.append(q, pos, std::string::npos);
+    return out;
+}
+
+// ---- the calls --------------------------------------------------------------------------------
+
+// Runs `query` on the owner of `bucket` (see picoroute_exec) and stores the rows.
+void exec_on_bucket(FunctionCallInfo fcinfo, const std::string &tier_name, int32 bucket,
+                    const std::string &query, const std::vector<std::optional<std::string>> &values,
+                    bool read_only) {
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    int32_t tier = tier_or_error(view, map.generation, tier_name);
+    uint32_t count = view.tier(tier).bucket_count;
+    if (bucket < 1 || (count != 0 && static_cast<uint32_t>(bucket) > count))
+        throw SqlError(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                       "picoroute: bucket id " + std::to_string(bucket) +
+                           " is out of range for tier \"" + tier_name + "\"",
+                       {},
+                       count != 0 ? "Bucket ids run from 1 to " + std::to_string(count) + "."
+                                  : "Bucket ids start at 1.");
+    ReadPref pref = read_only ? ReadPref::Replica : ReadPref::Leader;
+    std::vector<Job> jobs(1);
+    if (!bucket_target(view, tier, static_cast<uint32_t>(bucket), pref, &jobs[0].target))
+        jobs[0].target = coordinator_target(view);
+    jobs[0].target.buckets = {static_cast<uint32_t>(bucket)};
+    jobs[0].sql = query;
+    jobs[0].values = value_pointers(values);
+    run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write);
+    store_results(fcinfo, jobs);
+}
+
+// Runs `query` on every master of the tier and stores all rows.
+void exec_on_masters(FunctionCallInfo fcinfo, const std::string &tier_name,
+                     const std::string &query,
+                     const std::vector<std::optional<std::string>> &values) {
+    MapRef map = current_map();
+    int32_t tier = tier_or_error(*map.view, map.generation, tier_name);
+    std::vector<Target> masters = master_targets(*map.view, tier);
+    std::vector<Job> jobs(masters.size());
+    for (size_t i = 0; i < masters.size(); i++) {
+        jobs[i].target = masters[i];
+        jobs[i].sql = query;
+        jobs[i].values = value_pointers(values);
+    }
+    run_jobs(jobs, conninfo_params(), tier, ReadPref::Leader, Retry::Never);
+    store_results(fcinfo, jobs);
+}
+
 }  // namespace
 
 extern "C" Datum picoroute_exec(PG_FUNCTION_ARGS) {
@@ -97,26 +373,29 @@ extern "C" Datum picoroute_exec(PG_FUNCTION_ARGS) {
         int32 bucket = PG_GETARG_INT32(1);
         std::string query = text_argument(fcinfo, 2);
         bool read_only = PG_NARGS() > 3 && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+        check_parameter_count(scan_query(query, false), 0, "picoroute_exec");
+        exec_on_bucket(fcinfo, tier_name, bucket, query, {}, read_only);
+    });
+    return (Datum)0;
+}
 
-        MapRef map = current_map();
-        const SnapshotView &view = *map.view;
-        int32_t tier = tier_or_error(view, map.generation, tier_name);
-        uint32_t count = view.tier(tier).bucket_count;
-        if (bucket < 1 || (count != 0 && static_cast<uint32_t>(bucket) > count))
-            throw SqlError(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                           "picoroute: bucket id " + std::to_string(bucket) +
-                               " is out of range for tier \"" + tier_name + "\"",
-                           {},
-                           count != 0 ? "Bucket ids run from 1 to " + std::to_string(count) + "."
-                                      : "Bucket ids start at 1.");
-        ReadPref pref = read_only ? ReadPref::Replica : ReadPref::Leader;
-        std::vector<Job> jobs(1);
-        if (!bucket_target(view, tier, static_cast<uint32_t>(bucket), pref, &jobs[0].target))
-            jobs[0].target = coordinator_target(view);
-        jobs[0].target.buckets = {static_cast<uint32_t>(bucket)};
-        jobs[0].sql = query;
-        run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write);
-        store_results(fcinfo, jobs);
+extern "C" Datum picoroute_exec_params(PG_FUNCTION_ARGS) {
+    require_preloaded();
+    guarded([&] {
+        const char *fn = "picoroute_exec";
+        require_argument(fcinfo, 0, "tier", fn);
+        require_argument(fcinfo, 1, "bucket_id", fn);
+        require_argument(fcinfo, 2, "query", fn);
+        require_argument(fcinfo, 3, "params", fn);
+        require_argument(fcinfo, 4, "read_only", fn);
+        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+        std::string tier_name = text_argument(fcinfo, 0);
+        int32 bucket = PG_GETARG_INT32(1);
+        std::string query = text_argument(fcinfo, 2);
+        std::vector<std::optional<std::string>> values = text_array_argument(fcinfo, 3, fn);
+        bool read_only = PG_GETARG_BOOL(4);
+        check_parameter_count(scan_query(query, false), values.size(), fn);
+        exec_on_bucket(fcinfo, tier_name, bucket, query, values, read_only);
     });
     return (Datum)0;
 }
@@ -127,13 +406,67 @@ extern "C" Datum picoroute_exec_all(PG_FUNCTION_ARGS) {
         pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
         std::string tier_name = text_argument(fcinfo, 0);
         std::string query = text_argument(fcinfo, 1);
+        check_parameter_count(scan_query(query, false), 0, "picoroute_exec_all");
+        exec_on_masters(fcinfo, tier_name, query, {});
+    });
+    return (Datum)0;
+}
+
+extern "C" Datum picoroute_exec_all_params(PG_FUNCTION_ARGS) {
+    require_preloaded();
+    guarded([&] {
+        const char *fn = "picoroute_exec_all";
+        require_argument(fcinfo, 0, "tier", fn);
+        require_argument(fcinfo, 1, "query", fn);
+        require_argument(fcinfo, 2, "params", fn);
+        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+        std::string tier_name = text_argument(fcinfo, 0);
+        std::string query = text_argument(fcinfo, 1);
+        std::vector<std::optional<std::string>> values = text_array_argument(fcinfo, 2, fn);
+        check_parameter_count(scan_query(query, false), values.size(), fn);
+        exec_on_masters(fcinfo, tier_name, query, values);
+    });
+    return (Datum)0;
+}
+
+// Every master whose replicaset owns buckets of the tier runs the query with each {buckets}
+// placeholder replaced by a condition on its own bucket ranges; a master that owns none gets
+// nothing. The conditions of all masters partition 1..bucket_count (master_targets refuses a map
+// that does not cover every bucket), and every Picodata instance answers for the whole cluster,
+// so each row is read exactly once, even where the map lags a bucket move.
+extern "C" Datum picoroute_exec_masters(PG_FUNCTION_ARGS) {
+    require_preloaded();
+    guarded([&] {
+        const char *fn = "picoroute_exec_masters";
+        require_argument(fcinfo, 0, "tier", fn);
+        require_argument(fcinfo, 1, "query", fn);
+        require_argument(fcinfo, 2, "params", fn);
+        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+        std::string tier_name = text_argument(fcinfo, 0);
+        std::string query = text_argument(fcinfo, 1);
+        std::vector<std::optional<std::string>> values = text_array_argument(fcinfo, 2, fn);
+        QueryScan scan = scan_query(query, true);
+        if (scan.placeholders.empty())
+            throw SqlError(ERRCODE_SYNTAX_ERROR,
+                           "picoroute: picoroute_exec_masters: the query has no {buckets} "
+                           "placeholder",
+                           "Without it every master would answer for the whole cluster and "
+                           "each row would come back once per master.",
+                           "Write the placeholder as a condition: ... WHERE {buckets}, or "
+                           "... AND {buckets:alias} in a join.");
+        check_parameter_count(scan, values.size(), fn);
         MapRef map = current_map();
         int32_t tier = tier_or_error(*map.view, map.generation, tier_name);
         std::vector<Target> masters = master_targets(*map.view, tier);
-        std::vector<Job> jobs(masters.size());
-        for (size_t i = 0; i < masters.size(); i++) {
-            jobs[i].target = masters[i];
-            jobs[i].sql = query;
+        std::vector<Job> jobs;
+        for (Target &master : masters) {
+            if (master.ranges.empty())
+                continue;
+            Job job;
+            job.sql = fill_placeholders(query, scan, master.ranges);
+            job.target = std::move(master);
+            job.values = value_pointers(values);
+            jobs.push_back(std::move(job));
         }
         run_jobs(jobs, conninfo_params(), tier, ReadPref::Leader, Retry::Never);
         store_results(fcinfo, jobs);

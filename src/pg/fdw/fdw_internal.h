@@ -11,6 +11,7 @@ extern "C" {
 #include "access/tupdesc.h"
 #include "commands/explain.h"
 #include "executor/tuptable.h"
+#include "foreign/fdwapi.h"
 #include "funcapi.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
@@ -132,6 +133,8 @@ enum KeyKind { KEY_SCALAR = 1, KEY_ARRAY = 2, KEY_NULL = 3 };
 List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs);
 
 // ---- routed execution shared by scans and direct modifications (scan.cpp) --------------------
+class RowStream;
+
 struct RoutedStatement {
     TableInfo *table;
     Relation rel;
@@ -149,7 +152,8 @@ struct RoutedStatement {
     // results
     PGresult **results;
     int nresults;
-    char *routing;  // description of the last decision (EXPLAIN ANALYZE, errors)
+    RowStream *stream;  // a streaming scan's answers (instead of results)
+    char *routing;      // description of the last decision (EXPLAIN ANALYZE, errors)
     MemoryContextCallback cleanup;
 };
 
@@ -160,6 +164,11 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
 // Evaluates parameters and keys, routes, runs the statement on its instance(s) and keeps the
 // results. Plain entry point (may ereport).
 void execute_routed(RoutedStatement *st, ExprContext *econtext);
+// The same for a scan that reads its rows as they arrive: sends the statement(s) and keeps a
+// RowStream in st->stream (none when no row can match). `ncols`: columns each row must have.
+void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols);
+// The next streamed row into values[0..ncols-1] (nullptr = NULL); false at the end.
+bool stream_next(RoutedStatement *st, const char **values);
 // Routing as it would be decided now, for EXPLAIN without ANALYZE.
 // True when the routing depends on parameters whose values EXPLAIN does not have.
 bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext);
@@ -169,10 +178,14 @@ void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unk
                      const char **routing, const char **sql);
 // EXPLAIN's "Remote SQL" and "Routing" lines of a scan or a direct modification.
 void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es);
+// Frees the results and ends the stream (closing a connection whose answer is still coming).
 void release_results(RoutedStatement *st);
 
 // ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
 void install_modify_callbacks(struct FdwRoutine *routine);
 List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid);
+
+// ---- ANALYZE (analyze.cpp): AnalyzeForeignTable ---------------------------------------------
+bool analyze_foreign_table(Relation relation, AcquireSampleRowsFunc *func, BlockNumber *totalpages);
 
 }  // namespace picoroute::pg::fdw

@@ -36,10 +36,12 @@ PG_FUNCTION_INFO_V1(picoroute_fdw_handler);
 }
 
 #include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/stream.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 
 #include <cstring>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,9 +58,11 @@ struct ScanState {
     AttInMetadata *attinmeta;
     List *retrieved_attrs;
     bool executed;
+    bool streaming;  // rows read as they arrive; else whole answers, kept for rescans
     int cur_result;
     int cur_row;
     char **values;
+    const char **row;  // the current row's retrieved values (streaming)
     MemoryContext tuple_cxt;
 };
 
@@ -309,6 +313,24 @@ void save_description(RoutedStatement *st, const std::string &description) {
 
 // ---- planner callbacks --------------------------------------------------------------------
 
+// The jobs of one execution: the routing decision (saved for EXPLAIN ANALYZE and errors), each
+// target's statement as sent and the parameter values (C++: inside guarded()). Shared by
+// execute_routed and stream_routed.
+std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **values,
+                             int32_t *tier, Retry *retry) {
+    std::string description;
+    bool keyless = true;
+    std::vector<Target> targets = decide_targets(st, keys, tier, retry, &description, &keyless);
+    save_description(st, description);
+    std::vector<Job> jobs(targets.size());
+    for (size_t i = 0; i < targets.size(); i++) {
+        jobs[i].target = targets[i];
+        jobs[i].sql = statement_for(st, targets[i], keyless);
+        jobs[i].values.assign(values, values + st->nparams);
+    }
+    return jobs;
+}
+
 void picoGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
     RelInfo *info = static_cast<RelInfo *>(palloc0(sizeof(RelInfo)));
     info->table = get_table_info(foreigntableid);
@@ -327,9 +349,13 @@ void picoGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
         pull_varattnos(reinterpret_cast<Node *>(ri->clause), baserel->relid, &info->attrs_used);
     }
     baserel->fdw_private = info;
-    Selectivity sel =
-        clauselist_selectivity(root, info->remote_conds, baserel->relid, JOIN_INNER, nullptr);
-    baserel->rows = clamp_row_est(1000 * sel);
+    // reltuples is the cluster's row count after ANALYZE (analyze.cpp), -1 before: then assume
+    // 1000 rows. The column statistics ANALYZE gathered drive the selectivity of every clause.
+    if (baserel->tuples < 0)
+        baserel->tuples = 1000;
+    Selectivity sel = clauselist_selectivity(root, baserel->baserestrictinfo, baserel->relid,
+                                             JOIN_INNER, nullptr);
+    baserel->rows = clamp_row_est(baserel->tuples * sel);
 }
 
 void picoGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
@@ -406,18 +432,26 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
     ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));
     ss->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute tuple", ALLOCSET_SMALL_SIZES);
+    // A scan that will be rescanned unchanged (the inner side of a nested loop) keeps whole
+    // answers to replay them; every other scan streams its rows.
+    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0;
+    ss->row = static_cast<const char **>(
+        palloc0(sizeof(char *) * (list_length(ss->retrieved_attrs) + 1)));
     node->fdw_state = ss;
 }
 
 TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
     ScanState *ss = static_cast<ScanState *>(node->fdw_state);
     TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+    int expected = list_length(ss->retrieved_attrs);
     if (!ss->executed) {
-        execute_routed(ss->st, node->ss.ps.ps_ExprContext);
+        if (ss->streaming)
+            stream_routed(ss->st, node->ss.ps.ps_ExprContext, expected);
+        else
+            execute_routed(ss->st, node->ss.ps.ps_ExprContext);
         ss->executed = true;
         ss->cur_result = 0;
         ss->cur_row = 0;
-        int expected = list_length(ss->retrieved_attrs);
         for (int i = 0; i < ss->st->nresults; i++) {
             PGresult *res = ss->st->results[i];
             if (PQresultStatus(res) != PGRES_TUPLES_OK ||
@@ -430,24 +464,30 @@ TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
         }
     }
     RoutedStatement *st = ss->st;
-    while (ss->cur_result < st->nresults && ss->cur_row >= PQntuples(st->results[ss->cur_result])) {
-        ss->cur_result++;
-        ss->cur_row = 0;
+    if (ss->streaming) {
+        if (!stream_next(st, ss->row))
+            return ExecClearTuple(slot);
+    } else {
+        while (ss->cur_result < st->nresults &&
+               ss->cur_row >= PQntuples(st->results[ss->cur_result])) {
+            ss->cur_result++;
+            ss->cur_row = 0;
+        }
+        if (ss->cur_result >= st->nresults)
+            return ExecClearTuple(slot);
+        PGresult *res = st->results[ss->cur_result];
+        for (int col = 0; col < expected; col++)
+            ss->row[col] =
+                PQgetisnull(res, ss->cur_row, col) ? nullptr : PQgetvalue(res, ss->cur_row, col);
+        ss->cur_row++;
     }
-    if (ss->cur_result >= st->nresults)
-        return ExecClearTuple(slot);
-    PGresult *res = st->results[ss->cur_result];
     int natts = RelationGetDescr(st->rel)->natts;
     for (int i = 0; i < natts; i++)
         ss->values[i] = nullptr;
     int col = 0;
     ListCell *lc;
-    foreach (lc, ss->retrieved_attrs) {
-        int attnum = lfirst_int(lc);
-        ss->values[attnum - 1] =
-            PQgetisnull(res, ss->cur_row, col) ? nullptr : PQgetvalue(res, ss->cur_row, col);
-        col++;
-    }
+    foreach (lc, ss->retrieved_attrs)
+        ss->values[lfirst_int(lc) - 1] = const_cast<char *>(ss->row[col++]);
     // The values go straight into the slot as a virtual tuple (what BuildTupleFromCStrings does,
     // without its two palloc'd arrays and the heap tuple formed per row). They live in tuple_cxt
     // until the next row.
@@ -468,13 +508,13 @@ TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
     }
     MemoryContextSwitchTo(old);
     ExecStoreVirtualTuple(slot);
-    ss->cur_row++;
     return slot;
 }
 
 void picoReScanForeignScan(ForeignScanState *node) {
     ScanState *ss = static_cast<ScanState *>(node->fdw_state);
-    if (node->ss.ps.chgParam != nullptr || !ss->executed) {
+    // A stream cannot be replayed: run the statement again.
+    if (node->ss.ps.chgParam != nullptr || !ss->executed || ss->streaming) {
         release_results(ss->st);
         ss->executed = false;
     }
@@ -615,6 +655,8 @@ void release_results(RoutedStatement *st) {
         st->results[i] = nullptr;
     }
     st->nresults = 0;
+    delete st->stream;
+    st->stream = nullptr;
 }
 
 void execute_routed(RoutedStatement *st, ExprContext *econtext) {
@@ -625,19 +667,9 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
-        std::string description;
-        bool keyless = true;
-        std::vector<Target> targets =
-            decide_targets(st, keys, &tier, &retry, &description, &keyless);
-        save_description(st, description);
-        if (targets.empty())
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
+        if (jobs.empty())
             return;
-        std::vector<Job> jobs(targets.size());
-        for (size_t i = 0; i < targets.size(); i++) {
-            jobs[i].target = targets[i];
-            jobs[i].sql = statement_for(st, targets[i], keyless);
-            jobs[i].values.assign(values, values + st->nparams);
-        }
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
         run_jobs(jobs, conn_params_for(st->table->serverid, userid), tier, pref, retry);
@@ -652,6 +684,31 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
             st->results[i] = jobs[i].result.release();
         st->nresults = static_cast<int>(jobs.size());
     });
+}
+
+void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
+    release_results(st);
+    const char **values = evaluate_params(st, econtext);
+    KeyValues *keys = evaluate_keys(st, econtext);
+    Oid userid = GetUserId();
+    guarded([&] {
+        int32_t tier = kNone;
+        Retry retry = Retry::Read;
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
+        if (jobs.empty())
+            return;
+        auto stream = std::make_unique<RowStream>(
+            std::move(jobs), conn_params_for(st->table->serverid, userid), tier,
+            static_cast<ReadPref>(st->table->read_pref), retry, ncols);
+        stream->start();
+        st->stream = stream.release();
+    });
+}
+
+bool stream_next(RoutedStatement *st, const char **values) {
+    if (st->stream == nullptr)
+        return false;
+    return guarded([&] { return st->stream->next(values); });
 }
 
 bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
@@ -717,5 +774,6 @@ extern "C" Datum picoroute_fdw_handler(PG_FUNCTION_ARGS) {
         return import_foreign_schema(stmt, server);
     };
     install_modify_callbacks(routine);
+    routine->AnalyzeForeignTable = analyze_foreign_table;
     PG_RETURN_POINTER(routine);
 }

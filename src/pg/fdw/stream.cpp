@@ -1,0 +1,262 @@
+// Streaming the answers of routed reads (see stream.h).
+extern "C" {
+#include "postgres.h"
+
+#include "utils/elog.h"
+}
+
+#include "pg/fdw/stream.h"
+
+#include "pg/guard.h"
+#include "pg/map_store.h"
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+[[noreturn]] void lost_mid_scan(const Job &job, size_t delivered, const std::string &message) {
+    wake_worker();
+    throw SqlError(ERRCODE_CONNECTION_FAILURE,
+                   "picoroute: lost the connection to Picodata instance " + job.target.address +
+                       " in the middle of a scan: " + message,
+                   "Target: " + describe(job.target) + ". " + std::to_string(delivered) +
+                       " rows had been read from it.",
+                   "The statement was not run again, which would return those rows twice: run "
+                   "the query again.");
+}
+
+}  // namespace
+
+RowStream::RowStream(std::vector<Job> jobs, ConnParams params, int32_t tier, ReadPref pref,
+                     Retry retry, int ncols)
+    : sources_(jobs.size()),
+      params_(std::move(params)),
+      tier_(tier),
+      pref_(pref),
+      retry_(retry),
+      ncols_(ncols) {
+    for (size_t i = 0; i < jobs.size(); i++) {
+        Source &s = sources_[i];
+        s.job = std::move(jobs[i]);
+        for (const char *v : s.job.values)
+            s.values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
+        s.job.values.clear();
+        for (const auto &v : s.values)
+            s.job.values.push_back(v ? v->c_str() : nullptr);
+    }
+    copied_.resize(ncols_ > 0 ? ncols_ : 0);
+}
+
+RowStream::~RowStream() {
+    for (Source &s : sources_)
+        release(s);
+}
+
+void RowStream::release(Source &s) noexcept {
+    Connection *c = s.conn;
+    if (c == nullptr)
+        return;
+    s.conn = nullptr;
+    c->reader = nullptr;
+    // An answer that has fully arrived costs nothing to finish, and the connection stays cached.
+    // Otherwise closing the connection is what stops the statement on the server.
+    if (!finish_if_arrived(c))
+        discard_connection(c);
+}
+
+void RowStream::start() {
+    sweep_connections();
+    for (Source &s : sources_) {
+        Connection *c = nullptr;
+        try {
+            c = send_to(s.job.target.address, params_, s.job.sql.c_str(),
+                        static_cast<int>(s.job.values.size()), s.job.values.data());
+        } catch (const ConnectionFailure &) {
+            run_buffered(s);  // never sent: run_jobs applies its retry rules
+            continue;
+        }
+        c->reader = this;
+        s.conn = c;
+        // Without single-row mode the answer arrives whole and is handed over row by row.
+        PQsetSingleRowMode(c->conn);
+    }
+}
+
+void RowStream::run_buffered(Source &s) {
+    std::vector<Job> one(1);
+    one[0].target = s.job.target;
+    one[0].sql = s.job.sql;
+    one[0].values = s.job.values;
+    run_jobs(one, params_, tier_, pref_, retry_);
+    s.job.target = one[0].target;
+    s.whole_row = 0;
+    s.whole = std::move(one[0].result);
+    if (!rows_in(s, s.whole.get()))
+        s.whole.reset();
+}
+
+bool RowStream::rows_in(const Source &s, const PGresult *result) {
+    ExecStatusType status = PQresultStatus(result);
+    if (status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR)
+        throw_remote_error(result, s.job.target.address, s.job.target.replicaset,
+                           s.job.sql.c_str());
+    if (status != PGRES_SINGLE_TUPLE && status != PGRES_TUPLES_OK)
+        throw SqlError(ERRCODE_FDW_ERROR,
+                       std::string("picoroute: unexpected answer from ") + s.job.target.address +
+                           ": " + PQresStatus(status),
+                       "Remote SQL: " + s.job.sql);
+    if (ncols_ > 0 && PQnfields(result) != ncols_)
+        throw SqlError(ERRCODE_FDW_ERROR,
+                       "picoroute: the remote query returned " + std::to_string(PQnfields(result)) +
+                           " columns, expected " + std::to_string(ncols_),
+                       "Instance: " + describe(s.job.target) + ". Remote SQL: " + s.job.sql);
+    return PQntuples(result) > 0;
+}
+
+ResultPtr RowStream::next_result_of(Source &s) {
+    if (s.lost)
+        throw ConnectionFailure(s.job.target.address,
+                                "the connection was closed while the scan read from it", true);
+    if (s.conn == nullptr)
+        return nullptr;
+    ResultPtr result(next_result(s.conn));
+    if (result == nullptr) {
+        s.conn->reader = nullptr;
+        s.conn = nullptr;
+    }
+    return result;
+}
+
+bool RowStream::next(const char **values) {
+    row_.reset();
+    while (current_ < sources_.size()) {
+        Source &s = sources_[current_];
+        if (s.whole) {
+            const PGresult *w = s.whole.get();
+            if (s.whole_row < PQntuples(w)) {
+                for (int c = 0; c < ncols_; c++)
+                    values[c] =
+                        PQgetisnull(w, s.whole_row, c) ? nullptr : PQgetvalue(w, s.whole_row, c);
+                s.whole_row++;
+                s.delivered++;
+                return true;
+            }
+            s.whole.reset();
+        }
+        if (s.ahead_next < s.ahead_rows) {
+            size_t base = s.ahead_next * static_cast<size_t>(ncols_ > 0 ? ncols_ : 0);
+            for (int c = 0; c < ncols_; c++) {
+                int64_t off = s.ahead_cells[base + c];
+                if (off < 0)
+                    copied_[c].reset();
+                else
+                    copied_[c] = std::string(s.ahead_data.c_str() + off);
+                values[c] = copied_[c] ? copied_[c]->c_str() : nullptr;
+            }
+            s.ahead_next++;
+            s.delivered++;
+            if (s.ahead_next == s.ahead_rows) {
+                std::string().swap(s.ahead_data);
+                std::vector<int64_t>().swap(s.ahead_cells);
+                s.ahead_rows = s.ahead_next = 0;
+            }
+            return true;
+        }
+        if (s.ahead_end) {
+            ResultPtr end = std::move(s.ahead_end);
+            rows_in(s, end.get());  // throws for an error
+        }
+        if (!s.failure.empty()) {
+            std::string failure = std::move(s.failure);
+            s.failure.clear();
+            if (s.delivered > 0)
+                lost_mid_scan(s.job, s.delivered, failure);
+            run_buffered(s);
+            continue;
+        }
+        if (s.conn == nullptr && !s.lost) {
+            current_++;
+            continue;
+        }
+        ResultPtr result;
+        try {
+            result = next_result_of(s);
+        } catch (const ConnectionFailure &f) {
+            release(s);
+            s.lost = false;
+            if (s.delivered > 0)
+                lost_mid_scan(s.job, s.delivered, f.what());
+            run_buffered(s);
+            continue;
+        }
+        if (result == nullptr) {
+            current_++;
+            continue;
+        }
+        if (!rows_in(s, result.get()))
+            continue;
+        if (PQntuples(result.get()) > 1) {  // not in single-row mode: the whole answer at once
+            s.whole_row = 0;
+            s.whole = std::move(result);
+            continue;
+        }
+        row_ = std::move(result);
+        for (int c = 0; c < ncols_; c++)
+            values[c] = PQgetisnull(row_.get(), 0, c) ? nullptr : PQgetvalue(row_.get(), 0, c);
+        s.delivered++;
+        return true;
+    }
+    return false;
+}
+
+void RowStream::read_rest(Connection *connection) {
+    for (Source &s : sources_) {
+        if (s.conn != connection)
+            continue;
+        try {
+            for (;;) {
+                ResultPtr result(next_result(connection));
+                if (result == nullptr)
+                    break;
+                ExecStatusType status = PQresultStatus(result.get());
+                bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
+                if (!rows || (ncols_ > 0 && PQnfields(result.get()) != ncols_)) {
+                    if (s.ahead_end == nullptr)
+                        s.ahead_end = std::move(result);  // reported after the rows before it
+                    continue;
+                }
+                if (s.ahead_end != nullptr)
+                    continue;
+                for (int r = 0; r < PQntuples(result.get()); r++) {
+                    for (int c = 0; c < ncols_; c++) {
+                        if (PQgetisnull(result.get(), r, c)) {
+                            s.ahead_cells.push_back(-1);
+                            continue;
+                        }
+                        s.ahead_cells.push_back(static_cast<int64_t>(s.ahead_data.size()));
+                        s.ahead_data.append(PQgetvalue(result.get(), r, c));
+                        s.ahead_data.push_back('\0');
+                    }
+                    s.ahead_rows++;
+                }
+            }
+        } catch (const ConnectionFailure &f) {
+            s.failure = f.what();
+            connection->busy = false;  // broken: the cache closes it and opens another
+        }
+        connection->reader = nullptr;
+        s.conn = nullptr;
+        return;
+    }
+}
+
+void RowStream::forget(Connection *connection) noexcept {
+    for (Source &s : sources_) {
+        if (s.conn == connection) {
+            s.conn = nullptr;
+            s.lost = true;
+        }
+    }
+}
+
+}  // namespace picoroute::pg::fdw

@@ -1,0 +1,85 @@
+// Streaming the answers of routed reads: rows are handed over one at a time as they arrive (libpq
+// single-row mode), so a scan's memory does not grow with its row count, and a scan that stops
+// early (a satisfied LIMIT) stops its remote statements.
+//
+// - Every job is sent at once (each instance starts working); the answers are read one job after
+//   the other.
+// - A job whose connection fails before it delivered a row is run again the buffered way, with
+//   the retry rules of run_jobs (a read: refresh, then the new owner or a coordinator; a scatter
+//   over masters: once more on the same master, then the call fails). After a row was delivered
+//   a failure is final: running it again would return rows twice.
+// - When another statement of the session needs a connection the stream is reading, the stream
+//   first reads the rest of that answer into memory (ConnectionReader::detach), as postgres_fdw
+//   does with its cursors.
+// - Destroyed before the end: an answer that has fully arrived is consumed and the connection
+//   stays cached; otherwise the connection is closed, which ends the statement on the server.
+#pragma once
+
+#include "pg/fdw/routing.h"
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace picoroute::pg::fdw {
+
+class RowStream final : public ConnectionReader {
+  public:
+    // `ncols`: the number of columns each answer must have (0: any, and no values are handed
+    // over). `retry`: Read, or Never for a scatter over masters (see run_jobs). The jobs'
+    // parameter values are copied.
+    RowStream(std::vector<Job> jobs, ConnParams params, int32_t tier, ReadPref pref, Retry retry,
+              int ncols);
+    ~RowStream();
+    RowStream(const RowStream &) = delete;
+    RowStream &operator=(const RowStream &) = delete;
+
+    // Sends every job. Throws like run_jobs for what cannot be retried.
+    void start();
+    // The next row: values[0..ncols-1] point to its text values (nullptr for NULL), valid until
+    // the next call. False at the end.
+    bool next(const char **values);
+
+    void read_rest(Connection *connection) override;
+    void forget(Connection *connection) noexcept override;
+
+  private:
+    struct Source {
+        Job job;
+        std::vector<std::optional<std::string>> values;  // job.values points here
+        Connection *conn = nullptr;  // the statement in flight on it, read by this stream
+        bool lost = false;           // the connection was closed under the stream
+        size_t delivered = 0;        // rows handed over from this job
+        // Rows read ahead by read_rest(): NUL-terminated cells in `ahead_data`, offsets in
+        // `ahead_cells` (-1: NULL), ncols per row.
+        std::string ahead_data;
+        std::vector<int64_t> ahead_cells;
+        size_t ahead_rows = 0, ahead_next = 0;
+        ResultPtr ahead_end;    // the result that ended the read-ahead (an error), if any
+        std::string failure;    // a connection failure met by read_rest()
+        ResultPtr whole;        // an answer with several rows (buffered retry, or no single-row
+        int whole_row = 0;      // mode), handed over row by row
+        bool complete = false;  // nothing more comes from the connection
+    };
+
+    // The next result of `s` from its connection: nullptr at its end.
+    ResultPtr next_result_of(Source &s);
+    // Checks a result for errors and column count; true when it holds rows.
+    bool rows_in(const Source &s, const PGresult *result);
+    void release(Source &s) noexcept;
+    void run_buffered(Source &s);
+
+    std::vector<Source> sources_;
+    ConnParams params_;
+    int32_t tier_;
+    ReadPref pref_;
+    Retry retry_;
+    int ncols_;
+    size_t current_ = 0;
+    ResultPtr row_;                                   // the row handed over last
+    std::vector<std::optional<std::string>> copied_;  // a read-ahead row handed over last
+};
+
+}  // namespace picoroute::pg::fdw
