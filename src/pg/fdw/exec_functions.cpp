@@ -115,7 +115,9 @@ extern "C" Datum picoroute_exec(PG_FUNCTION_ARGS) {
             jobs[0].target = coordinator_target(view);
         jobs[0].target.buckets = {static_cast<uint32_t>(bucket)};
         jobs[0].sql = query;
-        run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write);
+        WriteLog log;
+        run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write,
+                 read_only ? nullptr : &log);
         store_results(fcinfo, jobs);
     });
     return (Datum)0;
