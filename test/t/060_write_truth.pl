@@ -13,7 +13,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for);
+use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
+
+my $xo = exec_options();    # the emulator's instances parse no Picodata OPTION clause
 
 start_emulator(base_port => 29100);
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
@@ -48,8 +50,8 @@ my $node = start_picoroute_node(
     extra_conf => "max_prepared_transactions = 2\n");
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
 
-$node->safe_psql('postgres', q{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', batch_size '7');
+$node->safe_psql('postgres', qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', batch_size '7', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE tkeys (k text, v bigint) SERVER pico OPTIONS (sharding_key 'k');
@@ -107,9 +109,9 @@ emu('strict', 'on');
 $node->safe_psql('postgres', q{
 CREATE DATABASE restored;
 });
-$node->safe_psql('restored', q{
+$node->safe_psql('restored', qq{
 CREATE EXTENSION picoroute;
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', batch_size '7');
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', batch_size '7', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 });
 ($ret, $out, $err) = $node->psql('restored', $dump_text);

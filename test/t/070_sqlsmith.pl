@@ -11,7 +11,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use Picoroute::TestCluster qw(emu start_emulator start_picoroute_node wait_for);
+use Picoroute::TestCluster qw(emu start_emulator start_picoroute_node wait_for exec_options);
+
+my $xo = exec_options();    # the emulator's instances parse no Picodata OPTION clause
 
 my ($sqlsmith) = grep { -x } map { "$_/sqlsmith" } split /:/, $ENV{PATH};
 plan skip_all => 'sqlsmith is not installed (scripts/install-deps.sh installs it)' unless $sqlsmith;
@@ -38,11 +40,11 @@ emu('insert', 'settings', '--values', q{["mode", "test"]});
 
 my $node = start_picoroute_node(name => 'smith', refresh_interval => '500ms');
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
-$node->safe_psql('postgres', q{
+$node->safe_psql('postgres', qq{
 CREATE ROLE smith LOGIN PASSWORD 'smith';
 CREATE SCHEMA pico AUTHORIZATION smith;
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
-CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', scatter 'masters');
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
+CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', $xo);
 GRANT USAGE ON FOREIGN SERVER pico, pico_m TO smith;
 CREATE USER MAPPING FOR smith SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE USER MAPPING FOR smith SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
