@@ -403,7 +403,7 @@ $node->safe_psql('postgres', 'SELECT picoroute_disconnect_all()');
 # (The emulator's own PL/pgSQL write path does not run with standard_conforming_strings off: the
 # write case checks that the value goes as a parameter, and stores the exact value.)
 like($node->safe_psql('postgres', q{EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET name = 'new\value' WHERE id = 6002}),
-     qr/Remote SQL: UPDATE users SET name = \$1 WHERE/, 'a SET constant with a backslash goes as a parameter');
+     qr/Remote SQL: UPDATE "?users"? SET "?name"? = \$1 WHERE/, 'a SET constant with a backslash goes as a parameter');
 $node->safe_psql('postgres', q{UPDATE users SET name = 'new\value' WHERE id = 6002});
 is($node->safe_psql('postgres', q{SELECT name FROM users WHERE id = 6002}), 'new\value',
    'an UPDATE with a backslash constant stores the exact value');
