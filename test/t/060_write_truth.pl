@@ -315,7 +315,7 @@ ALTER VIEW users_v OWNER TO good;
 GRANT SELECT, INSERT, UPDATE, DELETE ON users_v TO bad;
 });
 ($ret, $out, $err) = $node->psql('postgres', "SET ROLE bad; SELECT name FROM users WHERE id = 5");
-like($err, qr/password authentication failed/, "bad's own user mapping has a wrong password");
+like($err, qr/authentication failed/, "bad's own user mapping has a wrong password");
 is($node->safe_psql('postgres', "SET ROLE bad; SELECT name FROM users_v WHERE id = 5"), 'copied_5',
    "a scan through good's view uses good's user mapping");
 is($node->safe_psql('postgres', "SET ROLE bad; SELECT count(*) FROM users_v WHERE id BETWEEN 1 AND 50"), '50',
@@ -328,7 +328,7 @@ is($node->safe_psql('postgres', "SELECT v FROM users WHERE id = 5001"), '7', 'an
 $node->safe_psql('postgres', "SET ROLE bad; DELETE FROM users_v WHERE id = 5001");
 is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id = 5001"), '0', 'a DELETE through the view');
 ($ret, $out, $err) = $node->psql('postgres', "SET ROLE bad; INSERT INTO users VALUES (5002, 'direct', 0)");
-like($err, qr/password authentication failed/, "a direct INSERT by bad still uses bad's mapping");
+like($err, qr/authentication failed/, "a direct INSERT by bad still uses bad's mapping");
 
 # ---- IMPORT FOREIGN SCHEMA of hostile catalog rows -------------------------------------------
 my $coordinator = $masters[0]{name};
