@@ -10,6 +10,7 @@ PACKAGES=(
     nlohmann-json3-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang-format libipc-run-perl perl python3
     debhelper dpkg-dev postgresql-server-dev-all lintian
+    sqlsmith
 )
 
 missing=()

@@ -24,6 +24,7 @@ int setting_max_bucket_ranges = 16384;
 char *setting_allowed_hosts = nullptr;
 int setting_max_map_memory = 64 * 1024;
 char *setting_analyze_option = nullptr;
+int setting_remote_write_in_transaction = REMOTE_WRITE_WARN;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -87,6 +88,12 @@ static bool check_analyze_option(char **newval, void **, GucSource) {
         skip_spaces();
     }
 }
+static const struct config_enum_entry remote_write_options[] = {
+    {"warn", REMOTE_WRITE_WARN, false},
+    {"error", REMOTE_WRITE_ERROR, false},
+    {"off", REMOTE_WRITE_OFF, false},
+    {nullptr, 0, false},
+};
 
 const char *source_mode_name(int mode) {
     return mode == SOURCE_PUSH ? "push" : "poll";
@@ -133,6 +140,13 @@ void define_settings() {
         "large table exceeds. Empty: no OPTION clause.",
         &setting_analyze_option, "sql_motion_row_max = 0, sql_vdbe_opcode_max = 0", PGC_SUSET, 0,
         check_analyze_option, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "picoroute.remote_write_in_transaction",
+        "What to do when picoroute writes to Picodata inside a transaction block.",
+        "Picodata commits every remote write at once: a local ROLLBACK does not undo it. warn: "
+        "a WARNING once per transaction block; error: refuse the write; off: say nothing.",
+        &setting_remote_write_in_transaction, REMOTE_WRITE_WARN, remote_write_options, PGC_USERSET,
+        0, nullptr, nullptr, nullptr);
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

@@ -4,17 +4,19 @@
 namespace picoroute::pg {
 
 enum SourceMode { SOURCE_POLL = 0, SOURCE_PUSH = 1 };
+enum RemoteWriteMode { REMOTE_WRITE_WARN = 0, REMOTE_WRITE_ERROR = 1, REMOTE_WRITE_OFF = 2 };
 
-extern char *setting_conninfo;         // picoroute.conninfo (superuser only)
-extern int setting_source;             // picoroute.source
-extern int setting_refresh_interval;   // picoroute.refresh_interval, milliseconds
-extern int setting_connect_timeout;    // picoroute.connect_timeout, seconds
-extern int setting_max_instances;      // picoroute.max_instances (postmaster)
-extern int setting_max_replicasets;    // picoroute.max_replicasets (postmaster)
-extern int setting_max_bucket_ranges;  // picoroute.max_bucket_ranges (postmaster)
-extern char *setting_allowed_hosts;    // picoroute.allowed_hosts (sighup)
-extern int setting_max_map_memory;     // picoroute.max_map_memory, kilobytes (suset)
-extern char *setting_analyze_option;   // picoroute.analyze_option (superuser)
+extern char *setting_conninfo;                   // picoroute.conninfo (superuser only)
+extern int setting_source;                       // picoroute.source
+extern int setting_refresh_interval;             // picoroute.refresh_interval, milliseconds
+extern int setting_connect_timeout;              // picoroute.connect_timeout, seconds
+extern int setting_max_instances;                // picoroute.max_instances (postmaster)
+extern int setting_max_replicasets;              // picoroute.max_replicasets (postmaster)
+extern int setting_max_bucket_ranges;            // picoroute.max_bucket_ranges (postmaster)
+extern char *setting_allowed_hosts;              // picoroute.allowed_hosts (sighup)
+extern int setting_max_map_memory;               // picoroute.max_map_memory, kilobytes (suset)
+extern int setting_remote_write_in_transaction;  // picoroute.remote_write_in_transaction
+extern char *setting_analyze_option;             // picoroute.analyze_option (superuser)
 
 void define_settings();
 

@@ -302,7 +302,24 @@ bool idle_connection_alive(PGconn *conn) {
     return PQstatus(conn) == CONNECTION_OK;
 }
 
+// A remote write was (or may have been) sent in the current transaction / warned about in it.
+bool remote_write_in_xact = false;
+bool warned_in_xact = false;
+
 void xact_callback(XactEvent event, void *) {
+    if (event == XACT_EVENT_PRE_PREPARE && remote_write_in_xact)
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("picoroute: cannot PREPARE a transaction that has written to Picodata"),
+                 errdetail("Picodata committed each remote write when it ran; it cannot take part "
+                           "in a two-phase commit."),
+                 errhint("Run remote writes outside the transaction that is prepared.")));
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+        event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+        event == XACT_EVENT_PREPARE) {
+        remote_write_in_xact = false;
+        warned_in_xact = false;
+    }
     if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
         return;
     // A connection a streaming scan reads is closed by that scan when its executor state goes
@@ -337,6 +354,34 @@ void ensure_callbacks() {
     RegisterXactCallback(xact_callback, nullptr);
     RegisterSubXactCallback(subxact_callback, nullptr);
     callbacks_registered = true;
+}
+
+void before_remote_write(const char *relation) {
+    ensure_callbacks();
+    if (IsTransactionBlock() && setting_remote_write_in_transaction != REMOTE_WRITE_OFF) {
+        if (setting_remote_write_in_transaction == REMOTE_WRITE_ERROR)
+            ereport(ERROR,
+                    (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+                     errmsg("picoroute: write to Picodata (%s) refused inside a transaction block",
+                            relation),
+                     errdetail("Picodata commits every remote write at once: ROLLBACK would not "
+                               "undo it."),
+                     errhint("Run the write outside BEGIN ... COMMIT, or set "
+                             "picoroute.remote_write_in_transaction to warn or off.")));
+        if (!warned_in_xact) {
+            warned_in_xact = true;
+            ereport(WARNING,
+                    (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+                     errmsg("picoroute: writes to Picodata (%s) are committed at once and are not "
+                            "undone by ROLLBACK",
+                            relation),
+                     errdetail("Picodata commits every remote statement on its own; the local "
+                               "transaction block does not include it."),
+                     errhint("This warning is given once per transaction block; "
+                             "picoroute.remote_write_in_transaction sets it to error or off.")));
+        }
+    }
+    remote_write_in_xact = true;
 }
 
 Connection *get_connection(const std::string &address, const ConnParams &params) {
@@ -506,9 +551,88 @@ bool finish_if_arrived(Connection *c) {
     return false;
 }
 
-InFlight::~InFlight() {
+namespace {
+
+uint64_t rows_of(const PGresult *result) {
+    const char *n = PQcmdTuples(const_cast<PGresult *>(result));
+    return n != nullptr && n[0] != '\0' ? strtoull(n, nullptr, 10) : 0;
+}
+
+}  // namespace
+
+std::vector<Abandoned> InFlight::abandon() {
+    std::vector<Abandoned> out;
+    std::vector<Connection *> waiting;
+    for (Connection *c : connections_) {
+        Abandoned a;
+        a.address = c->address;
+        out.push_back(a);
+        // PQcancel asks the instance, over a new connection, to stop the statement.
+        PGcancel *cancel = c->busy ? PQgetCancel(c->conn) : nullptr;
+        bool sent = false;
+        if (cancel != nullptr) {
+            char error[256];
+            sent = PQcancel(cancel, error, sizeof(error)) != 0;
+            PQfreeCancel(cancel);
+        }
+        waiting.push_back(sent ? c : nullptr);
+    }
+    // Bounded wait for the answers: a cancelled statement ends with an error (not applied); one
+    // that had finished answers normally (applied).
+    TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kCancelWaitMs);
+    for (size_t i = 0; i < waiting.size(); i++) {
+        Connection *c = waiting[i];
+        if (c == nullptr)
+            continue;
+        PGresult *last = nullptr;
+        bool finished = false;
+        while (!finished) {
+            if (!PQconsumeInput(c->conn))
+                break;
+            while (!PQisBusy(c->conn)) {
+                PGresult *r = PQgetResult(c->conn);
+                if (r == nullptr) {
+                    finished = true;
+                    break;
+                }
+                PQclear(last);
+                last = r;
+            }
+            if (finished)
+                break;
+            long left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+            if (left <= 0)
+                break;
+            struct pollfd pfd;
+            pfd.fd = PQsocket(c->conn);
+            pfd.events = POLLIN;
+            pfd.revents = 0;
+            if (poll(&pfd, 1, static_cast<int>(left)) < 0 && errno != EINTR)
+                break;
+        }
+        if (finished && last != nullptr) {
+            ExecStatusType status = PQresultStatus(last);
+            if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+                out[i].outcome = Abandoned::Applied;
+                out[i].rows = rows_of(last);
+            } else if (status == PGRES_FATAL_ERROR) {
+                const char *state = PQresultErrorField(last, PG_DIAG_SQLSTATE);
+                // Picodata runs each statement on its own: an error means nothing was applied.
+                if (state != nullptr)
+                    out[i].outcome = Abandoned::NotApplied;
+            }
+        }
+        PQclear(last);
+    }
     for (Connection *c : connections_)
         discard_connection(c);
+    connections_.clear();
+    return out;
+}
+
+InFlight::~InFlight() {
+    if (!connections_.empty())
+        (void)abandon();
 }
 
 void InFlight::done(Connection *connection) {
@@ -537,20 +661,14 @@ void throw_remote_error(const PGresult *result, const std::string &address,
         context += " (replicaset " + replicaset + ")";
     context += ": ";
     context += sql ? sql : "";
-    ErrorData *edata = nullptr;
+    // Raised through ereport like any statement error, then carried as a PgError: the server log
+    // gets it (or not) according to log_min_messages, as for any other ERROR.
     pg_call([&] {
-        edata = static_cast<ErrorData *>(palloc0(sizeof(ErrorData)));
-        edata->elevel = ERROR;
-        edata->output_to_server = true;
-        edata->output_to_client = true;
-        edata->sqlerrcode = code;
-        edata->message = pstrdup(message.c_str());
-        edata->detail = detail ? pstrdup(detail) : nullptr;
-        edata->hint = hint ? pstrdup(hint) : nullptr;
-        edata->context = pstrdup(context.c_str());
-        edata->assoc_context = CurrentMemoryContext;
+        ereport(ERROR, (errcode(code), errmsg_internal("%s", message.c_str()),
+                        detail ? errdetail_internal("%s", detail) : 0,
+                        hint ? errhint("%s", hint) : 0, errcontext("%s", context.c_str())));
     });
-    throw PgError(edata);
+    throw SqlError(code, message);  // not reached
 }
 
 ConnParams conninfo_params() {

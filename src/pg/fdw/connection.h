@@ -135,8 +135,16 @@ struct ResultDeleter {
 };
 using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 
-// Statements sent to several connections at once and collected together: on destruction any
-// connection whose answer was not collected is closed (its state is unknown).
+// What became of a statement whose answer was not collected (the wait was interrupted).
+struct Abandoned {
+    std::string address;
+    enum Outcome { Unknown, Applied, NotApplied } outcome = Unknown;
+    uint64_t rows = 0;  // rows reported by the answer when it was applied
+};
+
+// Statements sent to several connections at once and collected together. Any connection whose
+// answer was not collected is sent a cancel request, given a bounded time to answer, then closed
+// (its state is unknown): a remote statement does not outlive the local one.
 class InFlight {
   public:
     InFlight() = default;
@@ -145,10 +153,15 @@ class InFlight {
     ~InFlight();
     void add(Connection *connection) { connections_.push_back(connection); }
     void done(Connection *connection);
+    // Cancels and closes every connection still waiting for an answer; tells what became of each.
+    std::vector<Abandoned> abandon();
 
   private:
     std::vector<Connection *> connections_;
 };
+
+// How long a cancelled statement is given to answer before its connection is closed.
+constexpr int kCancelWaitMs = 2000;
 
 // Throws a PostgreSQL error for a failed remote statement: the remote SQLSTATE, message, detail
 // and hint, plus a context naming the instance (and replicaset) and the remote SQL.
@@ -171,5 +184,10 @@ int disconnect(const std::string &address);
 
 // Registers the transaction callbacks once (idempotent).
 void ensure_callbacks();
+
+// Called (from a plain frame: may ereport) before a statement that writes to Picodata is sent:
+// applies picoroute.remote_write_in_transaction inside a transaction block, and remembers the
+// write so that PREPARE TRANSACTION is refused.
+void before_remote_write(const char *relation);
 
 }  // namespace picoroute::pg::fdw

@@ -308,9 +308,16 @@ void deparse_const(Const *c, Context *cx) {
             appendStringInfoString(cx->buf, DatumGetBool(c->constvalue) ? "true" : "false");
             return;
         case TEXTOID:
-        case VARCHAROID:
-            append_string_literal(cx->buf, OidOutputFunctionCall(out, c->constvalue));
+        case VARCHAROID: {
+            // A backslash reads differently under standard_conforming_strings = off on the
+            // remote side: such a value goes as a parameter, which nothing reinterprets.
+            char *text = OidOutputFunctionCall(out, c->constvalue);
+            if (strchr(text, '\\') != nullptr)
+                add_param(reinterpret_cast<Node *>(c), cx);
+            else
+                append_string_literal(cx->buf, text);
             return;
+        }
         default:
             add_param(reinterpret_cast<Node *>(c), cx);
             return;

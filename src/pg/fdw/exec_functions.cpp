@@ -342,7 +342,9 @@ void exec_on_bucket(FunctionCallInfo fcinfo, const std::string &tier_name, int32
     jobs[0].target.buckets = {static_cast<uint32_t>(bucket)};
     jobs[0].sql = query;
     jobs[0].values = value_pointers(values);
-    run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write);
+    WriteLog log;
+    run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write,
+             read_only ? nullptr : &log);
     store_results(fcinfo, jobs);
 }
 

@@ -149,6 +149,7 @@ struct RoutedStatement {
     List *key_states;      // ExprState per key expression
     Oid *key_types;
     int32 *key_typmods;  // per key column: its typmod (numeric scale before hashing)
+    Oid userid;  // whose user mapping: the view owner's through a view (ForeignScan.checkAsUser)
     // results
     PGresult **results;
     int nresults;

@@ -19,6 +19,7 @@ extern "C" {
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "core/table_schema.h"
 
 #include <map>
 #include <memory>
@@ -30,162 +31,6 @@ using namespace picoroute::pg;
 using namespace picoroute::pg::fdw;
 
 namespace {
-
-// A minimal JSON value: enough for _pico_table's distribution and format columns.
-struct Json {
-    enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-    bool flag = false;
-    std::string text;  // string value, or the number as written
-    std::vector<Json> items;
-    std::vector<std::pair<std::string, Json>> members;
-
-    const Json *get(const std::string &key) const {
-        for (const auto &[k, v] : members)
-            if (k == key)
-                return &v;
-        return nullptr;
-    }
-};
-
-class JsonParser {
-  public:
-    explicit JsonParser(const std::string &text) : s_(text) {}
-    Json parse() {
-        Json v = value();
-        skip();
-        if (pos_ != s_.size())
-            fail("trailing characters");
-        return v;
-    }
-
-  private:
-    [[noreturn]] void fail(const char *what) {
-        throw SqlError(ERRCODE_FDW_INVALID_DATA_TYPE,
-                       std::string("picoroute: cannot parse _pico_table json: ") + what +
-                           " at offset " + std::to_string(pos_));
-    }
-    void skip() {
-        while (pos_ < s_.size() && isspace(static_cast<unsigned char>(s_[pos_])))
-            pos_++;
-    }
-    bool eat(char c) {
-        skip();
-        if (pos_ < s_.size() && s_[pos_] == c) {
-            pos_++;
-            return true;
-        }
-        return false;
-    }
-    std::string string_body() {
-        std::string out;
-        while (pos_ < s_.size() && s_[pos_] != '"') {
-            char c = s_[pos_++];
-            if (c == '\\' && pos_ < s_.size()) {
-                char e = s_[pos_++];
-                switch (e) {
-                    case 'n':
-                        out += '\n';
-                        break;
-                    case 't':
-                        out += '\t';
-                        break;
-                    case 'r':
-                        out += '\r';
-                        break;
-                    case 'b':
-                        out += '\b';
-                        break;
-                    case 'f':
-                        out += '\f';
-                        break;
-                    case 'u': {
-                        if (pos_ + 4 > s_.size())
-                            fail("bad escape");
-                        unsigned code = std::stoul(s_.substr(pos_, 4), nullptr, 16);
-                        pos_ += 4;
-                        if (code < 0x80) {
-                            out += static_cast<char>(code);
-                        } else if (code < 0x800) {
-                            out += static_cast<char>(0xC0 | (code >> 6));
-                            out += static_cast<char>(0x80 | (code & 0x3F));
-                        } else {
-                            out += static_cast<char>(0xE0 | (code >> 12));
-                            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-                            out += static_cast<char>(0x80 | (code & 0x3F));
-                        }
-                        break;
-                    }
-                    default:
-                        out += e;
-                }
-            } else {
-                out += c;
-            }
-        }
-        if (pos_ >= s_.size())
-            fail("unterminated string");
-        pos_++;
-        return out;
-    }
-    Json value() {
-        skip();
-        if (pos_ >= s_.size())
-            fail("unexpected end");
-        Json v;
-        char c = s_[pos_];
-        if (c == '{') {
-            pos_++;
-            v.kind = Json::Object;
-            if (eat('}'))
-                return v;
-            do {
-                if (!eat('"'))
-                    fail("expected a key");
-                std::string key = string_body();
-                if (!eat(':'))
-                    fail("expected ':'");
-                v.members.emplace_back(key, value());
-            } while (eat(','));
-            if (!eat('}'))
-                fail("expected '}'");
-        } else if (c == '[') {
-            pos_++;
-            v.kind = Json::Array;
-            if (eat(']'))
-                return v;
-            do {
-                v.items.push_back(value());
-            } while (eat(','));
-            if (!eat(']'))
-                fail("expected ']'");
-        } else if (c == '"') {
-            pos_++;
-            v.kind = Json::String;
-            v.text = string_body();
-        } else if (s_.compare(pos_, 4, "true") == 0) {
-            pos_ += 4;
-            v.kind = Json::Bool;
-            v.flag = true;
-        } else if (s_.compare(pos_, 5, "false") == 0) {
-            pos_ += 5;
-            v.kind = Json::Bool;
-        } else if (s_.compare(pos_, 4, "null") == 0) {
-            pos_ += 4;
-        } else {
-            size_t start = pos_;
-            while (pos_ < s_.size() && strchr("+-0123456789.eE", s_[pos_]) != nullptr)
-                pos_++;
-            if (start == pos_)
-                fail("unexpected character");
-            v.kind = Json::Number;
-            v.text = s_.substr(start, pos_ - start);
-        }
-        return v;
-    }
-
-    const std::string &s_;
-    size_t pos_ = 0;
-};
 
 const char *pg_type_for(const std::string &picodata_type) {
     static const std::map<std::string, const char *> types = {
@@ -209,14 +54,13 @@ std::string quote_ident(const std::string &name) {
     return quoted;
 }
 
+// A string constant that reads the same whatever standard_conforming_strings says:
+// quote_literal_cstr doubles quotes and, when the value has a backslash, doubles it and writes
+// E'...'.
 std::string quote_literal(const std::string &value) {
-    std::string out = "'";
-    for (char c : value) {
-        if (c == '\'')
-            out += '\'';
-        out += c;
-    }
-    return out + "'";
+    const char *quoted = nullptr;
+    pg_call([&] { quoted = quote_literal_cstr(value.c_str()); });
+    return quoted;
 }
 
 bool wanted(ImportForeignSchemaStmt *stmt, const std::string &name) {
@@ -272,47 +116,24 @@ List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid) {
         std::vector<std::string> statements;
         for (int r = 0; r < PQntuples(res); r++) {
             std::string name = PQgetvalue(res, r, 0);
-            if (name.compare(0, 5, "_pico") == 0 || !wanted(stmt, name))
+            if (PQgetisnull(res, r, 0) || name.compare(0, 5, "_pico") == 0 || !wanted(stmt, name))
                 continue;
-            Json distribution = JsonParser(PQgetvalue(res, r, 1)).parse();
-            Json format = JsonParser(PQgetvalue(res, r, 2)).parse();
-            bool global = distribution.get("Global") != nullptr;
-            std::vector<std::string> key;
-            std::string tier = "default";
-            if (const Json *d = distribution.get("ShardedImplicitly")) {
-                // [["col", ...], "murmur3", "<tier>"]
-                if (d->kind == Json::Array && !d->items.empty())
-                    for (const Json &c : d->items[0].items)
-                        key.push_back(c.text);
-                if (d->items.size() >= 3 && d->items[2].kind == Json::String)
-                    tier = d->items[2].text;
-            } else if (const Json *d = distribution.get("ShardedByField")) {
-                // [field, tier]
-                if (d->kind == Json::Array && !d->items.empty())
-                    key.push_back(d->items[0].text);
-                if (d->items.size() >= 2 && d->items[1].kind == Json::String)
-                    tier = d->items[1].text;
-            }
-            if (!global && tier != server_tier)
+            TableSchema table = parse_table_schema(name, PQgetvalue(res, r, 1),
+                                                   PQgetvalue(res, r, 2), NAMEDATALEN - 1);
+            bool global = table.global;
+            const std::vector<std::string> &key = table.sharding_key;
+            if (!global && table.tier != server_tier)
                 continue;
             // Names are sent double-quoted; Picodata cannot take one with a double quote.
             pg_call([&] { check_remote_name(name.c_str(), "table"); });
-            for (const Json &field : format.items)
-                if (const Json *fname = field.get("name"))
-                    pg_call([&] { check_remote_name(fname->text.c_str(), "column"); });
+            for (const TableColumn &column : table.columns)
+                pg_call([&] { check_remote_name(column.name.c_str(), "column"); });
             std::string sql = "CREATE FOREIGN TABLE " + quote_ident(name) + " (";
             bool first = true;
-            for (const Json &field : format.items) {
-                const Json *fname = field.get("name");
-                const Json *ftype = field.get("field_type");
-                if (fname == nullptr)
-                    continue;
-                if (fname->text == "bucket_id")
-                    continue;
-                const Json *nullable = field.get("is_nullable");
-                sql += (first ? "" : ", ") + quote_ident(fname->text) + " " +
-                       pg_type_for(ftype ? ftype->text : "any");
-                if (nullable != nullptr && nullable->kind == Json::Bool && !nullable->flag)
+            for (const TableColumn &column : table.columns) {
+                sql +=
+                    (first ? "" : ", ") + quote_ident(column.name) + " " + pg_type_for(column.type);
+                if (!column.nullable)
                     sql += " NOT NULL";
                 first = false;
             }

@@ -26,6 +26,7 @@ extern "C" {
 #include "optimizer/pathnode.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -47,7 +48,7 @@ using namespace picoroute::pg::fdw;
 
 namespace {
 
-// Executor state of an INSERT.
+// Executor state of an INSERT (also of COPY FROM and of tuple routing into a foreign partition).
 struct InsertState {
     Relation rel;
     TableInfo *table;
@@ -56,8 +57,20 @@ struct InsertState {
     FmgrInfo *out;
     int *key_positions;  // index in target_attrs of each sharding-key column, -1 if absent
     Oid *key_types;
+    bool *key_byval;
+    int16 *key_len;
     int batch_size;
-    MemoryContext row_cxt;
+    Oid userid;  // whose user mapping: the view owner's through a view (checkAsUser)
+    // COPY FROM hands rows over one at a time: they are buffered up to batch_size rows and sent
+    // together, the rest at EndForeignInsert.
+    bool buffer_rows;
+    MemoryContext row_cxt;  // the rows of the batch being built
+    int nrows, capacity;
+    const char **values;  // nattrs per row
+    Datum *keys;          // nkeys per row, copied into row_cxt
+    bool *key_nulls;
+    WriteLog *log;  // rows committed so far by the statement, by instance
+    MemoryContextCallback free_log;
 };
 
 // Executor state of a direct UPDATE / DELETE.
@@ -138,17 +151,26 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
     return list_make1(attrs);
 }
 
-void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
-                            int eflags) {
-    if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
-        return;
-    Relation rel = rinfo->ri_RelationDesc;
+void free_write_log(void *arg) {
+    InsertState *s = static_cast<InsertState *>(arg);
+    delete s->log;
+    s->log = nullptr;
+}
+
+// The user whose user mapping a statement uses: the owner of the view it came through
+// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
+Oid user_for_rte(RangeTblEntry *rte) {
+    return rte != nullptr && OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+}
+
+InsertState *create_insert_state(EState *estate, Relation rel, List *target_attrs, Oid userid) {
     InsertState *s = static_cast<InsertState *>(palloc0(sizeof(InsertState)));
     s->rel = rel;
     s->table = get_table_info(RelationGetRelid(rel));
     check_declaration_at_first_use(s->table);
-    s->target_attrs = static_cast<List *>(linitial(fdw_private));
+    s->target_attrs = target_attrs;
     s->nattrs = list_length(s->target_attrs);
+    s->userid = userid;
     s->out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (s->nattrs + 1)));
     int i = 0;
     ListCell *lc;
@@ -159,9 +181,12 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
         getTypeOutputInfo(attr->atttypid, &out, &varlena);
         fmgr_info(out, &s->out[i++]);
     }
-    s->key_positions = static_cast<int *>(palloc0(sizeof(int) * (s->table->nkeys + 1)));
-    s->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (s->table->nkeys + 1)));
-    for (int k = 0; k < s->table->nkeys; k++) {
+    int nkeys = s->table->nkeys;
+    s->key_positions = static_cast<int *>(palloc0(sizeof(int) * (nkeys + 1)));
+    s->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
+    s->key_byval = static_cast<bool *>(palloc0(sizeof(bool) * (nkeys + 1)));
+    s->key_len = static_cast<int16 *>(palloc0(sizeof(int16) * (nkeys + 1)));
+    for (int k = 0; k < nkeys; k++) {
         s->key_positions[k] = -1;
         int pos = 0;
         foreach (lc, s->target_attrs) {
@@ -170,16 +195,70 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
             pos++;
         }
         s->key_types[k] = get_atttype(s->table->relid, s->table->key_attnums[k]);
+        get_typlenbyval(s->key_types[k], &s->key_len[k], &s->key_byval[k]);
     }
     s->batch_size = s->table->batch_size;
-    s->row_cxt = AllocSetContextCreate(mtstate->ps.state->es_query_cxt, "picoroute insert",
-                                       ALLOCSET_DEFAULT_SIZES);
+    s->row_cxt =
+        AllocSetContextCreate(estate->es_query_cxt, "picoroute insert", ALLOCSET_DEFAULT_SIZES);
+    s->log = new WriteLog();
+    s->free_log.func = free_write_log;
+    s->free_log.arg = s;
+    MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->free_log);
+    return s;
+}
+
+void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
+                            int eflags) {
+    if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+        return;
+    EState *estate = mtstate->ps.state;
+    RangeTblEntry *rte =
+        rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
+    rinfo->ri_FdwState =
+        create_insert_state(estate, rinfo->ri_RelationDesc,
+                            static_cast<List *>(linitial(fdw_private)), user_for_rte(rte));
+}
+
+// COPY FROM (a ModifyTableState without a plan) and tuple routing of an INSERT or a COPY into a
+// foreign partition.
+void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
+    Relation rel = rinfo->ri_RelationDesc;
+    EState *estate = mtstate->ps.state;
+    ModifyTable *plan = reinterpret_cast<ModifyTable *>(mtstate->ps.plan);
+    if (plan != nullptr && plan->operation != CMD_INSERT)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("picoroute: cannot move a row into foreign partition \"%s\" with an "
+                               "UPDATE",
+                               RelationGetRelationName(rel)),
+                        errhint("DELETE the row and INSERT it into the partitioned table.")));
+    if (plan != nullptr && plan->onConflictAction != ONCONFLICT_NONE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("picoroute: INSERT ... ON CONFLICT is not supported on foreign "
+                               "table \"%s\"",
+                               RelationGetRelationName(rel))));
+    if (rinfo->ri_projectReturning != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("picoroute: INSERT ... RETURNING is not supported on foreign "
+                               "table \"%s\"",
+                               RelationGetRelationName(rel))));
+    // A partition reached by routing has no range table entry of its own: the root's decides
+    // whose user mapping is used.
+    ResultRelInfo *root = rinfo->ri_RootResultRelInfo;
+    Index rti = rinfo->ri_RangeTableIndex > 0 ? rinfo->ri_RangeTableIndex
+                : root != nullptr             ? root->ri_RangeTableIndex
+                                              : 0;
+    RangeTblEntry *rte = rti > 0 ? exec_rt_fetch(rti, estate) : nullptr;
+    InsertState *s = create_insert_state(estate, rel, insert_target_attrs(rel), user_for_rte(rte));
+    // COPY hands rows over one by one: buffer them, unless row triggers of the foreign table must
+    // see each row as it is inserted.
+    TriggerDesc *trig = rinfo->ri_TrigDesc;
+    s->buffer_rows =
+        plan == nullptr && !(trig && (trig->trig_insert_before_row || trig->trig_insert_after_row));
     rinfo->ri_FdwState = s;
 }
 
 // Sends the rows (text values, nattrs per row) to the owners of their buckets.
-void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool *key_nulls,
-               Oid userid) {
+void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool *key_nulls) {
     TableInfo *t = s->table;
     guarded([&] {
         MapRef map = current_map();
@@ -242,58 +321,107 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                     job.values.push_back(values[r * s->nattrs + c]);
             jobs.push_back(std::move(job));
         }
-        run_jobs(jobs, conn_params_for(t->serverid, userid), tier, ReadPref::Leader, Retry::Write);
+        run_jobs(jobs, conn_params_for(t->serverid, s->userid), tier, ReadPref::Leader,
+                 Retry::Write, s->log);
     });
+}
+
+// Adds one row to the batch being built: its text values and its sharding-key values, copied.
+void buffer_row(InsertState *s, TupleTableSlot *slot) {
+    int nkeys = s->table->nkeys;
+    MemoryContext old = MemoryContextSwitchTo(s->row_cxt);
+    if (s->nrows >= s->capacity) {
+        int capacity = Max(Max(s->capacity * 2, s->batch_size), 1);
+        s->values =
+            static_cast<const char **>(palloc0(sizeof(char *) * (capacity * s->nattrs + 1)));
+        s->keys = static_cast<Datum *>(palloc0(sizeof(Datum) * (capacity * nkeys + 1)));
+        s->key_nulls = static_cast<bool *>(palloc0(sizeof(bool) * (capacity * nkeys + 1)));
+        if (s->nrows > 0)  // callers flush a full batch first
+            elog(ERROR, "picoroute: insert batch overflow");
+        s->capacity = capacity;
+    }
+    int r = s->nrows;
+    int c = 0;
+    ListCell *lc;
+    TupleDesc desc = RelationGetDescr(s->rel);
+    // Values in Picodata's format, whatever the session's DateStyle or extra_float_digits.
+    int nestlevel = set_transmission_modes();
+    foreach (lc, s->target_attrs) {
+        bool isnull = false;
+        AttrNumber attnum = lfirst_int(lc);
+        Datum value = slot_getattr(slot, attnum, &isnull);
+        Oid type = TupleDescAttr(desc, attnum - 1)->atttypid;
+        if (!isnull && (type == JSONOID || type == JSONBOID))
+            refuse_json_value(s->rel, attnum);
+        s->values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        c++;
+    }
+    reset_transmission_modes(nestlevel);
+    for (int k = 0; k < nkeys; k++) {
+        if (s->key_positions[k] < 0)
+            continue;
+        bool isnull = false;
+        Datum value = slot_getattr(slot, s->table->key_attnums[k], &isnull);
+        s->key_nulls[r * nkeys + k] = isnull;
+        s->keys[r * nkeys + k] =
+            isnull ? (Datum)0 : datumCopy(value, s->key_byval[k], s->key_len[k]);
+    }
+    s->nrows++;
+    MemoryContextSwitchTo(old);
+}
+
+// Sends the buffered rows and empties the buffer.
+void flush_rows(InsertState *s) {
+    if (s->nrows == 0)
+        return;
+    before_remote_write(RelationGetRelationName(s->rel));
+    int nrows = s->nrows;
+    s->nrows = 0;
+    send_rows(s, nrows, s->values, s->keys, s->key_nulls);
+    // The arrays and the values they point to go together; the next row allocates new ones.
+    MemoryContextReset(s->row_cxt);
+    s->values = nullptr;
+    s->keys = nullptr;
+    s->key_nulls = nullptr;
+    s->capacity = 0;
 }
 
 TupleTableSlot **insert_slots(ResultRelInfo *rinfo, TupleTableSlot **slots, int nslots) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
-    MemoryContext old = MemoryContextSwitchTo(s->row_cxt);
-    const char **values =
-        static_cast<const char **>(palloc0(sizeof(char *) * (nslots * s->nattrs + 1)));
-    int nkeys = s->table->nkeys;
-    Datum *keys = static_cast<Datum *>(palloc0(sizeof(Datum) * (nslots * nkeys + 1)));
-    bool *key_nulls = static_cast<bool *>(palloc0(sizeof(bool) * (nslots * nkeys + 1)));
-    TupleDesc desc = RelationGetDescr(s->rel);
-    // Values in Picodata's format, whatever the session's DateStyle or extra_float_digits.
-    int nestlevel = set_transmission_modes();
     for (int r = 0; r < nslots; r++) {
-        int c = 0;
-        ListCell *lc;
-        foreach (lc, s->target_attrs) {
-            bool isnull = false;
-            AttrNumber attnum = lfirst_int(lc);
-            Datum value = slot_getattr(slots[r], attnum, &isnull);
-            Oid type = TupleDescAttr(desc, attnum - 1)->atttypid;
-            if (!isnull && (type == JSONOID || type == JSONBOID))
-                refuse_json_value(s->rel, attnum);
-            values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
-            c++;
-        }
-        for (int k = 0; k < nkeys; k++) {
-            if (s->key_positions[k] < 0)
-                continue;
-            keys[r * nkeys + k] =
-                slot_getattr(slots[r], s->table->key_attnums[k], &key_nulls[r * nkeys + k]);
-        }
+        if (s->nrows >= s->capacity && s->nrows > 0)
+            flush_rows(s);
+        buffer_row(s, slots[r]);
     }
-    reset_transmission_modes(nestlevel);
-    MemoryContextSwitchTo(old);
-    send_rows(s, nslots, values, keys, key_nulls, GetUserId());
-    MemoryContextReset(s->row_cxt);
+    flush_rows(s);
     return slots;
 }
 
 TupleTableSlot *picoExecForeignInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
                                       TupleTableSlot *) {
-    TupleTableSlot *slots[1] = {slot};
-    insert_slots(rinfo, slots, 1);
+    InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
+    if (!s->buffer_rows) {
+        TupleTableSlot *slots[1] = {slot};
+        insert_slots(rinfo, slots, 1);
+        return slot;
+    }
+    if (s->nrows >= s->capacity && s->nrows > 0)
+        flush_rows(s);
+    buffer_row(s, slot);
+    if (s->nrows >= Max(s->batch_size, 1) || s->nrows * s->nattrs >= 65535 - s->nattrs)
+        flush_rows(s);
     return slot;
 }
 
 TupleTableSlot **picoExecForeignBatchInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot **slots,
                                             TupleTableSlot **, int *numSlots) {
     return insert_slots(rinfo, slots, *numSlots);
+}
+
+void picoEndForeignInsert(EState *, ResultRelInfo *rinfo) {
+    InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
+    if (s != nullptr)
+        flush_rows(s);
 }
 
 int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
@@ -411,6 +539,8 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
                                    boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
                                    intVal(list_nth(priv, PRIV_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
+    RangeTblEntry *rte = exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate);
+    ds->st->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
     ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
     node->fdw_state = ds;
 }
@@ -459,6 +589,8 @@ void install_modify_callbacks(FdwRoutine *routine) {
     routine->GetForeignModifyBatchSize = picoGetForeignModifyBatchSize;
     routine->EndForeignModify = picoEndForeignModify;
     routine->ExplainForeignModify = picoExplainForeignModify;
+    routine->BeginForeignInsert = picoBeginForeignInsert;
+    routine->EndForeignInsert = picoEndForeignInsert;
     routine->ExecForeignUpdate = picoExecForeignRowChange;
     routine->ExecForeignDelete = picoExecForeignRowChange;
     routine->PlanDirectModify = picoPlanDirectModify;

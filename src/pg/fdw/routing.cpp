@@ -7,6 +7,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/errcodes.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -201,39 +202,137 @@ void check_result(const Job &job) {
 
 }  // namespace
 
+namespace {
+
+uint64_t command_rows(const PGresult *result) {
+    const char *n = PQcmdTuples(const_cast<PGresult *>(result));
+    return n != nullptr && n[0] != '\0' ? strtoull(n, nullptr, 10) : 0;
+}
+
+// Appends `extra` to the DETAIL of a PostgreSQL error carried as a PgError.
+void add_detail(ErrorData *edata, const std::string &extra) {
+    pg_call([&] {
+        MemoryContext old = MemoryContextSwitchTo(edata->assoc_context);
+        edata->detail = edata->detail ? psprintf("%s\n%s", edata->detail, extra.c_str())
+                                      : pstrdup(extra.c_str());
+        MemoryContextSwitchTo(old);
+    });
+}
+
+// What a write that was interrupted after it was sent did, instance by instance.
+std::string abandoned_summary(const std::vector<Abandoned> &abandoned) {
+    std::string out;
+    for (const Abandoned &a : abandoned) {
+        if (!out.empty())
+            out += " ";
+        switch (a.outcome) {
+            case Abandoned::Applied:
+                out += "The statement was applied on instance " + a.address + " (" +
+                       std::to_string(a.rows) + " rows) before the cancel request arrived.";
+                break;
+            case Abandoned::NotApplied:
+                out += "The statement was cancelled on instance " + a.address +
+                       " and not applied there.";
+                break;
+            case Abandoned::Unknown:
+                out += "The statement may have been applied on instance " + a.address +
+                       ": a cancel request was sent, but no answer came in time.";
+                break;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string WriteLog::summary() const {
+    uint64_t total = 0;
+    std::string where;
+    for (const auto &[address, rows] : committed) {
+        if (rows == 0)
+            continue;
+        total += rows;
+        where += (where.empty() ? "" : ", ") + address + ": " + std::to_string(rows);
+    }
+    if (total == 0)
+        return "No row of this statement was committed on Picodata.";
+    return std::to_string(total) + " rows of this statement were already committed on Picodata (" +
+           where + "); they are not undone.";
+}
+
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
-              Retry retry) {
+              Retry retry, WriteLog *log) {
     sweep_connections();
     std::vector<Failure> failures;
     {
         InFlight inflight;
         std::vector<Connection *> conns(jobs.size(), nullptr);
-        for (size_t i = 0; i < jobs.size(); i++) {
-            try {
-                conns[i] = send_to(jobs[i].target.address, params, jobs[i].sql.c_str(),
-                                   static_cast<int>(jobs[i].values.size()), jobs[i].values.data());
-                inflight.add(conns[i]);
-            } catch (const ConnectionFailure &f) {
-                failures.push_back({i, f.address(), f.what(), false});
+        try {
+            for (size_t i = 0; i < jobs.size(); i++) {
+                try {
+                    conns[i] =
+                        send_to(jobs[i].target.address, params, jobs[i].sql.c_str(),
+                                static_cast<int>(jobs[i].values.size()), jobs[i].values.data());
+                    inflight.add(conns[i]);
+                } catch (const ConnectionFailure &f) {
+                    failures.push_back({i, f.address(), f.what(), false});
+                }
             }
-        }
-        for (size_t i = 0; i < jobs.size(); i++) {
-            if (conns[i] == nullptr)
-                continue;
-            try {
-                jobs[i].result.reset(collect_result(conns[i]));
-                inflight.done(conns[i]);
-            } catch (const ConnectionFailure &f) {
-                inflight.done(conns[i]);
-                discard_connection(conns[i]);
-                failures.push_back({i, f.address(), f.what(), true});
+            for (size_t i = 0; i < jobs.size(); i++) {
+                if (conns[i] == nullptr)
+                    continue;
+                try {
+                    jobs[i].result.reset(collect_result(conns[i]));
+                    inflight.done(conns[i]);
+                } catch (const ConnectionFailure &f) {
+                    inflight.done(conns[i]);
+                    discard_connection(conns[i]);
+                    failures.push_back({i, f.address(), f.what(), true});
+                }
             }
+        } catch (PgError &e) {
+            // Interrupted (query cancel, statement_timeout) while statements ran remotely: stop
+            // them, and say what a write did.
+            std::vector<Abandoned> abandoned = inflight.abandon();
+            if (log != nullptr) {
+                for (const Job &job : jobs)
+                    if (job.result && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
+                        log->committed[job.target.address] += command_rows(job.result.get());
+                for (const Abandoned &a : abandoned)
+                    if (a.outcome == Abandoned::Applied)
+                        log->committed[a.address] += a.rows;
+                std::string detail = abandoned_summary(abandoned);
+                detail += (detail.empty() ? "" : " ") + log->summary();
+                add_detail(e.data(), detail);
+            }
+            throw;
         }
     }
+    if (log != nullptr)
+        for (const Job &job : jobs)
+            if (job.result && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
+                log->committed[job.target.address] += command_rows(job.result.get());
     // Remote errors first: they are answers, the instance was reachable.
-    for (const Job &job : jobs)
-        if (job.result)
+    for (const Job &job : jobs) {
+        if (!job.result)
+            continue;
+        if (log == nullptr) {
             check_result(job);
+            continue;
+        }
+        try {
+            check_result(job);
+        } catch (PgError &e) {
+            std::string detail = "The statement failed on instance " + job.target.address +
+                                 " and was not applied there. " + log->summary();
+            if (!failures.empty())
+                detail += " Instances that could not be reached:";
+            for (const Failure &f : failures)
+                detail += " " + f.address + (f.sent ? " (may have applied it)" : "");
+            add_detail(e.data(), detail);
+            throw;
+        }
+    }
     if (failures.empty())
         return;
 
@@ -260,8 +359,9 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
                            "picoroute: lost the connection to Picodata instance " + f.address +
                                " while it ran a write: " + f.message,
                            "Target: " + describe(job.target) +
-                               ". The statement may or may not have been applied; it was not "
-                               "sent again.",
+                               ". The statement may have been applied on instance " + f.address +
+                               "; it was not sent again." +
+                               (log != nullptr ? " " + log->summary() : std::string()),
                            "Picodata commits every statement on its own: check the data before "
                            "running the statement again.");
     }
@@ -280,7 +380,6 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
         Job &job = jobs[f.job];
         Target old = job.target;
         job.target = reroute(old, tier, tier_name, pref, f.address);
-        std::vector<Job> single;
         InFlight inflight;
         Connection *c = nullptr;
         try {
@@ -298,10 +397,32 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
                            "picoroute: could not reach Picodata instance " + f.address + " (" +
                                f.message + "), nor " + again.address() + " on retry (" +
                                again.what() + ")",
-                           "First target: " + describe(old) + ".",
+                           "First target: " + describe(old) + "." +
+                               (log != nullptr ? " " + log->summary() : std::string()),
                            "Check picoroute_instances and picoroute_status.");
+        } catch (PgError &e) {
+            std::vector<Abandoned> abandoned = inflight.abandon();
+            if (log != nullptr) {
+                for (const Abandoned &a : abandoned)
+                    if (a.outcome == Abandoned::Applied)
+                        log->committed[a.address] += a.rows;
+                add_detail(e.data(), abandoned_summary(abandoned) + " " + log->summary());
+            }
+            throw;
         }
-        check_result(job);
+        if (log != nullptr && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
+            log->committed[job.target.address] += command_rows(job.result.get());
+        if (log == nullptr) {
+            check_result(job);
+        } else {
+            try {
+                check_result(job);
+            } catch (PgError &e) {
+                add_detail(e.data(), "The statement failed on instance " + job.target.address +
+                                         " and was not applied there. " + log->summary());
+                throw;
+            }
+        }
     }
 }
 

@@ -20,6 +20,7 @@ extern "C" {
 #include "core/snapshot.h"
 #include "pg/fdw/connection.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,11 +73,21 @@ struct Job {
     ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
 };
 
+// The rows a write statement has had committed so far, by instance address: what the DETAIL of a
+// failed multi-row write reports (Picodata does not undo them).
+struct WriteLog {
+    std::map<std::string, uint64_t> committed;
+    std::string summary() const;
+};
+
 // Sends every job, then collects every answer (parallel across instances). A remote error is
 // raised with its SQLSTATE and the instance's name; unreachable instances follow `retry`.
-// `tier` and `pref` are used to re-route after a refresh.
+// `tier` and `pref` are used to re-route after a refresh. An interrupted wait (query cancel,
+// statement_timeout) sends a cancel request to every instance still running a job. For a write
+// (`log` given), the rows committed by this and earlier calls are added to `log`, and the DETAIL
+// of any failure says which instances applied, may have applied, or did not apply the write.
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
-              Retry retry);
+              Retry retry, WriteLog *log = nullptr);
 
 // Key hashing of PostgreSQL values as Picodata hashes them (facts, section 3).
 enum class HashClass { None, Int, Text, Bool, Double, Decimal, Uuid, Datetime };

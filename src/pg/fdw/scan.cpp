@@ -123,16 +123,6 @@ bool array_of_values(Node *array) {
     return true;
 }
 
-bool contains_param_walker(Node *node, void *) {
-    if (node == nullptr)
-        return false;
-    if (IsA(node, Param))
-        return true;
-    return expression_tree_walker(
-        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void *>(contains_param_walker)),
-        nullptr);
-}
-
 void cleanup_results(void *arg) {
     release_results(static_cast<RoutedStatement *>(arg));
 }
@@ -425,8 +415,11 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
                                    intVal(list_nth(priv, PRIV_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
     EState *estate = node->ss.ps.state;
-    RangeTblEntry *rte = exec_rt_fetch(plan->scan.scanrelid, estate);
-    (void)rte;
+    // Through a view, the view owner's user mapping (as postgres_fdw does).
+    Index rti = plan->scan.scanrelid > 0 ? plan->scan.scanrelid
+                                         : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    RangeTblEntry *rte = exec_rt_fetch(rti, estate);
+    ss->st->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));
@@ -663,16 +656,20 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     release_results(st);
     const char **values = evaluate_params(st, econtext);
     KeyValues *keys = evaluate_keys(st, econtext);
-    Oid userid = GetUserId();
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    if (st->is_write)
+        before_remote_write(RelationGetRelationName(st->rel));
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
         std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
         if (jobs.empty())
             return;
+        WriteLog log;
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
-        run_jobs(jobs, conn_params_for(st->table->serverid, userid), tier, pref, retry);
+        run_jobs(jobs, conn_params_for(st->table->serverid, userid), tier, pref, retry,
+                 st->is_write ? &log : nullptr);
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
@@ -690,7 +687,7 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
     release_results(st);
     const char **values = evaluate_params(st, econtext);
     KeyValues *keys = evaluate_keys(st, econtext);
-    Oid userid = GetUserId();
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;
@@ -711,12 +708,40 @@ bool stream_next(RoutedStatement *st, const char **values) {
     return guarded([&] { return st->stream->next(values); });
 }
 
+namespace {
+
+// True when `node` holds a parameter whose value EXPLAIN does not have: a PARAM_EXEC (set by an
+// outer plan node or a subquery while the statement runs; an EXPLAIN without ANALYZE, or an
+// auto_explain of a plan part that never ran, has no value for it, and its slot holds a Datum that
+// was never computed), or an external parameter without a value.
+bool unknown_param_walker(Node *node, void *context) {
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Param)) {
+        Param *param = reinterpret_cast<Param *>(node);
+        ExprContext *econtext = static_cast<ExprContext *>(context);
+        if (param->paramkind != PARAM_EXTERN)
+            return true;
+        ParamListInfo params = econtext->ecxt_param_list_info;
+        if (params == nullptr || param->paramid < 1 || param->paramid > params->numParams)
+            return true;
+        if (params->paramFetch != nullptr)
+            return false;
+        ParamExternData *prm = &params->params[param->paramid - 1];
+        return !OidIsValid(prm->ptype) || prm->ptype != param->paramtype;
+    }
+    return expression_tree_walker(
+        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void *>(unknown_param_walker)),
+        context);
+}
+
+}  // namespace
+
 bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
     ListCell *lc;
     foreach (lc, st->key_states) {
         ExprState *state = static_cast<ExprState *>(lfirst(lc));
-        if (contains_param_walker(reinterpret_cast<Node *>(state->expr), nullptr) &&
-            econtext->ecxt_param_list_info == nullptr)
+        if (unknown_param_walker(reinterpret_cast<Node *>(state->expr), econtext))
             return true;
     }
     return false;
@@ -738,7 +763,7 @@ void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *e
 void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,
                      const char **routing, const char **sql) {
     if (params_unknown && st->key_kinds != NIL) {
-        *routing = pstrdup("by sharding key, computed from parameter values at execution");
+        *routing = pstrdup("depends on run-time values: by sharding key, computed at execution");
         return;
     }
     KeyValues *keys = evaluate_keys(st, econtext);
