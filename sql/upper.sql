@@ -81,8 +81,6 @@ SELECT * FROM explain_v($$SELECT id, name FROM up ORDER BY name NULLS FIRST$$);
 -- LIMIT with OFFSET: LIMIT n + m is sent, the first m rows are skipped here.
 SELECT * FROM explain_v($$SELECT id, v FROM up ORDER BY v, id LIMIT 5 OFFSET 20$$);
 SELECT * FROM explain_v($$SELECT id FROM up LIMIT 3$$);
--- Scatter 'masters' does not apply: an aggregate is one statement to one coordinator.
-SELECT * FROM explain_v($$SELECT count(*) FROM up_m$$);
 
 -- Stays local:
 -- a WHERE clause evaluated here (the aggregate needs it first);
@@ -106,6 +104,8 @@ PREPARE lp(bigint) AS SELECT id FROM up ORDER BY id LIMIT $1;
 SELECT * FROM explain_v($$EXECUTE lp(3)$$);
 DEALLOCATE lp;
 SELECT * FROM explain_v($$SELECT id FROM up ORDER BY v FETCH FIRST 3 ROWS WITH TIES$$);
+-- a table scattered to the masters (each master sends its rows);
+SELECT * FROM explain_v($$SELECT count(*) FROM up_m$$);
 -- option pushdown_aggregates 'off' on the server or the table.
 SELECT * FROM explain_v($$SELECT count(*) FROM up_off$$);
 SELECT * FROM explain_v($$SELECT id FROM up_toff ORDER BY id LIMIT 1$$);

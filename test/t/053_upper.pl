@@ -2,8 +2,7 @@
 # LIMIT (with OFFSET kept local) computed by the cluster return what PostgreSQL computes over the
 # same rows, in the local result types; only the groups or the first rows travel (EXPLAIN
 # ANALYZE); a key fixed by the WHERE clause (a constant or a parameter) sends the statement to
-# the owner; scatter 'masters' does not double an aggregate; pushdown_aggregates 'off' fetches
-# the rows.
+# the owner; a table scattered to the masters and pushdown_aggregates 'off' fetch the rows.
 use strict;
 use warnings;
 
@@ -118,9 +117,11 @@ is($prepared, join("\n", map {
         $node->safe_psql('postgres', "SELECT count(*), sum(v), max(name) FROM loc WHERE id = $_")
     } (1, 2, 19999, -4)), 'generic plan: the key from a parameter routes each execution');
 
-# Scatter 'masters' does not apply to an aggregate: one coordinator, no doubled count.
+# A table scattered to the masters aggregates locally over the masters' rows.
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users_m'),
-   $node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM loc'), "scatter 'masters': one answer");
+   $node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM loc'), "scatter 'masters': same answer");
+like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m'),
+     qr/Aggregate.*scatter to the 2 masters/s, "scatter 'masters': aggregated here");
 
 # Left local, still right: a WHERE clause evaluated here, an aggregate Picodata lacks.
 is($node->safe_psql('postgres', 'SELECT count(*), stddev(v)::numeric(20,6) FROM users WHERE abs(v - 500) < 10'),

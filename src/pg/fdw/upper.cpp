@@ -16,9 +16,9 @@
 //   - LIMIT (UPPERREL_FINAL), a constant: LIMIT n OFFSET m is sent as LIMIT n + m (Picodata has
 //     no OFFSET) and the first m rows are skipped here.
 // The statement goes to the owner of the bucket when the WHERE clause fixes the whole sharding
-// key to one value (with the bucket filter before GROUP BY), else to one coordinator (never
-// scattered to the masters: partial results of an aggregate cannot simply be appended).
-// Server or table option pushdown_aggregates 'off' keeps all of this local.
+// key to one value (with the bucket filter before GROUP BY), else to one coordinator. A table
+// whose server scatters to the masters (scatter 'masters') keeps all of this local, as does
+// server or table option pushdown_aggregates 'off'.
 extern "C" {
 #include "postgres.h"
 
@@ -101,6 +101,10 @@ bool is_number(Oid type) {
 // The foreign table alone, with every WHERE clause sent to Picodata.
 bool base_is_pushable(PlannerInfo *root, RelOptInfo *base, RelInfo *info) {
     if (info == nullptr || !info->table->push_upper || info->local_conds != NIL)
+        return false;
+    // A table scattered to the masters keeps its scatter: each master sends its own rows, and
+    // partial aggregates or per-master LIMITs are not combined here.
+    if (static_cast<Scatter>(info->table->scatter) == Scatter::Masters)
         return false;
     Query *parse = root->parse;
     if (parse->commandType != CMD_SELECT || parse->rowMarks != NIL || parse->hasTargetSRFs)
@@ -490,7 +494,7 @@ void upper_begin(ForeignScanState *node, int eflags) {
     Index rtindex = static_cast<Index>(bms_next_member(plan->fs_relids, -1));
     Relation rel = ExecGetRangeTableRelation(estate, rtindex);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
-    // One statement, one answer: never scattered to the masters.
+    // One statement, one answer: never scattered to the masters (such tables are not pushed).
     table->scatter = static_cast<int>(Scatter::Coordinator);
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table);
