@@ -72,8 +72,6 @@ SELECT * FROM explain_v($$SELECT v, count(*) FROM up GROUP BY v HAVING count(*) 
 -- The key fixed by the WHERE clause: to the owner, the bucket filter before GROUP BY.
 SELECT * FROM explain_v($$SELECT count(*), sum(v) FROM up WHERE id = 7$$);
 SELECT * FROM explain_v($$SELECT name, count(*) FROM up WHERE id = 7 GROUP BY name ORDER BY name LIMIT 3$$);
--- A list of keys spreads over several owners: one coordinator computes the aggregate.
-SELECT * FROM explain_v($$SELECT count(*) FROM up WHERE id IN (1, 2, 3, 4000)$$);
 -- ORDER BY ... LIMIT over groups, and over the rows of the table.
 SELECT * FROM explain_v($$SELECT v, sum(i) FROM up GROUP BY v ORDER BY sum(i) DESC, v LIMIT 10$$);
 SELECT * FROM explain_v($$SELECT id, v FROM up ORDER BY v DESC, id LIMIT 5$$);
@@ -104,6 +102,8 @@ PREPARE lp(bigint) AS SELECT id FROM up ORDER BY id LIMIT $1;
 SELECT * FROM explain_v($$EXECUTE lp(3)$$);
 DEALLOCATE lp;
 SELECT * FROM explain_v($$SELECT id FROM up ORDER BY v FETCH FIRST 3 ROWS WITH TIES$$);
+-- a list of keys (the scan routes the few rows from each owner);
+SELECT * FROM explain_v($$SELECT count(*) FROM up WHERE id IN (1, 2, 3, 4000)$$);
 -- a table scattered to the masters (each master sends its rows);
 SELECT * FROM explain_v($$SELECT count(*) FROM up_m$$);
 -- option pushdown_aggregates 'off' on the server or the table.

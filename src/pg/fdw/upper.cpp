@@ -16,7 +16,8 @@
 //   - LIMIT (UPPERREL_FINAL), a constant: LIMIT n OFFSET m is sent as LIMIT n + m (Picodata has
 //     no OFFSET) and the first m rows are skipped here.
 // The statement goes to the owner of the bucket when the WHERE clause fixes the whole sharding
-// key to one value (with the bucket filter before GROUP BY), else to one coordinator. A table
+// key to one value (with the bucket filter before GROUP BY), else to one coordinator; a list of
+// keys (key IN (...)) is not pushed (the scan routes its rows from each owner). A table
 // whose server scatters to the masters (scatter 'masters') keeps all of this local, as does
 // server or table option pushdown_aggregates 'off'.
 extern "C" {
@@ -112,6 +113,13 @@ bool base_is_pushable(PlannerInfo *root, RelOptInfo *base, RelInfo *info) {
     ListCell *lc;
     foreach (lc, base->baserestrictinfo)
         if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
+            return false;
+    // A list of keys (key IN (...)): the scan routes the few rows from each owner, which also
+    // works where instances do not forward (forward=off); one owner's aggregate would miss the
+    // others' rows, and a coordinator would have to forward.
+    List *key_exprs = NIL;
+    foreach (lc, analyze_key_clauses(info->table, base->relid, info->remote_conds, &key_exprs))
+        if (lfirst_int(lc) == KEY_ARRAY)
             return false;
     return true;
 }
@@ -469,16 +477,10 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
     if (u->has_limit)
         appendStringInfo(&tail, " LIMIT " INT64_FORMAT, u->limit);
     reset_transmission_modes(nestlevel);
-    // Routed to the owner only when the key is fixed to a single value (one bucket): a list of
-    // keys would spread the statement over several owners, whose aggregates cannot be appended.
+    // Routed to the owner when the key is fixed to a single value (lists of keys are not pushed:
+    // see base_is_pushable).
     List *key_exprs = NIL;
     List *key_kinds = analyze_key_clauses(table, u->base->relid, conds, &key_exprs);
-    foreach (lc, key_kinds)
-        if (lfirst_int(lc) == KEY_ARRAY) {
-            key_kinds = NIL;
-            key_exprs = NIL;
-            break;
-        }
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
     List *fdw_private =
         list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
