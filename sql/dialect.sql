@@ -94,7 +94,8 @@ SELECT * FROM explain_v($$SELECT * FROM quoted WHERE id = 1$$);
 SELECT * FROM explain_v($$SELECT id FROM users WHERE name NOT LIKE 'a%' AND name NOT ILIKE '%B' AND name > 'm'$$);
 SELECT * FROM explain_v($$SELECT id FROM users WHERE note NOT LIKE 'a%' AND note > 'm' AND note = 'x'$$);
 SELECT * FROM explain_v($$SELECT id FROM users WHERE name COLLATE "und-x-icu" > 'm'$$);
--- String constants: quotes doubled, backslashes plain.
+-- String constants: quotes doubled; a constant with a backslash goes as a parameter, so that it
+-- means the same whatever standard_conforming_strings says on either side.
 SELECT * FROM explain_v($$SELECT id FROM users WHERE name = 'it''s \ here'$$);
 
 -- Unary minus: (0 - x) for integers and numerics; on doubles evaluated locally.

@@ -84,7 +84,8 @@ is(q1(q{SELECT count(*) FROM picoroute_exec_masters('default', 'SELECT "id" FROM
         AS t(id bigint)}),
    3 + scalar(@evil), 'exec: no injected statement ran (every row still there)');
 is(q1(q{SELECT count(*) FROM picoroute_exec('default', 1,
-        'SELECT "id" FROM "users" WHERE "name" = $1', ARRAY[$$' OR '1'='1$$]) AS t(id bigint)}),
+        'SELECT "id" FROM "users" WHERE "name" = $1 OPTION (sql_vdbe_opcode_max = 0)', ARRAY[$$' OR '1'='1$$])
+        AS t(id bigint)}),
    '0', 'exec: a quote in a value matches nothing');
 
 # Wrong counts never reach the cluster.

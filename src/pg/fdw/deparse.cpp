@@ -23,6 +23,7 @@ extern "C" {
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
@@ -133,6 +134,40 @@ bool shippable_args(List *args, RelOptInfo *rel) {
     return true;
 }
 
+// An aggregate Picodata implements with PostgreSQL's meaning (upper-relation pushdown, see
+// upper.cpp): count(*), count(x), count(DISTINCT x), sum and avg of numbers, min and max of
+// numbers and of text under a byte-order collation; no FILTER, no ORDER BY inside, no other
+// DISTINCT. Its result is read back into the local result type.
+bool shippable_aggregate(Aggref *agg, RelOptInfo *rel) {
+    if (agg->aggfnoid >= FirstGenbkiObjectId || agg->aggkind != AGGKIND_NORMAL ||
+        agg->aggsplit != AGGSPLIT_SIMPLE || agg->aggorder != NIL || agg->aggfilter != nullptr ||
+        agg->aggvariadic || agg->agglevelsup != 0 || agg->aggdirectargs != NIL)
+        return false;
+    const char *name = get_func_name(agg->aggfnoid);
+    if (name == nullptr)
+        return false;
+    bool count = strcmp(name, "count") == 0;
+    if (agg->aggstar)
+        return count && agg->aggdistinct == NIL;
+    if (list_length(agg->args) != 1 || (agg->aggdistinct != NIL && !count))
+        return false;
+    TargetEntry *tle = linitial_node(TargetEntry, agg->args);
+    Node *arg = reinterpret_cast<Node *>(tle->expr);
+    if (tle->resjunk || !shippable(arg, rel))
+        return false;
+    Oid type = exprType(arg);
+    bool number = type == INT2OID || type == INT4OID || type == INT8OID || type == FLOAT8OID ||
+                  type == NUMERICOID;
+    if (count)  // DISTINCT compares for equality: text needs a deterministic collation
+        return agg->aggdistinct == NIL || !is_text_type(type) ||
+               deterministic_collation(agg->inputcollid);
+    if (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0)
+        return number;
+    if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
+        return number || (is_text_type(type) && byte_order_collation(agg->inputcollid));
+    return false;
+}
+
 bool shippable(Node *node, RelOptInfo *rel) {
     if (node == nullptr)
         return false;
@@ -221,6 +256,8 @@ bool shippable(Node *node, RelOptInfo *rel) {
             NullTest *nt = reinterpret_cast<NullTest *>(node);
             return !nt->argisrow && shippable(reinterpret_cast<Node *>(nt->arg), rel);
         }
+        case T_Aggref:
+            return shippable_aggregate(reinterpret_cast<Aggref *>(node), rel);
         default:
             return false;
     }
@@ -471,6 +508,20 @@ void deparse_node(Node *node, Context *cx) {
                                    nt->nulltesttype == IS_NULL ? " IS NULL)" : " IS NOT NULL)");
             return;
         }
+        case T_Aggref: {
+            Aggref *agg = reinterpret_cast<Aggref *>(node);
+            appendStringInfo(cx->buf, "%s(", get_func_name(agg->aggfnoid));
+            if (agg->aggstar) {
+                appendStringInfoChar(cx->buf, '*');
+            } else {
+                if (agg->aggdistinct != NIL)
+                    appendStringInfoString(cx->buf, "DISTINCT ");
+                deparse_node(reinterpret_cast<Node *>(linitial_node(TargetEntry, agg->args)->expr),
+                             cx);
+            }
+            appendStringInfoChar(cx->buf, ')');
+            return;
+        }
         default:
             elog(ERROR, "picoroute: cannot deparse node type %d", static_cast<int>(nodeTag(node)));
     }
@@ -506,6 +557,11 @@ const char *quote_remote_identifier(const char *name) {
     appendStringInfoString(&buf, name);
     appendStringInfoChar(&buf, '"');
     return buf.data;
+}
+
+void deparse_expr(StringInfo buf, Oid relid, Node *expr, List **params) {
+    Context cx{buf, relid, params};
+    deparse_node(expr, &cx);
 }
 
 bool is_foreign_expr(PlannerInfo *, RelOptInfo *rel, Expr *expr) {

@@ -48,6 +48,7 @@ struct TableInfo {
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
     int vdbe_opcode_max;  // sql_vdbe_opcode_max, likewise
+    bool push_upper;      // pushdown_aggregates 'on': aggregates, ORDER BY, LIMIT go to Picodata
     int nkeys;
     AttrNumber *key_attnums;  // sharding key columns in hashing order
 };
@@ -124,6 +125,9 @@ void deparse_delete(StringInfo buf, PlannerInfo *root, RelOptInfo *rel, Relation
 void deparse_insert(StringInfo buf, Relation relation, TableInfo *table, List *target_attrs,
                     int nrows);
 const char *quote_remote_identifier(const char *name);
+// Writes one expression that is_foreign_expr accepted (columns of `relid`, aggregates included).
+// Call between set_transmission_modes and reset_transmission_modes.
+void deparse_expr(StringInfo buf, Oid relid, Node *expr, List **params);
 
 // ---- routing at plan time (scan.cpp) ---------------------------------------------------------
 enum KeyKind { KEY_SCALAR = 1, KEY_ARRAY = 2, KEY_NULL = 3 };
@@ -139,6 +143,7 @@ struct RoutedStatement {
     TableInfo *table;
     Relation rel;
     char *sql;
+    char *tail;  // written after the bucket filter (GROUP BY ... LIMIT of a pushed upper relation)
     bool has_where;
     bool is_write;
     int nparams;
@@ -181,6 +186,18 @@ void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unk
 void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es);
 // Frees the results and ends the stream (closing a connection whose answer is still coming).
 void release_results(RoutedStatement *st);
+
+// ---- upper-relation pushdown (upper.cpp): aggregates, ORDER BY, LIMIT ----------------------
+// GetForeignUpperPaths. The plan and executor callbacks below serve the ForeignScans it creates
+// (scanrelid 0); scan.cpp hands them over.
+void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+                             RelOptInfo *output_rel, void *extra);
+ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan);
+void upper_begin(ForeignScanState *node, int eflags);
+TupleTableSlot *upper_iterate(ForeignScanState *node);
+void upper_rescan(ForeignScanState *node);
+void upper_end(ForeignScanState *node);
+void upper_explain(ForeignScanState *node, ExplainState *es);
 
 // ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
 void install_modify_callbacks(struct FdwRoutine *routine);

@@ -3,11 +3,12 @@
 //   server:        tier (default 'default'), scatter (coordinator | masters),
 //                  read_preference (leader | replica | any), dbname, sslmode, batch_size,
 //                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1, default 26.2),
-//                  execution_options (on | off), sql_motion_row_max, sql_vdbe_opcode_max
+//                  execution_options (on | off), sql_motion_row_max, sql_vdbe_opcode_max,
+//                  pushdown_aggregates (on | off)
 //   user mapping:  user, password (a non-superuser must give a password)
 //   foreign table: table_name, sharding_key ('a, b': columns in hashing order),
 //                  distribution (sharded | global), batch_size, sql_motion_row_max,
-//                  sql_vdbe_opcode_max
+//                  sql_vdbe_opcode_max, pushdown_aggregates
 //
 // Host and port never come from options: they come from the topology map.
 extern "C" {
@@ -55,6 +56,7 @@ const OptionDef kOptions[] = {
     {"execution_options", ForeignServerRelationId},
     {"sql_motion_row_max", ForeignServerRelationId},
     {"sql_vdbe_opcode_max", ForeignServerRelationId},
+    {"pushdown_aggregates", ForeignServerRelationId},
     {"user", UserMappingRelationId},
     {"password", UserMappingRelationId},
     {"table_name", ForeignTableRelationId},
@@ -63,6 +65,7 @@ const OptionDef kOptions[] = {
     {"batch_size", ForeignTableRelationId},
     {"sql_motion_row_max", ForeignTableRelationId},
     {"sql_vdbe_opcode_max", ForeignTableRelationId},
+    {"pushdown_aggregates", ForeignTableRelationId},
 };
 
 bool valid_option(const char *name, Oid context) {
@@ -142,7 +145,8 @@ void validate(List *options, Oid catalog) {
             check_remote_name(defGetString(def), "table");
         } else if (strcmp(def->defname, "picodata_version") == 0) {
             check_enum(def, version_values);
-        } else if (strcmp(def->defname, "execution_options") == 0) {
+        } else if (strcmp(def->defname, "execution_options") == 0 ||
+                   strcmp(def->defname, "pushdown_aggregates") == 0) {
             check_enum(def, onoff_values);
         } else if (strcmp(def->defname, "sql_motion_row_max") == 0 ||
                    strcmp(def->defname, "sql_vdbe_opcode_max") == 0) {
@@ -247,6 +251,10 @@ TableInfo *get_table_info(Oid relid) {
     t->vdbe_opcode_max = int_option(ft->options, "sql_vdbe_opcode_max");
     if (t->vdbe_opcode_max < 0)
         t->vdbe_opcode_max = int_option(server->options, "sql_vdbe_opcode_max");
+    const char *push = option_value(ft->options, "pushdown_aggregates");
+    if (push == nullptr)
+        push = option_value(server->options, "pushdown_aggregates");
+    t->push_upper = push == nullptr || strcmp(push, "off") != 0;
     const char *key = option_value(ft->options, "sharding_key");
     if (key && !t->global) {
         List *names = split_key(key, "sharding_key");

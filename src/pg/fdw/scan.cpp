@@ -293,7 +293,8 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
 
 // The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
 std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
-    return with_bucket_filter(st->sql, st->has_where, target) + option_clause(st->table, keyless);
+    return with_bucket_filter(st->sql, st->has_where, target) + (st->tail ? st->tail : "") +
+           option_clause(st->table, keyless);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
@@ -358,6 +359,8 @@ void picoGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
 
 ForeignScan *picoGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid, ForeignPath *,
                                 List *tlist, List *scan_clauses, Plan *outer_plan) {
+    if (IS_UPPER_REL(baserel))
+        return upper_foreign_plan(root, baserel, tlist, outer_plan);
     RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
     List *remote_exprs = NIL, *local_exprs = NIL, *remote_conds = NIL;
     ListCell *lc;
@@ -402,7 +405,14 @@ ForeignScan *picoGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid, For
 
 // ---- executor callbacks -------------------------------------------------------------------
 
+// A ForeignScan of an upper relation (aggregates, ORDER BY, LIMIT pushed): see upper.cpp.
+bool is_upper_scan(ForeignScanState *node) {
+    return reinterpret_cast<ForeignScan *>(node->ss.ps.plan)->scan.scanrelid == 0;
+}
+
 void picoBeginForeignScan(ForeignScanState *node, int eflags) {
+    if (is_upper_scan(node))
+        return upper_begin(node, eflags);
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     Relation rel = node->ss.ss_currentRelation;
     TableInfo *table = get_table_info(RelationGetRelid(rel));
@@ -434,6 +444,8 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
 }
 
 TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
+    if (is_upper_scan(node))
+        return upper_iterate(node);
     ScanState *ss = static_cast<ScanState *>(node->fdw_state);
     TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
     int expected = list_length(ss->retrieved_attrs);
@@ -505,6 +517,8 @@ TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
 }
 
 void picoReScanForeignScan(ForeignScanState *node) {
+    if (is_upper_scan(node))
+        return upper_rescan(node);
     ScanState *ss = static_cast<ScanState *>(node->fdw_state);
     // A stream cannot be replayed: run the statement again.
     if (node->ss.ps.chgParam != nullptr || !ss->executed || ss->streaming) {
@@ -516,12 +530,16 @@ void picoReScanForeignScan(ForeignScanState *node) {
 }
 
 void picoEndForeignScan(ForeignScanState *node) {
+    if (is_upper_scan(node))
+        return upper_end(node);
     ScanState *ss = static_cast<ScanState *>(node->fdw_state);
     if (ss != nullptr)
         release_results(ss->st);
 }
 
 void picoExplainForeignScan(ForeignScanState *node, ExplainState *es) {
+    if (is_upper_scan(node))
+        return upper_explain(node, es);
     explain_remote(static_cast<ScanState *>(node->fdw_state)->st, node, es);
 }
 
@@ -795,6 +813,7 @@ extern "C" Datum picoroute_fdw_handler(PG_FUNCTION_ARGS) {
     routine->ReScanForeignScan = picoReScanForeignScan;
     routine->EndForeignScan = picoEndForeignScan;
     routine->ExplainForeignScan = picoExplainForeignScan;
+    routine->GetForeignUpperPaths = get_foreign_upper_paths;
     routine->ImportForeignSchema = [](ImportForeignSchemaStmt *stmt, Oid server) {
         return import_foreign_schema(stmt, server);
     };

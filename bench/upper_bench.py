@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Upper-relation pushdown: aggregates, GROUP BY and ORDER BY ... LIMIT computed by the cluster
+against the same queries over the fetched rows, measured in one run.
+
+Starts, on 127.0.0.1 only, an emulated Picodata cluster (test/emulator/picoemu, 2 replicasets x 2
+instances) with N rows (default 100,000) in `users`, and a PostgreSQL node with picoroute. Two
+foreign tables over the same remote table: `users` (pushdown on, the default) and `users_off`
+(table option pushdown_aggregates 'off': the rows are fetched and everything is computed locally,
+as before the pushdown existed). Each query is timed by its server-side execution time (EXPLAIN
+ANALYZE, TIMING OFF), the variants interleaved; figures are medians with min and max, and the
+ratio fetched / pushed.
+
+Usage: bench/upper_bench.py [--rows 100000] [--runs 7] [--base-port 30700] [--port 30790]
+       [--out FILE] [--quick]
+Run as root or as the postgres user, after `make install`.
+"""
+
+import argparse
+import os
+import re
+import signal
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import peers_bench as pb  # noqa: E402  (the emulator and node helpers)
+
+QUERIES = [
+    ("count(*)", "SELECT count(*) FROM {t}"),
+    ("GROUP BY with sum", "SELECT v, count(*), sum(id) FROM {t} GROUP BY v"),
+    ("ORDER BY ... LIMIT 10", "SELECT id, v FROM {t} ORDER BY v DESC, id LIMIT 10"),
+]
+# The results compared before timing (GROUP BY in a fixed order).
+CHECKS = {
+    "count(*)": "SELECT count(*) FROM {t}",
+    "GROUP BY with sum": "SELECT * FROM (SELECT v, count(*), sum(id) FROM {t} GROUP BY v) s ORDER BY v",
+    "ORDER BY ... LIMIT 10": "SELECT id, v FROM {t} ORDER BY v DESC, id LIMIT 10",
+}
+
+
+def exec_ms(node, sql):
+    if isinstance(node, str):  # an emulator instance's conninfo
+        plan = pb.psql_at(node, f"EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) {sql}", timeout=600)
+    else:
+        plan = node.psql(f"EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) {sql}", timeout=600)
+    m = re.search(r"Execution Time: ([0-9.]+) ms", plan)
+    if not m:
+        raise pb.BenchError(f"no execution time in:\n{plan}")
+    return float(m.group(1))
+
+
+def fmt(samples):
+    return (f"{statistics.median(samples):.1f} ms ({min(samples):.1f}-{max(samples):.1f})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=100000)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--base-port", type=int, default=30700)
+    ap.add_argument("--port", type=int, default=30790)
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
+    args = ap.parse_args()
+    if args.quick:
+        args.rows, args.runs = 10000, 2
+    # A signal stops the servers on the way out (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    emu = pb.Emulator(args.base_port)
+    node = None
+    try:
+        emu.up()
+        emu.cli("create-table", "users", "--columns", "id int8, name text, v int8")
+        emu.cli("load", "users", "--rows", str(args.rows), timeout=1200)
+        st = emu.status()
+        hosts = ",".join(pb.HOST for _ in st["instances"])
+        ports = ",".join(str(i["port"]) for i in st["instances"])
+        conninfo = (f"host={hosts} port={ports} dbname={pb.EMU_DB} user={pb.EMU_USER} "
+                    f"password={pb.EMU_PASSWORD}")
+        node = pb.Node(args.port, conninfo)
+        node.start()
+        node.psql(f"""
+CREATE EXTENSION picoroute;
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
+  OPTIONS (tier 'default', dbname '{pb.EMU_DB}', execution_options 'off');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico
+  OPTIONS (user '{pb.EMU_USER}', password '{pb.EMU_PASSWORD}');
+CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico
+  OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE users_off (id bigint, name text, v bigint) SERVER pico
+  OPTIONS (table_name 'users', sharding_key 'id', pushdown_aggregates 'off');
+""")
+        for _ in range(100):
+            if node.psql("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'") != "0":
+                break
+            pb.time.sleep(0.2)
+        # The floor: the same query run directly on one instance (the emulator's coordinator
+        # reads the other replicaset's rows through postgres_fdw, without pushing the aggregate).
+        direct = pb.emu_conninfo(next(i["port"] for i in st["instances"] if i["role"] == "master"))
+        samples = {(q, v): [] for q, _ in QUERIES for v in ("pushed", "fetched", "direct")}
+        for name, _ in QUERIES:  # the same answers, and a warm-up of every connection
+            a = node.psql(CHECKS[name].format(t="users"))
+            b = node.psql(CHECKS[name].format(t="users_off"))
+            if a != b or not a:
+                raise pb.BenchError(f"{name}: pushed and fetched results differ")
+        for _ in range(args.runs):
+            for name, sql in QUERIES:
+                samples[(name, "pushed")].append(exec_ms(node, sql.format(t="users")))
+                samples[(name, "fetched")].append(exec_ms(node, sql.format(t="users_off")))
+                samples[(name, "direct")].append(exec_ms(direct, sql.format(t="users")))
+        lines = [
+            "## Upper-relation pushdown (bench/upper_bench.py)",
+            "",
+            f"{args.rows} rows in `users` on the emulator (2 replicasets x 2 instances); server-side "
+            f"execution time, median (min-max) of {args.runs} interleaved runs. `fetched` is the "
+            "same foreign table with `pushdown_aggregates 'off'` (all rows fetched, computed "
+            "locally: picoroute before the pushdown). `direct` is the query run on one "
+            "instance of the emulator, the floor of `pushed`: the emulator's coordinator reads the "
+            "other replicaset's rows through postgres_fdw and aggregates them itself, where "
+            "Picodata's storages would aggregate their own rows.",
+            "",
+            "| query | pushed | fetched | direct (floor) | fetched / pushed | pushed - direct |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, _ in QUERIES:
+            p, f = samples[(name, "pushed")], samples[(name, "fetched")]
+            d = samples[(name, "direct")]
+            ratio = statistics.median(f) / statistics.median(p)
+            over = statistics.median(p) - statistics.median(d)
+            lines.append(f"| {name} | {fmt(p)} | {fmt(f)} | {fmt(d)} | {ratio:.1f}x | "
+                         f"{over:.1f} ms |")
+        report = "\n".join(lines) + "\n"
+        print(report)
+        if args.out:
+            with open(args.out, "w") as out:
+                out.write(report)
+    finally:
+        if node is not None:
+            node.stop()
+        emu.down()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,611 @@
+// Upper-relation pushdown of the picoroute FDW: aggregates with GROUP BY and HAVING, ORDER BY and
+// LIMIT run in Picodata, which sends back the groups or the first rows instead of the whole table
+// (plain C style at plan time: see fdw_internal.h).
+//
+// A query over one foreign table whose WHERE clauses all go to Picodata can push, in this order:
+//   - grouping (UPPERREL_GROUP_AGG): the grouping expressions must be shippable and every
+//     aggregate one Picodata implements (see shippable_aggregate in deparse.cpp); HAVING goes too,
+//     or nothing is pushed. The select list carries the grouping expressions and the bare
+//     aggregates; expressions over them are computed locally, and every value Picodata returns
+//     is read into the local result type (count is an integer there, sum of integers and avg
+//     decimals);
+//   - ORDER BY (UPPERREL_ORDERED), over the table or a pushed grouping: every sort key a shippable
+//     column, grouping expression or aggregate of the select list, with its type's default
+//     ordering, text only under a byte-order collation (as Picodata compares bytes); NULLS
+//     FIRST/LAST is always written;
+//   - LIMIT (UPPERREL_FINAL), a constant: LIMIT n OFFSET m is sent as LIMIT n + m (Picodata has
+//     no OFFSET) and the first m rows are skipped here.
+// The statement goes to the owner of the bucket when the WHERE clause fixes the whole sharding
+// key to one value (with the bucket filter before GROUP BY), else to one coordinator; a list of
+// keys (key IN (...)) is not pushed (the scan routes its rows from each owner). A table
+// whose server scatters to the masters (scatter 'masters') keeps all of this local, as does
+// server or table option pushdown_aggregates 'off'.
+extern "C" {
+#include "postgres.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "optimizer/paths.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/pg_locale.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+
+#include <cstring>
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+// Planner-side state of an upper relation pushed to Picodata (output_rel->fdw_private).
+struct UpperInfo {
+    RelOptInfo *base;  // the foreign table's relation
+    RelInfo *info;
+    List *tlist;        // TargetEntries: the remote select list, also fdw_scan_tlist
+    List *group_exprs;  // GROUP BY expressions (NIL: no GROUP BY)
+    List *having;       // HAVING conditions (all shipped)
+    bool grouped;
+    List *order_exprs;  // ORDER BY expressions
+    List *order_flags;  // per expression: kOrderDesc | kOrderNullsFirst
+    List *pathkeys;
+    bool has_limit;
+    int64 limit;   // rows fetched: LIMIT n + m
+    int64 offset;  // rows skipped here
+    double rows;
+    Cost startup;
+    Cost total;
+};
+
+constexpr int kOrderDesc = 1;
+constexpr int kOrderNullsFirst = 2;
+
+// Indexes into the ForeignScan's fdw_private of an upper relation.
+enum UpperPrivate { UP_SQL, UP_TAIL, UP_NPARAMS, UP_KEY_KINDS, UP_HAS_WHERE, UP_OFFSET };
+
+// Per-row transfer cost, as the scan estimates it (picoGetForeignPaths).
+constexpr double kRowTransfer = 10;
+
+UpperInfo *copy_info(UpperInfo *from) {
+    UpperInfo *u = static_cast<UpperInfo *>(palloc0(sizeof(UpperInfo)));
+    *u = *from;
+    return u;
+}
+
+bool is_text(Oid type) {
+    return type == TEXTOID || type == VARCHAROID;
+}
+
+bool is_number(Oid type) {
+    return type == INT2OID || type == INT4OID || type == INT8OID || type == FLOAT8OID ||
+           type == NUMERICOID;
+}
+
+// The foreign table alone, with every WHERE clause sent to Picodata.
+bool base_is_pushable(PlannerInfo *root, RelOptInfo *base, RelInfo *info) {
+    if (info == nullptr || !info->table->push_upper || info->local_conds != NIL)
+        return false;
+    // A table scattered to the masters keeps its scatter: each master sends its own rows, and
+    // partial aggregates or per-master LIMITs are not combined here.
+    if (static_cast<Scatter>(info->table->scatter) == Scatter::Masters)
+        return false;
+    Query *parse = root->parse;
+    if (parse->commandType != CMD_SELECT || parse->rowMarks != NIL || parse->hasTargetSRFs)
+        return false;
+    ListCell *lc;
+    foreach (lc, base->baserestrictinfo)
+        if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
+            return false;
+    // A list of keys (key IN (...)): the scan routes the few rows from each owner, which also
+    // works where instances do not forward (forward=off); one owner's aggregate would miss the
+    // others' rows, and a coordinator would have to forward.
+    List *key_exprs = NIL;
+    foreach (lc, analyze_key_clauses(info->table, base->relid, info->remote_conds, &key_exprs))
+        if (lfirst_int(lc) == KEY_ARRAY)
+            return false;
+    return true;
+}
+
+// The columns a target needs, as a flat select list; false when one cannot be fetched.
+bool column_tlist(RelOptInfo *base, PathTarget *target, List **tlist) {
+    List *vars = pull_var_clause(reinterpret_cast<Node *>(target->exprs), PVC_RECURSE_PLACEHOLDERS);
+    ListCell *lc;
+    foreach (lc, vars) {
+        Node *var = static_cast<Node *>(lfirst(lc));
+        if (!is_foreign_expr(nullptr, base, reinterpret_cast<Expr *>(var)))
+            return false;
+    }
+    if (vars == NIL)
+        return false;
+    *tlist = add_to_flat_tlist(NIL, vars);
+    return true;
+}
+
+// ---- GROUP BY / HAVING ----------------------------------------------------------------------
+
+void add_grouping_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, RelOptInfo *output,
+                        GroupPathExtraData *extra) {
+    Query *parse = root->parse;
+    if (extra->patype == PARTITIONWISE_AGGREGATE_PARTIAL || parse->groupingSets != NIL ||
+        (!parse->hasAggs && parse->groupClause == NIL))
+        return;
+    PathTarget *target = root->upper_targets[UPPERREL_GROUP_AGG];
+    List *tlist = NIL;
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, target->exprs) {
+        Expr *expr = static_cast<Expr *>(lfirst(lc));
+        Index ref = get_pathtarget_sortgroupref(target, i++);
+        if (ref != 0 && get_sortgroupref_clause_noerr(ref, parse->groupClause) != nullptr) {
+            // A grouping expression: Picodata groups by it (text needs a deterministic
+            // collation, which shippable() already asks of every comparison).
+            if (IsA(expr, Const) || contain_agg_clause(reinterpret_cast<Node *>(expr)) ||
+                !is_foreign_expr(root, base, expr))
+                return;
+            TargetEntry *tle = makeTargetEntry(expr, list_length(tlist) + 1, nullptr, false);
+            tle->ressortgroupref = ref;
+            tlist = lappend(tlist, tle);
+            continue;
+        }
+        // Anything else: its aggregates go to Picodata, what is computed over them stays here.
+        List *items = pull_var_clause(reinterpret_cast<Node *>(expr),
+                                      PVC_INCLUDE_AGGREGATES | PVC_RECURSE_PLACEHOLDERS);
+        ListCell *ic;
+        foreach (ic, items)
+            if (!is_foreign_expr(root, base, static_cast<Expr *>(lfirst(ic))))
+                return;
+        tlist = add_to_flat_tlist(tlist, items);
+    }
+    List *having = NIL;
+    foreach (lc, reinterpret_cast<List *>(extra->havingQual)) {
+        Expr *cond = static_cast<Expr *>(lfirst(lc));
+        if (!is_foreign_expr(root, base, cond))
+            return;
+        having = lappend(having, cond);
+    }
+    List *group_exprs = NIL;
+    foreach (lc, parse->groupClause) {
+        SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+        TargetEntry *tle = get_sortgroupref_tle(sgc->tleSortGroupRef, tlist);
+        group_exprs = lappend(group_exprs, tle->expr);
+    }
+    if (tlist == NIL)
+        return;
+    UpperInfo *u = static_cast<UpperInfo *>(palloc0(sizeof(UpperInfo)));
+    u->base = base;
+    u->info = info;
+    u->tlist = tlist;
+    u->grouped = true;
+    u->group_exprs = group_exprs;
+    u->having = having;
+    u->rows = group_exprs == NIL
+                  ? 1
+                  : estimate_num_groups(root, group_exprs, base->rows, nullptr, nullptr);
+    if (having != NIL)
+        u->rows = clamp_row_est(u->rows * 0.5);
+    // Picodata reads the rows where they are and sends the groups: cheaper than fetching every
+    // row (the scan's estimate) and aggregating here.
+    u->startup = 10 + base->rows * cpu_operator_cost;
+    u->total = u->startup + u->rows * cpu_tuple_cost * kRowTransfer;
+    output->fdw_private = u;
+    add_path(output, reinterpret_cast<Path *>(
+                         create_foreign_upper_path(root, output, output->reltarget, u->rows,
+                                                   u->startup, u->total, NIL, nullptr, NIL)));
+}
+
+// ---- ORDER BY -------------------------------------------------------------------------------
+
+// The expression of `ec` Picodata can sort by, or null.
+Expr *sort_expr(PlannerInfo *root, UpperInfo *u, EquivalenceClass *ec) {
+    if (ec->ec_has_volatile)
+        return nullptr;
+    ListCell *lc;
+    foreach (lc, ec->ec_members) {
+        EquivalenceMember *em = static_cast<EquivalenceMember *>(lfirst(lc));
+        if (em->em_is_const || em->em_is_child)
+            continue;
+        Expr *expr = em->em_expr;
+        if (u->grouped) {
+            // Only what the remote select list has (a grouping expression or an aggregate).
+            bool listed = false;
+            ListCell *tc;
+            foreach (tc, u->tlist)
+                if (equal(lfirst_node(TargetEntry, tc)->expr, expr))
+                    listed = true;
+            if (!listed)
+                continue;
+        } else if (contain_agg_clause(reinterpret_cast<Node *>(expr))) {
+            continue;
+        }
+        if (is_foreign_expr(root, u->base, expr))
+            return expr;
+    }
+    return nullptr;
+}
+
+bool order_ok(PathKey *pk, Expr *expr) {
+    Oid type = exprType(reinterpret_cast<Node *>(expr));
+    if (!(is_number(type) || is_text(type) || type == TIMESTAMPTZOID))
+        return false;
+    // Picodata compares strings by their bytes.
+    Oid collation = pk->pk_eclass->ec_collation;
+    if (is_text(type) && OidIsValid(collation) && !lc_collate_is_c(collation))
+        return false;
+    // Only the type's default ordering (what ASC/DESC means there).
+    Oid opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+    if (!OidIsValid(opclass) || get_opclass_family(opclass) != pk->pk_opfamily)
+        return false;
+    return pk->pk_strategy == BTLessStrategyNumber || pk->pk_strategy == BTGreaterStrategyNumber;
+}
+
+void add_ordered_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, UpperInfo *prev,
+                       RelOptInfo *output) {
+    if (root->sort_pathkeys == NIL || root->parse->hasWindowFuncs ||
+        root->parse->distinctClause != NIL)
+        return;
+    UpperInfo *u;
+    if (prev != nullptr) {
+        if (prev->order_exprs != NIL || prev->has_limit)
+            return;
+        u = copy_info(prev);
+    } else {
+        u = static_cast<UpperInfo *>(palloc0(sizeof(UpperInfo)));
+        u->base = base;
+        u->info = info;
+        if (!column_tlist(base, root->upper_targets[UPPERREL_ORDERED], &u->tlist))
+            return;
+        u->rows = base->rows;
+        u->startup = 10;
+        u->total = 10 + base->rows * cpu_tuple_cost * kRowTransfer;
+    }
+    List *exprs = NIL, *flags = NIL;
+    ListCell *lc;
+    foreach (lc, root->sort_pathkeys) {
+        PathKey *pk = lfirst_node(PathKey, lc);
+        Expr *expr = sort_expr(root, u, pk->pk_eclass);
+        if (expr == nullptr || !order_ok(pk, expr))
+            return;
+        exprs = lappend(exprs, expr);
+        flags = lappend_int(flags, (pk->pk_strategy == BTGreaterStrategyNumber ? kOrderDesc : 0) |
+                                       (pk->pk_nulls_first ? kOrderNullsFirst : 0));
+    }
+    u->order_exprs = exprs;
+    u->order_flags = flags;
+    u->pathkeys = root->sort_pathkeys;
+    // Picodata sorts before it sends the first row; cheaper than sorting here.
+    Cost sort = u->rows * cpu_operator_cost;
+    u->startup = u->total - u->rows * cpu_tuple_cost * kRowTransfer + sort;
+    u->total += sort;
+    output->fdw_private = u;
+    add_path(output, reinterpret_cast<Path *>(create_foreign_upper_path(
+                         root, output, root->upper_targets[UPPERREL_ORDERED], u->rows, u->startup,
+                         u->total, u->pathkeys, nullptr, NIL)));
+}
+
+// ---- LIMIT ----------------------------------------------------------------------------------
+
+// A LIMIT or OFFSET value known now: false for a parameter or an expression.
+bool constant_count(Node *node, int64 *value) {
+    *value = 0;
+    if (node == nullptr)
+        return true;
+    if (!IsA(node, Const))
+        return false;
+    Const *c = reinterpret_cast<Const *>(node);
+    if (c->constisnull || c->consttype != INT8OID)
+        return false;
+    *value = DatumGetInt64(c->constvalue);
+    return *value >= 0;
+}
+
+void add_final_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, UpperInfo *prev,
+                     RelOptInfo *output, FinalPathExtraData *extra) {
+    Query *parse = root->parse;
+    if (!extra->limit_needed || parse->limitCount == nullptr ||
+        parse->limitOption == LIMIT_OPTION_WITH_TIES)
+        return;
+    int64 count = 0, offset = 0;
+    if (!constant_count(parse->limitCount, &count) || !constant_count(parse->limitOffset, &offset))
+        return;
+    if (count == 0 || count > PG_INT64_MAX - offset || offset > PG_INT32_MAX)
+        return;
+    UpperInfo *u;
+    if (prev != nullptr) {
+        if (prev->has_limit)
+            return;
+        u = copy_info(prev);
+    } else {
+        // LIMIT straight over the table (no ORDER BY, no grouping).
+        if (parse->sortClause != NIL || parse->hasAggs || parse->groupClause != NIL ||
+            parse->distinctClause != NIL || parse->hasWindowFuncs)
+            return;
+        u = static_cast<UpperInfo *>(palloc0(sizeof(UpperInfo)));
+        u->base = base;
+        u->info = info;
+        if (!column_tlist(base, root->upper_targets[UPPERREL_FINAL], &u->tlist))
+            return;
+        u->rows = base->rows;
+        u->startup = 10;
+        u->total = 10 + base->rows * cpu_tuple_cost * kRowTransfer;
+    }
+    u->has_limit = true;
+    u->limit = count + offset;
+    u->offset = offset;
+    double fetched = Min(u->rows, static_cast<double>(u->limit));
+    u->rows = clamp_row_est(Max(fetched - static_cast<double>(offset), 1.0));
+    // Picodata stops after n + m rows: only those travel.
+    u->startup = u->startup * 0.5;
+    u->total = u->startup + fetched * cpu_tuple_cost * kRowTransfer;
+    output->fdw_private = u;
+    add_path(output, reinterpret_cast<Path *>(create_foreign_upper_path(
+                         root, output, root->upper_targets[UPPERREL_FINAL], u->rows, u->startup,
+                         u->total, u->pathkeys, nullptr, NIL)));
+}
+
+// ---- execution ------------------------------------------------------------------------------
+
+struct UpperState {
+    RoutedStatement *st;
+    int64 offset;
+    bool executed;
+    int cur_result;
+    int cur_row;
+    int64 skipped;
+    int natts;
+    FmgrInfo *in;
+    Oid *ioparams;
+    Oid *types;
+    int32 *typmods;
+    MemoryContext tuple_cxt;
+};
+
+// A value Picodata returned, in the local result type. Integers may come back as decimals
+// (sum of integers is a decimal in Picodata): those go through numeric.
+Datum read_value(UpperState *us, int i, char *text) {
+    Oid type = us->types[i];
+    if ((type == INT2OID || type == INT4OID || type == INT8OID) &&
+        strpbrk(text, ".eE") != nullptr) {
+        Datum n = DirectFunctionCall3(numeric_in, CStringGetDatum(text),
+                                      ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+        if (type == INT8OID)
+            return DirectFunctionCall1(numeric_int8, n);
+        if (type == INT4OID)
+            return DirectFunctionCall1(numeric_int4, n);
+        return DirectFunctionCall1(numeric_int2, n);
+    }
+    return InputFunctionCall(&us->in[i], text, us->ioparams[i], us->typmods[i]);
+}
+
+}  // namespace
+
+void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+                             RelOptInfo *output_rel, void *extra) {
+    if (output_rel->fdw_private != nullptr)
+        return;
+    if (stage != UPPERREL_GROUP_AGG && stage != UPPERREL_ORDERED && stage != UPPERREL_FINAL)
+        return;
+    UpperInfo *prev = nullptr;
+    RelOptInfo *base;
+    if (input_rel->reloptkind == RELOPT_BASEREL) {
+        base = input_rel;
+    } else if (input_rel->reloptkind == RELOPT_UPPER_REL && input_rel->fdw_private != nullptr) {
+        prev = static_cast<UpperInfo *>(input_rel->fdw_private);
+        base = prev->base;
+    } else {
+        return;
+    }
+    RelInfo *info = static_cast<RelInfo *>(base->fdw_private);
+    if (!base_is_pushable(root, base, info))
+        return;
+    switch (stage) {
+        case UPPERREL_GROUP_AGG:
+            if (prev == nullptr)
+                add_grouping_paths(root, base, info, output_rel,
+                                   static_cast<GroupPathExtraData *>(extra));
+            break;
+        case UPPERREL_ORDERED:
+            add_ordered_paths(root, base, info, prev, output_rel);
+            break;
+        case UPPERREL_FINAL:
+            add_final_paths(root, base, info, prev, output_rel,
+                            static_cast<FinalPathExtraData *>(extra));
+            break;
+        default:
+            break;
+    }
+}
+
+ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
+    UpperInfo *u = static_cast<UpperInfo *>(rel->fdw_private);
+    RangeTblEntry *rte = planner_rt_fetch(u->base->relid, root);
+    Oid relid = rte->relid;
+    TableInfo *table = u->info->table;
+    List *params = NIL;
+    StringInfoData sql, tail;
+    initStringInfo(&sql);
+    initStringInfo(&tail);
+    int nestlevel = set_transmission_modes();
+    appendStringInfoString(&sql, "SELECT ");
+    ListCell *lc;
+    foreach (lc, u->tlist) {
+        if (lc != list_head(u->tlist))
+            appendStringInfoString(&sql, ", ");
+        deparse_expr(&sql, relid, reinterpret_cast<Node *>(lfirst_node(TargetEntry, lc)->expr),
+                     &params);
+    }
+    appendStringInfo(&sql, " FROM %s", quote_remote_identifier(table->remote_table));
+    List *conds = u->info->remote_conds;
+    foreach (lc, conds) {
+        appendStringInfoString(&sql, lc == list_head(conds) ? " WHERE " : " AND ");
+        deparse_expr(&sql, relid, reinterpret_cast<Node *>(lfirst_node(RestrictInfo, lc)->clause),
+                     &params);
+    }
+    foreach (lc, u->group_exprs) {
+        appendStringInfoString(&tail, lc == list_head(u->group_exprs) ? " GROUP BY " : ", ");
+        deparse_expr(&tail, relid, static_cast<Node *>(lfirst(lc)), &params);
+    }
+    foreach (lc, u->having) {
+        appendStringInfoString(&tail, lc == list_head(u->having) ? " HAVING " : " AND ");
+        deparse_expr(&tail, relid, static_cast<Node *>(lfirst(lc)), &params);
+    }
+    ListCell *fc;
+    forboth(lc, u->order_exprs, fc, u->order_flags) {
+        appendStringInfoString(&tail, lc == list_head(u->order_exprs) ? " ORDER BY " : ", ");
+        deparse_expr(&tail, relid, static_cast<Node *>(lfirst(lc)), &params);
+        int flags = lfirst_int(fc);
+        appendStringInfoString(&tail, (flags & kOrderDesc) ? " DESC" : " ASC");
+        appendStringInfoString(&tail, (flags & kOrderNullsFirst) ? " NULLS FIRST" : " NULLS LAST");
+    }
+    if (u->has_limit)
+        appendStringInfo(&tail, " LIMIT " INT64_FORMAT, u->limit);
+    reset_transmission_modes(nestlevel);
+    // Routed to the owner when the key is fixed to a single value (lists of keys are not pushed:
+    // see base_is_pushable).
+    List *key_exprs = NIL;
+    List *key_kinds = analyze_key_clauses(table, u->base->relid, conds, &key_exprs);
+    List *fdw_exprs = list_concat(list_copy(params), key_exprs);
+    List *fdw_private =
+        list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
+                   key_kinds, makeBoolean(conds != NIL));
+    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(u->offset)));
+    return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, u->tlist, NIL, outer_plan);
+}
+
+void upper_begin(ForeignScanState *node, int eflags) {
+    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
+    EState *estate = node->ss.ps.state;
+    List *priv = plan->fdw_private;
+    Index rtindex = static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    Relation rel = ExecGetRangeTableRelation(estate, rtindex);
+    TableInfo *table = get_table_info(RelationGetRelid(rel));
+    // One statement, one answer: never scattered to the masters (such tables are not pushed).
+    table->scatter = static_cast<int>(Scatter::Coordinator);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        check_declaration_at_first_use(table);
+    UpperState *us = static_cast<UpperState *>(palloc0(sizeof(UpperState)));
+    us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
+                                   boolVal(list_nth(priv, UP_HAS_WHERE)), false, plan->fdw_exprs,
+                                   intVal(list_nth(priv, UP_NPARAMS)),
+                                   static_cast<List *>(list_nth(priv, UP_KEY_KINDS)));
+    us->st->tail = strVal(list_nth(priv, UP_TAIL));
+    us->offset = intVal(list_nth(priv, UP_OFFSET));
+    TupleDesc desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+    us->natts = desc->natts;
+    us->in = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (desc->natts + 1)));
+    us->ioparams = static_cast<Oid *>(palloc0(sizeof(Oid) * (desc->natts + 1)));
+    us->types = static_cast<Oid *>(palloc0(sizeof(Oid) * (desc->natts + 1)));
+    us->typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (desc->natts + 1)));
+    for (int i = 0; i < desc->natts; i++) {
+        Form_pg_attribute attr = TupleDescAttr(desc, i);
+        Oid input;
+        getTypeInputInfo(attr->atttypid, &input, &us->ioparams[i]);
+        fmgr_info(input, &us->in[i]);
+        us->types[i] = attr->atttypid;
+        us->typmods[i] = attr->atttypmod;
+    }
+    us->tuple_cxt =
+        AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
+    node->fdw_state = us;
+}
+
+TupleTableSlot *upper_iterate(ForeignScanState *node) {
+    UpperState *us = static_cast<UpperState *>(node->fdw_state);
+    TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+    RoutedStatement *st = us->st;
+    if (!us->executed) {
+        execute_routed(st, node->ss.ps.ps_ExprContext);
+        us->executed = true;
+        us->cur_result = 0;
+        us->cur_row = 0;
+        us->skipped = 0;
+        for (int i = 0; i < st->nresults; i++) {
+            PGresult *res = st->results[i];
+            if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != us->natts)
+                ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
+                                errmsg("picoroute: the remote query returned %d columns, "
+                                       "expected %d",
+                                       PQnfields(res), us->natts),
+                                errcontext("remote SQL: %s%s", st->sql, st->tail)));
+        }
+    }
+    for (;;) {
+        while (us->cur_result < st->nresults &&
+               us->cur_row >= PQntuples(st->results[us->cur_result])) {
+            us->cur_result++;
+            us->cur_row = 0;
+        }
+        if (us->cur_result >= st->nresults)
+            return ExecClearTuple(slot);
+        if (us->skipped >= us->offset)
+            break;
+        // OFFSET is not in Picodata's grammar: the statement asked for n + m rows.
+        us->skipped++;
+        us->cur_row++;
+    }
+    PGresult *res = st->results[us->cur_result];
+    ExecClearTuple(slot);
+    MemoryContextReset(us->tuple_cxt);
+    MemoryContext old = MemoryContextSwitchTo(us->tuple_cxt);
+    for (int i = 0; i < us->natts; i++) {
+        bool isnull = PQgetisnull(res, us->cur_row, i);
+        slot->tts_isnull[i] = isnull;
+        slot->tts_values[i] =
+            isnull ? (Datum)0 : read_value(us, i, PQgetvalue(res, us->cur_row, i));
+    }
+    MemoryContextSwitchTo(old);
+    ExecStoreVirtualTuple(slot);
+    us->cur_row++;
+    return slot;
+}
+
+void upper_rescan(ForeignScanState *node) {
+    UpperState *us = static_cast<UpperState *>(node->fdw_state);
+    if (node->ss.ps.chgParam != nullptr || !us->executed) {
+        release_results(us->st);
+        us->executed = false;
+    }
+    us->cur_result = 0;
+    us->cur_row = 0;
+    us->skipped = 0;
+}
+
+void upper_end(ForeignScanState *node) {
+    UpperState *us = static_cast<UpperState *>(node->fdw_state);
+    if (us != nullptr)
+        release_results(us->st);
+}
+
+void upper_explain(ForeignScanState *node, ExplainState *es) {
+    UpperState *us = static_cast<UpperState *>(node->fdw_state);
+    RoutedStatement *st = us->st;
+    const char *sql = psprintf("%s%s", st->sql, st->tail);
+    const char *routing = st->routing;
+    if (routing == nullptr) {
+        ExprContext *econtext = node->ss.ps.ps_ExprContext;
+        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
+    }
+    ExplainPropertyText("Remote SQL", sql, es);
+    ExplainPropertyText("Routing", routing, es);
+    if (us->offset > 0)
+        ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
+}
+
+}  // namespace picoroute::pg::fdw
