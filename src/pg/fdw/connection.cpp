@@ -560,6 +560,17 @@ uint64_t rows_of(const PGresult *result) {
 
 }  // namespace
 
+bool cancel_statement(Connection *c) noexcept {
+    // PQcancel asks the instance, over a new connection, to stop the statement.
+    PGcancel *cancel = c->busy ? PQgetCancel(c->conn) : nullptr;
+    if (cancel == nullptr)
+        return false;
+    char error[256];
+    bool sent = PQcancel(cancel, error, sizeof(error)) != 0;
+    PQfreeCancel(cancel);
+    return sent;
+}
+
 std::vector<Abandoned> InFlight::abandon() {
     std::vector<Abandoned> out;
     std::vector<Connection *> waiting;
@@ -567,15 +578,7 @@ std::vector<Abandoned> InFlight::abandon() {
         Abandoned a;
         a.address = c->address;
         out.push_back(a);
-        // PQcancel asks the instance, over a new connection, to stop the statement.
-        PGcancel *cancel = c->busy ? PQgetCancel(c->conn) : nullptr;
-        bool sent = false;
-        if (cancel != nullptr) {
-            char error[256];
-            sent = PQcancel(cancel, error, sizeof(error)) != 0;
-            PQfreeCancel(cancel);
-        }
-        waiting.push_back(sent ? c : nullptr);
+        waiting.push_back(cancel_statement(c) ? c : nullptr);
     }
     // Bounded wait for the answers: a cancelled statement ends with an error (not applied); one
     // that had finished answers normally (applied).

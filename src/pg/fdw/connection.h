@@ -105,6 +105,10 @@ void sweep_connections();
 
 // Closes and forgets one connection (e.g. after a failure).
 void discard_connection(Connection *connection);
+// Sends a cancel request for the statement `connection` is running (nothing when it is idle).
+// True when the request was delivered; the answer is still to be read. Plain libpq: no
+// PostgreSQL call, safe on error paths.
+bool cancel_statement(Connection *connection) noexcept;
 
 // get_connection + send_statement. A cached connection on which the send fails at once is
 // reopened once and the statement sent again: it never left this process.

@@ -270,13 +270,12 @@ std::map<Oid, uint64_t> checked;
 
 namespace picoroute::pg::fdw {
 
-void check_declaration_at_first_use(TableInfo *table) {
+void check_declaration_at_first_use(TableInfo *table, Oid userid) {
     uint64_t generation = 0;
     guarded([&] { generation = current_map().generation; });
     auto it = checked.find(table->relid);
     if (it != checked.end() && it->second == generation)
         return;
-    Oid userid = GetUserId();
     guarded([&] {
         Declared d = read_declared(table->relid, table);
         Remote r;

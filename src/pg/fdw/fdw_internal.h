@@ -88,7 +88,7 @@ int insert_row_limit(const TableInfo *table);
 // ---- declarations checked against the cluster (declcheck.cpp) --------------------------------
 // At the first use of a table in a session (and after each change of the map): errors when the
 // table's sharding key, tier, distribution or key column types disagree with _pico_table.
-void check_declaration_at_first_use(TableInfo *table);
+void check_declaration_at_first_use(TableInfo *table, Oid userid);
 
 // ---- values in Picodata's format (values.cpp) ----------------------------------------------
 // Sets DateStyle ISO, IntervalStyle postgres, extra_float_digits 3 and TimeZone UTC for the

@@ -167,7 +167,7 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
     InsertState *s = static_cast<InsertState *>(palloc0(sizeof(InsertState)));
     s->rel = rel;
     s->table = get_table_info(RelationGetRelid(rel));
-    check_declaration_at_first_use(s->table);
+    check_declaration_at_first_use(s->table, userid);
     s->target_attrs = target_attrs;
     s->nattrs = list_length(s->target_attrs);
     s->userid = userid;
@@ -531,16 +531,16 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
     if (plan->scan.scanrelid == 0)
         rel = ExecOpenScanRelation(estate, node->resultRelInfo->ri_RangeTableIndex, 0);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
+    Oid userid = user_for_rte(exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-        check_declaration_at_first_use(table);
+        check_declaration_at_first_use(table, userid);
     List *priv = plan->fdw_private;
     DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
     ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
                                    boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
                                    intVal(list_nth(priv, PRIV_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
-    RangeTblEntry *rte = exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate);
-    ds->st->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+    ds->st->userid = userid;
     ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
     node->fdw_state = ds;
 }

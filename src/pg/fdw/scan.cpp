@@ -416,20 +416,21 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     Relation rel = node->ss.ss_currentRelation;
     TableInfo *table = get_table_info(RelationGetRelid(rel));
+    EState *estate = node->ss.ps.state;
+    // Through a view, the view owner's user mapping (as postgres_fdw does).
+    Index rti = plan->scan.scanrelid > 0 ? plan->scan.scanrelid
+                                         : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    RangeTblEntry *rte = exec_rt_fetch(rti, estate);
+    Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-        check_declaration_at_first_use(table);
+        check_declaration_at_first_use(table, userid);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     List *priv = plan->fdw_private;
     ss->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
                                    boolVal(list_nth(priv, PRIV_HAS_WHERE)), false, plan->fdw_exprs,
                                    intVal(list_nth(priv, PRIV_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
-    EState *estate = node->ss.ps.state;
-    // Through a view, the view owner's user mapping (as postgres_fdw does).
-    Index rti = plan->scan.scanrelid > 0 ? plan->scan.scanrelid
-                                         : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
-    RangeTblEntry *rte = exec_rt_fetch(rti, estate);
-    ss->st->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+    ss->st->userid = userid;
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));

@@ -59,9 +59,13 @@ void RowStream::release(Source &s) noexcept {
     s.conn = nullptr;
     c->reader = nullptr;
     // An answer that has fully arrived costs nothing to finish, and the connection stays cached.
-    // Otherwise closing the connection is what stops the statement on the server.
-    if (!finish_if_arrived(c))
+    // Otherwise the instance is asked to cancel the statement (a closed connection alone does not
+    // stop a statement that is not sending rows, such as a slow filter or a sleep), and the
+    // connection is closed without waiting for the answer.
+    if (!finish_if_arrived(c)) {
+        cancel_statement(c);
         discard_connection(c);
+    }
 }
 
 void RowStream::start() {

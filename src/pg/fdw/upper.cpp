@@ -29,6 +29,7 @@ extern "C" {
 #include "commands/defrem.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
@@ -498,13 +499,17 @@ void upper_begin(ForeignScanState *node, int eflags) {
     TableInfo *table = get_table_info(RelationGetRelid(rel));
     // One statement, one answer: never scattered to the masters (such tables are not pushed).
     table->scatter = static_cast<int>(Scatter::Coordinator);
+    // Through a view, the view owner's user mapping (as for scans).
+    RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
+    Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-        check_declaration_at_first_use(table);
+        check_declaration_at_first_use(table, userid);
     UpperState *us = static_cast<UpperState *>(palloc0(sizeof(UpperState)));
     us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
                                    boolVal(list_nth(priv, UP_HAS_WHERE)), false, plan->fdw_exprs,
                                    intVal(list_nth(priv, UP_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, UP_KEY_KINDS)));
+    us->st->userid = userid;
     us->st->tail = strVal(list_nth(priv, UP_TAIL));
     us->offset = intVal(list_nth(priv, UP_OFFSET));
     TupleDesc desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
