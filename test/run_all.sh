@@ -71,8 +71,19 @@ if [ -d test/t ] && ls test/t/*.pl >/dev/null 2>&1; then
     for version in ${PICOROUTE_PICODATA_VERSIONS:-25.5 head}; do
         step "multi-node TAP tests (prove), emulated Picodata $version"
         t0=$(date +%s)
-        as_user bash -c "cd '$WORK' && PICOROUTE_PICODATA_VERSION=$version PATH=$(pg_config --bindir):\$PATH prove -v -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/*.pl" \
-            || tap_failed="$tap_failed $version"
+        if ! as_user bash -c "cd '$WORK' && PICOROUTE_PICODATA_VERSION=$version PATH=$(pg_config --bindir):\$PATH prove -v -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/*.pl"; then
+            tap_failed="$tap_failed $version"
+            # The end of the log of each test file that failed or died (the TAP output above has
+            # only the assertions).
+            for log in "$WORK"/tmp_check/log/regress_log_*; do
+                if grep -qE '^\[[^]]*\] *not ok|Looks like your test exited|Bailout' "$log"; then
+                    echo "---- $version: tail of ${log##*/}"
+                    tail -40 "$log"
+                fi
+            done
+        fi
+        # Each version keeps its own TAP data and logs (a failed test leaves its data directory).
+        as_user bash -c "cd '$WORK' && if [ -d tmp_check ]; then mv tmp_check tmp_check-$version; fi"
         echo "TAP suites on Picodata $version took $(( $(date +%s) - t0 )) s"
     done
     if [ -n "$tap_failed" ]; then
