@@ -118,13 +118,13 @@ def main():
         node.psql(f"""
 CREATE EXTENSION picoroute;
 CREATE EXTENSION postgres_fdw;
--- The emulated instances are PostgreSQL servers: no Picodata OPTION clause nor startup options;
--- scatter 'masters' is used as on Picodata 26.2.1+.
+-- picoroute reaches the instances through their Picodata fronts and lifts the row limits of its
+-- keyless reads with its default OPTION clause, as against Picodata; scatter 'masters' is used as on
+-- Picodata 26.2.1+.
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', execution_options 'off');
+  OPTIONS (tier 'default', dbname 'picodata');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1',
-           execution_options 'off');
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico
   OPTIONS (user '{peers.EMU_USER}', password '{peers.EMU_PASSWORD}');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m
