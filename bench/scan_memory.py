@@ -12,7 +12,7 @@ volatile local filter, so that neither wrapper can push the aggregate down and e
 fetched):
   picoroute          foreign table, scatter 'coordinator' (one instance returns every row)
   picoroute_masters  foreign table, scatter 'masters' (both masters stream at once)
-  pg_fdw             postgres_fdw foreign table on the same coordinator (fetch_size 100)
+  pg_fdw             postgres_fdw foreign table on the same coordinator's private port (fetch_size 100)
   pg_fdw_10k         the same with fetch_size 10000
 
 Memory: each measurement runs in a new session. After a warm-up statement through the same
@@ -107,6 +107,9 @@ def main():
         st = emu.status()
         masters = {i["replicaset"]: i["port"] for i in st["instances"] if i["role"] == "master"}
         coord = sorted(masters.values())[0]
+        # postgres_fdw cannot speak Picodata's dialect (transactions, cursors): it reads the same
+        # instance on its private PostgreSQL port, spared the front's cost.
+        coord_private = next(i["private_port"] for i in st["instances"] if i["port"] == coord)
         emu.cli("create-table", "big", "--columns", "id int8, name text, v int8")
         left, start = a.rows, 1
         while left > 0:
@@ -134,7 +137,7 @@ CREATE FOREIGN TABLE big_pr (id bigint, name text, v bigint) SERVER pico
 CREATE FOREIGN TABLE big_prm (id bigint, name text, v bigint) SERVER pico_m
   OPTIONS (table_name 'big', sharding_key 'id');
 CREATE SERVER fdw FOREIGN DATA WRAPPER postgres_fdw
-  OPTIONS (host '{HOST}', port '{coord}', dbname '{peers.EMU_DB}');
+  OPTIONS (host '{HOST}', port '{coord_private}', dbname '{peers.EMU_DB}');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fdw
   OPTIONS (user '{peers.EMU_USER}', password '{peers.EMU_PASSWORD}');
 CREATE FOREIGN TABLE big_fdw (id bigint, name text, v bigint) SERVER fdw
