@@ -1,22 +1,13 @@
-// Shared memory of picoroute: the double-buffered topology snapshot and the worker status block.
+// The shared topology map (see map_store.h): two snapshot slots behind a sequence lock, the publish
+// lock that orders writers, and each backend's local copy of the current image.
 extern "C" {
 #include "postgres.h"
 
-#include "miscadmin.h"
-#include "pgstat.h"
 #include "port/atomics.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/proc.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
-#include "utils/timestamp.h"
-#include "utils/wait_event.h"
 }
 
-#include "core/address.h"
 #include "core/errors.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -41,20 +32,12 @@ struct SharedState {
     LWLock *publish_lock;
     pg_atomic_uint32 current_slot;
     pg_atomic_uint64 generation;
+    pg_atomic_uint32 over_capacity;  // the last topology offered to publish() did not fit
     Size slot_capacity;
     Size slot_stride;
-
-    slock_t mutex;      // protects everything below
-    StatusCopy status;  // what picoroute_status shows (its generation field is unused here)
-    int worker_procno;
-    uint64 last_finished_seq;
-    bool last_finished_failed;
-    ConditionVariable refresh_cv;
 };
 
 SharedState *shared = nullptr;
-shmem_request_hook_type prev_shmem_request_hook = nullptr;
-shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
 // Backend-local copy of the current image.
 struct LocalCopy {
@@ -82,43 +65,6 @@ Slot *slot_at(uint32 index) {
 
 char *slot_data(Slot *slot) {
     return reinterpret_cast<char *>(slot) + slot_header_size();
-}
-
-void request_shmem() {
-    if (prev_shmem_request_hook)
-        prev_shmem_request_hook();
-    RequestAddinShmemSpace(shared_size(snapshot_capacity(configured_limits())));
-    RequestNamedLWLockTranche("picoroute", 1);
-}
-
-void startup_shmem() {
-    if (prev_shmem_startup_hook)
-        prev_shmem_startup_hook();
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    Size capacity = snapshot_capacity(configured_limits());
-    bool found = false;
-    shared =
-        static_cast<SharedState *>(ShmemInitStruct("picoroute", shared_size(capacity), &found));
-    if (!found) {
-        memset(shared, 0, MAXALIGN(sizeof(SharedState)));
-        shared->publish_lock = &(GetNamedLWLockTranche("picoroute"))->lock;
-        pg_atomic_init_u32(&shared->current_slot, 0);
-        pg_atomic_init_u64(&shared->generation, 0);
-        shared->slot_capacity = capacity;
-        shared->slot_stride = add_size(slot_header_size(), MAXALIGN(capacity));
-        for (uint32 i = 0; i < 2; i++) {
-            Slot *slot = slot_at(i);
-            pg_atomic_init_u64(&slot->seq, 0);
-            slot->generation = 0;
-            slot->size = 0;
-        }
-        SpinLockInit(&shared->mutex);
-        shared->status.worker_pid = 0;
-        shared->worker_procno = -1;
-        shared->status.state = WorkerState::NotStarted;
-        ConditionVariableInit(&shared->refresh_cv);
-    }
-    LWLockRelease(AddinShmemInitLock);
 }
 
 const SnapshotView *the_empty_view() {
@@ -152,11 +98,34 @@ SnapshotLimits configured_limits() {
                           static_cast<uint32_t>(setting_max_bucket_ranges)};
 }
 
-void map_store_install_hooks() {
-    prev_shmem_request_hook = shmem_request_hook;
-    shmem_request_hook = request_shmem;
-    prev_shmem_startup_hook = shmem_startup_hook;
-    shmem_startup_hook = startup_shmem;
+Size map_store_shmem_size() {
+    return shared_size(snapshot_capacity(configured_limits()));
+}
+
+void map_store_request_lock() {
+    RequestNamedLWLockTranche("picoroute", 1);
+}
+
+void map_store_shmem_init() {
+    Size capacity = snapshot_capacity(configured_limits());
+    bool found = false;
+    shared =
+        static_cast<SharedState *>(ShmemInitStruct("picoroute", shared_size(capacity), &found));
+    if (found)
+        return;
+    memset(shared, 0, MAXALIGN(sizeof(SharedState)));
+    shared->publish_lock = &(GetNamedLWLockTranche("picoroute"))->lock;
+    pg_atomic_init_u32(&shared->current_slot, 0);
+    pg_atomic_init_u64(&shared->generation, 0);
+    pg_atomic_init_u32(&shared->over_capacity, 0);
+    shared->slot_capacity = capacity;
+    shared->slot_stride = add_size(slot_header_size(), MAXALIGN(capacity));
+    for (uint32 i = 0; i < 2; i++) {
+        Slot *slot = slot_at(i);
+        pg_atomic_init_u64(&slot->seq, 0);
+        slot->generation = 0;
+        slot->size = 0;
+    }
 }
 
 bool map_store_available() {
@@ -213,8 +182,21 @@ uint64_t published_generation() {
 
 namespace {
 
-// Makes `image` current; the caller holds the publish lock and checked the size.
-bool publish_image(const std::string &image) {
+// Holds the publish lock for its lifetime. LWLockAcquire may only fail by ERROR on a broken lock;
+// it holds interrupts off until the release, so nothing between them can raise one.
+class PublishLock {
+  public:
+    PublishLock() {
+        pg_call([] { LWLockAcquire(shared->publish_lock, LW_EXCLUSIVE); });
+    }
+    ~PublishLock() { LWLockRelease(shared->publish_lock); }
+    PublishLock(const PublishLock &) = delete;
+    PublishLock &operator=(const PublishLock &) = delete;
+};
+
+// Makes `image` current unless it equals the current image; the caller holds the publish lock and
+// checked the size. Writes only plain memory: nothing here throws.
+bool publish_image(const std::string &image) noexcept {
     Assert(LWLockHeldByMeInMode(shared->publish_lock, LW_EXCLUSIVE));
     uint32 current = pg_atomic_read_u32(&shared->current_slot);
     Slot *cur = slot_at(current);
@@ -232,197 +214,43 @@ bool publish_image(const std::string &image) {
     pg_atomic_fetch_add_u64(&target->seq, 1);  // even again
     pg_atomic_exchange_u32(&shared->current_slot, 1 - current);
     pg_atomic_write_u64(&shared->generation, generation);
-
-    SnapshotView view(image.data(), image.size());
-    SpinLockAcquire(&shared->mutex);
-    shared->status.n_tiers = view.n_tiers();
-    shared->status.n_replicasets = view.n_replicasets();
-    shared->status.n_instances = view.n_instances();
-    shared->status.n_ranges = view.n_ranges();
-    SpinLockRelease(&shared->mutex);
     return true;
 }
 
+// The image of `topology`; throws Error(CapacityExceeded) when it does not fit the slots.
+std::string image_that_fits(const Topology &topology) {
+    std::string image = build_snapshot(topology, configured_limits());
+    if (image.size() > shared->slot_capacity)
+        throw Error(ErrorKind::CapacityExceeded,
+                    "the topology image needs " + std::to_string(image.size()) +
+                        " bytes but a shared slot holds " + std::to_string(shared->slot_capacity),
+                    "Raise picoroute.max_instances, picoroute.max_replicasets or "
+                    "picoroute.max_bucket_ranges (they size the slots) and restart the server.");
+    return image;
+}
+
 }  // namespace
 
-PublishResult publish_topology(const Topology &topology, std::optional<uint64_t> expected) {
+PublishOutcome publish(const Topology &topology, std::optional<uint64_t> expected) {
     std::string image;
     try {
-        image = build_snapshot(topology, configured_limits());
-        if (image.size() > shared->slot_capacity)
-            throw Error(ErrorKind::CapacityExceeded,
-                        "the topology image needs " + std::to_string(image.size()) +
-                            " bytes but a shared slot holds " +
-                            std::to_string(shared->slot_capacity),
-                        "Raise picoroute.max_instances, picoroute.max_replicasets or "
-                        "picoroute.max_bucket_ranges (they size the slots) and restart the "
-                        "server.");
+        image = image_that_fits(topology);
     } catch (const Error &e) {
-        if (e.kind() == ErrorKind::CapacityExceeded)
-            status_set_capacity_exceeded(true);
-        throw;
+        if (e.kind() != ErrorKind::CapacityExceeded)
+            throw;
+        pg_atomic_write_u32(&shared->over_capacity, 1);
+        return PublishOutcome{PublishResult::OverCapacity, published_generation(), e};
     }
-    status_set_capacity_exceeded(false);
-    // LWLockAcquire may only fail by ERROR on a broken lock; it holds interrupts off meanwhile.
-    pg_call([] { LWLockAcquire(shared->publish_lock, LW_EXCLUSIVE); });
+    pg_atomic_write_u32(&shared->over_capacity, 0);
+    PublishLock lock;
     PublishResult result = PublishResult::Conflict;
     if (!expected || pg_atomic_read_u64(&shared->generation) == *expected)
         result = publish_image(image) ? PublishResult::Published : PublishResult::Unchanged;
-    LWLockRelease(shared->publish_lock);
-    return result;
+    return PublishOutcome{result, pg_atomic_read_u64(&shared->generation), std::nullopt};
 }
 
-const char *worker_state_name(WorkerState state) {
-    switch (state) {
-        case WorkerState::NotStarted:
-            return "not started";
-        case WorkerState::Idle:
-            return "idle";
-        case WorkerState::Connecting:
-            return "connecting";
-        case WorkerState::Refreshing:
-            return "refreshing";
-        case WorkerState::Waiting:
-            return "waiting";
-        case WorkerState::Backoff:
-            return "backoff";
-        case WorkerState::Stopped:
-            return "stopped";
-    }
-    return "unknown";
-}
-
-StatusCopy read_status() {
-    StatusCopy copy;
-    SpinLockAcquire(&shared->mutex);
-    copy = shared->status;
-    SpinLockRelease(&shared->mutex);
-    copy.generation = pg_atomic_read_u64(&shared->generation);
-    return copy;
-}
-
-void status_worker_started(int pid) {
-    SpinLockAcquire(&shared->mutex);
-    shared->status.worker_pid = pid;
-    shared->worker_procno = MyProc->pgprocno;
-    shared->status.state = WorkerState::Idle;
-    SpinLockRelease(&shared->mutex);
-}
-
-void status_worker_stopped() {
-    SpinLockAcquire(&shared->mutex);
-    shared->status.worker_pid = 0;
-    shared->worker_procno = -1;
-    shared->status.state = WorkerState::Stopped;
-    SpinLockRelease(&shared->mutex);
-    ConditionVariableBroadcast(&shared->refresh_cv);
-}
-
-void status_set_state(WorkerState state) {
-    SpinLockAcquire(&shared->mutex);
-    shared->status.state = state;
-    SpinLockRelease(&shared->mutex);
-}
-
-namespace {
-
-// Copies a message into a status field, cut on a UTF-8 character boundary.
-template <size_t N>
-void set_text(char (&field)[N], const char *message) {
-    std::string text = utf8_truncate(message, N - 1);
-    SpinLockAcquire(&shared->mutex);
-    memcpy(field, text.c_str(), text.size() + 1);
-    SpinLockRelease(&shared->mutex);
-}
-
-}  // namespace
-
-void status_set_source(const char *instance) {
-    set_text(shared->status.source_instance, instance);
-}
-
-void status_count_reset() {
-    SpinLockAcquire(&shared->mutex);
-    shared->status.topology_resets++;
-    SpinLockRelease(&shared->mutex);
-}
-
-void status_set_error(const char *message) {
-    set_text(shared->status.last_error, message);
-}
-
-void status_set_warning(const char *message) {
-    set_text(shared->status.last_warning, message);
-}
-
-void status_set_capacity_exceeded(bool exceeded) {
-    SpinLockAcquire(&shared->mutex);
-    shared->status.capacity_exceeded = exceeded;
-    SpinLockRelease(&shared->mutex);
-}
-
-uint64_t status_refresh_begin() {
-    TimestampTz now = GetCurrentTimestamp();
-    SpinLockAcquire(&shared->mutex);
-    uint64 seq = ++shared->status.refreshes_started;
-    shared->status.last_refresh_start = now;
-    shared->status.state = WorkerState::Refreshing;
-    SpinLockRelease(&shared->mutex);
-    return seq;
-}
-
-void status_refresh_end(uint64_t seq, bool success) {
-    TimestampTz now = GetCurrentTimestamp();
-    SpinLockAcquire(&shared->mutex);
-    shared->status.refreshes_finished++;
-    if (!success)
-        shared->status.refreshes_failed++;
-    else
-        shared->status.last_success = now;
-    shared->status.last_refresh_end = now;
-    shared->last_finished_seq = seq;
-    shared->last_finished_failed = !success;
-    SpinLockRelease(&shared->mutex);
-    ConditionVariableBroadcast(&shared->refresh_cv);
-}
-
-void wake_worker() {
-    SpinLockAcquire(&shared->mutex);
-    int procno = shared->worker_procno;
-    SpinLockRelease(&shared->mutex);
-    if (procno >= 0)
-        SetLatch(&ProcGlobal->allProcs[procno].procLatch);
-}
-
-bool request_refresh_and_wait(int timeout_ms, bool *failed) {
-    SpinLockAcquire(&shared->mutex);
-    uint64 started_before = shared->status.refreshes_started;
-    SpinLockRelease(&shared->mutex);
-    wake_worker();
-
-    TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
-    bool done = false;
-    *failed = false;
-    ConditionVariablePrepareToSleep(&shared->refresh_cv);
-    for (;;) {
-        SpinLockAcquire(&shared->mutex);
-        int pid = shared->status.worker_pid;
-        if (shared->last_finished_seq > started_before) {
-            done = true;
-            *failed = shared->last_finished_failed;
-        }
-        SpinLockRelease(&shared->mutex);
-        if (done)
-            break;
-        long remaining = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-        if (remaining <= 0)
-            break;
-        if (pid == 0)
-            break;  // no worker to wait for
-        ConditionVariableTimedSleep(&shared->refresh_cv, Min(remaining, 100L), PG_WAIT_EXTENSION);
-    }
-    ConditionVariableCancelSleep();
-    return done;
+bool map_over_capacity() {
+    return pg_atomic_read_u32(&shared->over_capacity) != 0;
 }
 
 }  // namespace picoroute::pg

@@ -1,6 +1,7 @@
 // The shared-memory topology map: two snapshot slots published with a sequence lock, so a reader
 // sees either the previous image or the new one, never a mix, and never waits on the network or on
-// the publisher. Plus the worker's status and the refresh hand-shake.
+// the publisher. publish() is the one way a map reaches them (the worker in poll mode,
+// picoroute_apply_events in push mode). The worker's status lives in worker_status.h.
 //
 // Readers keep a backend-local copy of the current image and copy again only when the generation
 // moved, so a lookup is a few atomic reads plus a binary search on local memory.
@@ -8,20 +9,22 @@
 
 extern "C" {
 #include "postgres.h"
-#include "datatype/timestamp.h"
 }
 
+#include "core/errors.h"
 #include "core/snapshot.h"
 #include "core/topology.h"
 
 #include <cstdint>
 #include <optional>
-#include <string>
 
 namespace picoroute::pg {
 
-// Registers the shared-memory request (call from _PG_init while preloading).
-void map_store_install_hooks();
+// Shared memory, from the library's shmem hooks (picoroute.cpp): the size to request, the lock to
+// request, and the slots' creation or attachment (called with AddinShmemInitLock held).
+Size map_store_shmem_size();
+void map_store_request_lock();
+void map_store_shmem_init();
 // True once the shared memory exists (the library was preloaded).
 bool map_store_available();
 // ERROR with a hint when the library was not preloaded.
@@ -34,68 +37,25 @@ struct MapRef {
 };
 MapRef current_map();
 
-// Publishing (the worker, or a backend in push mode): the one way a map reaches shared memory.
-// Builds the image of `topology` against the configured capacities and, under the publish lock,
-// makes it current when the published generation is still `expected` (any generation when
-// std::nullopt); the generation moves only when the image differs from the current one. Records
-// in the status whether the topology fits; throws Error(CapacityExceeded) naming the setting when
-// it does not (the published map then stays as it was). Never waits on anything but the lock,
+// Publishing: builds the image of `topology` against the configured capacities and, under the
+// publish lock (taken and released here), makes it current when the published generation is still
+// `expected` (any generation when std::nullopt); the generation moves only when the image differs
+// from the current one. A topology that does not fit is refused: the published map stays as it
+// was, the outcome carries the Error(CapacityExceeded) that names the setting to raise, and
+// map_over_capacity() says so until a topology fits again. Never waits on anything but the lock,
 // held for one copy of the image.
-enum class PublishResult { Published, Unchanged, Conflict };
-PublishResult publish_topology(const Topology &topology,
-                               std::optional<uint64_t> expected = std::nullopt);
+enum class PublishResult { Published, Unchanged, Conflict, OverCapacity };
+struct PublishOutcome {
+    PublishResult result;
+    uint64_t generation;           // current when the lock was released (the new one if Published)
+    std::optional<Error> refusal;  // set exactly when result is OverCapacity
+};
+[[nodiscard]] PublishOutcome publish(const Topology &topology,
+                                     std::optional<uint64_t> expected = std::nullopt);
+// Whether the last topology offered to publish() was refused for capacity.
+bool map_over_capacity();
 // The generation of the current image (0 before the first publish); no copy is made.
 uint64_t published_generation();
 SnapshotLimits configured_limits();
-
-enum class WorkerState : uint32_t {
-    NotStarted,
-    Idle,
-    Connecting,
-    Refreshing,
-    Waiting,
-    Backoff,
-    Stopped
-};
-const char *worker_state_name(WorkerState state);
-
-// A consistent copy of the status block.
-struct StatusCopy {
-    int worker_pid;
-    WorkerState state;
-    char source_instance[256];
-    char last_error[1024];
-    char last_warning[1024];
-    TimestampTz last_refresh_start;
-    TimestampTz last_refresh_end;
-    TimestampTz last_success;
-    uint64_t generation;
-    uint64_t refreshes_started;
-    uint64_t refreshes_finished;
-    uint64_t refreshes_failed;
-    uint64_t topology_resets;
-    uint32_t n_tiers, n_replicasets, n_instances, n_ranges;
-    bool capacity_exceeded;
-};
-StatusCopy read_status();
-
-// Worker side.
-void status_worker_started(int pid);
-void status_worker_stopped();
-void status_set_state(WorkerState state);
-void status_set_source(const char *instance);  // "" when not connected
-void status_count_reset();                     // the topology was cleared and rebuilt
-void status_set_error(const char *message);    // "" clears
-void status_set_warning(const char *message);  // non-fatal: e.g. a tier whose buckets were not read
-void status_set_capacity_exceeded(bool exceeded);
-uint64_t status_refresh_begin();  // returns the refresh's sequence number
-void status_refresh_end(uint64_t seq, bool success);
-
-// Backend side of picoroute_refresh(): wakes the worker and waits until a refresh that started
-// after the call has finished. Returns false on timeout; `failed` tells whether that refresh
-// failed.
-bool request_refresh_and_wait(int timeout_ms, bool *failed);
-// Wakes the worker without waiting (e.g. after a connection failure).
-void wake_worker();
 
 }  // namespace picoroute::pg

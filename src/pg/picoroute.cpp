@@ -1,8 +1,12 @@
-// Library entry point: defines the settings and, when preloaded, the shared memory and the worker.
+// Library entry point: defines the settings and, when preloaded, the shared memory (the map store's
+// slots and the worker's status block, each with its own size and initialisation) and the worker.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 
 PG_MODULE_MAGIC;
 
@@ -12,11 +16,39 @@ void _PG_init(void);
 #include "pg/map_store.h"
 #include "pg/settings.h"
 #include "pg/worker.h"
+#include "pg/worker_status.h"
+
+namespace {
+
+shmem_request_hook_type prev_shmem_request_hook = nullptr;
+shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
+
+void request_shmem() {
+    if (prev_shmem_request_hook)
+        prev_shmem_request_hook();
+    RequestAddinShmemSpace(
+        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size()));
+    picoroute::pg::map_store_request_lock();
+}
+
+void startup_shmem() {
+    if (prev_shmem_startup_hook)
+        prev_shmem_startup_hook();
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    picoroute::pg::map_store_shmem_init();
+    picoroute::pg::worker_status_shmem_init();
+    LWLockRelease(AddinShmemInitLock);
+}
+
+}  // namespace
 
 void _PG_init(void) {
     picoroute::pg::define_settings();
     if (!process_shared_preload_libraries_in_progress)
         return;  // SQL functions then fail with a hint (require_preloaded)
-    picoroute::pg::map_store_install_hooks();
+    prev_shmem_request_hook = shmem_request_hook;
+    shmem_request_hook = request_shmem;
+    prev_shmem_startup_hook = shmem_startup_hook;
+    shmem_startup_hook = startup_shmem;
     picoroute::pg::register_worker();
 }

@@ -11,7 +11,6 @@ extern "C" {
 #include "pg/libpq_wait.h"
 #include "pg/poll_source.h"
 #include "pg/settings.h"
-#include "pg/worker.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -28,12 +27,6 @@ struct ResultDeleter {
     void operator()(PGresult *result) const { PQclear(result); }
 };
 using Result = std::unique_ptr<PGresult, ResultDeleter>;
-
-bool latch_callback() {
-    absorb_signal_barriers();
-    worker_wake_pending = true;
-    return ShutdownRequestPending;
-}
 
 int timeout_ms() {
     return setting_connect_timeout * 1000;
@@ -125,7 +118,7 @@ PGconn *PollSource::connect_configured(std::string &errors) {
     const char *keywords[] = {"dbname", "connect_timeout", "fallback_application_name", nullptr};
     const char *values[] = {conninfo, timeout.c_str(), "picoroute", nullptr};
     last_configured_attempt_ = GetCurrentTimestamp();
-    PGconn *conn = connect_with_deadline(keywords, values, timeout_ms(), latch_callback, error,
+    PGconn *conn = connect_with_deadline(keywords, values, timeout_ms(), on_latch_, error,
                                          sizeof(error), &outcome);
     if (outcome == WaitOutcome::Shutdown)
         throw SourceError("shutting down");
@@ -180,7 +173,7 @@ void PollSource::connect(const Topology &current) {
                 "dbname", "host", "port", "connect_timeout", "fallback_application_name", nullptr};
             const char *values[] = {conninfo,        target.host.c_str(), port.c_str(),
                                     timeout.c_str(), "picoroute",         nullptr};
-            conn_ = connect_with_deadline(keywords, values, timeout_ms(), latch_callback, error,
+            conn_ = connect_with_deadline(keywords, values, timeout_ms(), on_latch_, error,
                                           sizeof(error), &outcome);
             if (outcome == WaitOutcome::Shutdown)
                 throw SourceError("shutting down");
@@ -201,7 +194,7 @@ void PollSource::connect(const Topology &current) {
 PGresult *PollSource::run(const char *sql, int nparams, const char *const *params) {
     char error[1024];
     WaitOutcome outcome;
-    PGresult *result = exec_with_deadline(conn_, sql, nparams, params, timeout_ms(), latch_callback,
+    PGresult *result = exec_with_deadline(conn_, sql, nparams, params, timeout_ms(), on_latch_,
                                           error, sizeof(error), &outcome);
     if (result == nullptr) {
         std::string instance = conn_instance_;

@@ -8,6 +8,7 @@ extern "C" {
 
 #include "core/catalog.h"
 #include "core/source.h"
+#include "pg/libpq_wait.h"
 
 #include <string>
 
@@ -15,6 +16,9 @@ namespace picoroute::pg {
 
 class PollSource : public TopologySource {
   public:
+    // `on_latch` is what a set latch means during a network wait (the worker's wake-up and
+    // shutdown handling): it returns true when the wait must be abandoned.
+    explicit PollSource(LatchCallback on_latch) : on_latch_(on_latch) {}
     ~PollSource() override;
     SourceUpdate fetch(const Topology &current) override;
     void reset() override;
@@ -30,6 +34,7 @@ class PollSource : public TopologySource {
     CatalogRows read_catalog(std::vector<std::string> &warnings);
     void drop_connection();
 
+    LatchCallback on_latch_;
     PGconn *conn_ = nullptr;
     std::string conn_instance_;            // "host:port" of conn_
     std::string last_instance_;            // the instance the last successful fetch read from

@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(picoroute_restart_worker);
 #include "pg/map_store.h"
 #include "pg/settings.h"
 #include "pg/sql_common.h"
+#include "pg/worker_status.h"
 
 #include <csignal>
 #include <cstring>
@@ -126,7 +127,7 @@ extern "C" Datum picoroute_status_row(PG_FUNCTION_ARGS) {
         row.push_back(Cell::int4(static_cast<int32_t>(limits.max_replicasets)));
         row.push_back(Cell::int4(static_cast<int32_t>(limits.max_instances)));
         row.push_back(Cell::int4(static_cast<int32_t>(limits.max_bucket_ranges)));
-        row.push_back(Cell::boolean(status.capacity_exceeded));
+        row.push_back(Cell::boolean(map_over_capacity()));
         return make_result_row(fcinfo, row);
     });
 }
@@ -172,7 +173,7 @@ extern "C" Datum picoroute_refresh(PG_FUNCTION_ARGS) {
             throw SqlError(ERRCODE_SYSTEM_ERROR, "picoroute_refresh: the refresh failed",
                            status.last_error[0] ? status.last_error : "no error was recorded",
                            "The previous map is still in use; see picoroute_status.");
-        return status.generation;
+        return published_generation();
     });
     PG_RETURN_INT64(static_cast<int64>(generation));
 }
@@ -201,6 +202,12 @@ void check_interrupts() {
                    "Split the events into several calls of at most " +
                        std::to_string(kMaxEventsPerCall) + " events and " +
                        std::to_string(kMaxEventsBytes / (1024 * 1024)) + " MB.");
+}
+
+// The error of picoroute_apply_events for a core error: nothing was published.
+SqlError unchanged(const Error &e) {
+    return SqlError(sqlstate_for(e.kind()), std::string("picoroute_apply_events: ") + e.what(),
+                    "The topology map was not changed.", e.hint());
 }
 
 // Decodes the argument slice by slice (so memory stays bounded by one slice of text and the
@@ -258,9 +265,7 @@ std::vector<Event> decode_events(Jsonb *document) {
             try {
                 slice = events_from_notification(text, first);
             } catch (const Error &e) {
-                throw SqlError(sqlstate_for(e.kind()),
-                               std::string("picoroute_apply_events: ") + e.what(),
-                               "The topology map was not changed.", e.hint());
+                throw unchanged(e);
             }
             for (Event &event : slice)
                 events.push_back(std::move(event));
@@ -297,25 +302,18 @@ void apply_and_publish(const std::vector<Event> &events) {
             try {
                 changed |= model->apply_all(events, first, first + kSlice);
             } catch (const Error &e) {
-                throw SqlError(sqlstate_for(e.kind()),
-                               std::string("picoroute_apply_events: ") + e.what(),
-                               "The topology map was not changed.", e.hint());
+                throw unchanged(e);
             }
         }
         if (!changed)
             return;  // nothing changed: the generation stays
         check_interrupts();
-        PublishResult result;
-        try {
-            result = publish_topology(*model, generation);
-        } catch (const Error &e) {
-            throw SqlError(sqlstate_for(e.kind()),
-                           std::string("picoroute_apply_events: ") + e.what(),
-                           "The topology map was not changed.", e.hint());
-        }
-        if (result != PublishResult::Conflict) {
+        PublishOutcome outcome = publish(*model, generation);
+        if (outcome.refusal)
+            throw unchanged(*outcome.refusal);
+        if (outcome.result != PublishResult::Conflict) {
             cached_model = std::move(model);
-            cached_generation = published_generation();
+            cached_generation = outcome.generation;
             return;
         }
     }

@@ -20,6 +20,7 @@ extern "C" {
 #include "pg/poll_source.h"
 #include "pg/settings.h"
 #include "pg/worker.h"
+#include "pg/worker_status.h"
 
 #include <algorithm>
 #include <cstring>
@@ -27,16 +28,26 @@ extern "C" {
 
 namespace picoroute::pg {
 
-bool worker_wake_pending = false;
+namespace {
 
+// Set when the latch was set during a network wait: a refresh was requested meanwhile.
+bool wake_pending = false;
+
+// Answers pending process-signal barriers (after every wake-up of the latch). The worker is in the
+// process array (it connects to no database), so every process-signal barrier (DROP DATABASE
+// emits one) waits for it to answer.
 void absorb_signal_barriers() {
-    // The worker is in the process array (it connects to no database), so every process-signal
-    // barrier (DROP DATABASE emits one) waits for it to answer.
     if (ProcSignalBarrierPending)
         pg_call([] { ProcessProcSignalBarrier(); });
 }
 
-namespace {
+// What a set latch means while the poll source waits on the network: answer the barriers, note
+// the wake-up, and abandon the wait on shutdown.
+bool on_latch_during_fetch() {
+    absorb_signal_barriers();
+    wake_pending = true;
+    return ShutdownRequestPending;
+}
 
 constexpr long kMaxBackoffMs = 30000;
 constexpr long kIdleWaitMs = 60000;
@@ -86,8 +97,11 @@ std::string refresh_once() {
         last_logged_warning = warning;
 
         // The worker owns the map in poll mode: it publishes whatever generation is current.
-        if (publish_topology(*model) == PublishResult::Published)
-            model_generation = published_generation();
+        PublishOutcome outcome = publish(*model);
+        if (outcome.refusal)
+            throw *outcome.refusal;
+        if (outcome.result == PublishResult::Published)
+            model_generation = outcome.generation;
         if (update.reset)
             status_count_reset();
         return {};
@@ -139,7 +153,7 @@ void worker_loop() {
             status_set_source("");
             wait_ms = kIdleWaitMs;
         } else {
-            worker_wake_pending = false;
+            wake_pending = false;
             uint64_t seq = status_refresh_begin();
             std::string error = refresh_once();
             bool ok = error.empty();
@@ -160,7 +174,7 @@ void worker_loop() {
                 status_set_state(WorkerState::Backoff);
                 wait_ms = backoff_ms(failures);
             }
-            if (worker_wake_pending)
+            if (wake_pending)
                 wait_ms = 0;  // a refresh was requested while this one ran
         }
         if (ShutdownRequestPending)
@@ -208,7 +222,7 @@ extern "C" PGDLLEXPORT void picoroute_worker_main(Datum) {
     char message[1024] = {0};
     try {
         model = new picoroute::Topology();
-        source = new PollSource();
+        source = new PollSource(on_latch_during_fetch);
         worker_loop();
         delete source;
         source = nullptr;

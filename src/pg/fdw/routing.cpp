@@ -18,6 +18,7 @@ extern "C" {
 #include "pg/guard.h"
 #include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/worker_status.h"
 #include "pg/settings.h"
 
 #include <algorithm>

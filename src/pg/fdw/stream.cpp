@@ -9,6 +9,7 @@ extern "C" {
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/worker_status.h"
 
 namespace picoroute::pg::fdw {
 
