@@ -202,7 +202,7 @@ def main():
         samples = measure(server, args.calls, args.runs, names)
         med = {n: statistics.median(s) for n, s in samples.items()}
 
-        say(f"## Lookup cost (bench/lookup_bench.py)")
+        say("## Lookup cost (bench/lookup_bench.py)")
         say()
         say(f"{os.cpu_count()} cores; {args.calls} calls per statement; median of {args.runs} runs "
             f"(min-max); ns per call = statement execution time / calls.")

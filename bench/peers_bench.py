@@ -330,7 +330,7 @@ LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); 
         self.node.psql(self.node_ddl())
 
     def node_ddl(self):
-        o, p = self.owner, self.other
+        o = self.owner
         part = " ".join(f"WHEN b BETWEEN {s} AND {e} THEN {i}"
                         for i, rs in enumerate(self.rs_names) for s, e in self.ranges[rs])
         sql = [f"""
@@ -772,7 +772,6 @@ ANALYZE;""")
             self.report_profile(prof)
 
     def configuration(self):
-        a = self.args
         o, p = self.owner, self.other
         say = self.say
         say("### Configuration of each variant")
@@ -782,17 +781,17 @@ ANALYZE;""")
             f"variant keeps its remote connections for the whole pgbench session (picoroute: "
             f"its per-session cache; postgres_fdw: its per-session cache; PL/Proxy: "
             f"connection_lifetime 3600 s); pgbench connects once per client (no -C).")
-        say(f"- pgbench runs with `-M prepared` everywhere. On the node the local statement is "
-            f"prepared; what reaches the instance differs by design: picoroute sends one "
-            f"unnamed extended-protocol statement (Parse/Bind/Execute/Sync in one packet) with "
-            f"the bucket as a literal (`... WHERE (id = $1) AND bucket_id = N`); postgres_fdw "
-            f"opens a remote transaction and a cursor (START TRANSACTION, DECLARE, FETCH, "
-            f"CLOSE, COMMIT; for INSERT: a prepared INSERT per statement); PL/Proxy sends its "
-            f"SELECT with parameters; `forward` and `direct` are pgbench's own prepared "
-            f"statements on the instance. `direct_unnamed` is `direct` with pgbench "
-            f"`-M extended` (an unnamed statement per execution, like picoroute's): it shows "
-            f"what parsing and planning on every execution costs the instance; it is not a "
-            f"target.")
+        say("- pgbench runs with `-M prepared` everywhere. On the node the local statement is "
+            "prepared; what reaches the instance differs by design: picoroute sends one "
+            "unnamed extended-protocol statement (Parse/Bind/Execute/Sync in one packet) with "
+            "the bucket as a literal (`... WHERE (id = $1) AND bucket_id = N`); postgres_fdw "
+            "opens a remote transaction and a cursor (START TRANSACTION, DECLARE, FETCH, "
+            "CLOSE, COMMIT; for INSERT: a prepared INSERT per statement); PL/Proxy sends its "
+            "SELECT with parameters; `forward` and `direct` are pgbench's own prepared "
+            "statements on the instance. `direct_unnamed` is `direct` with pgbench "
+            "`-M extended` (an unnamed statement per execution, like picoroute's): it shows "
+            "what parsing and planning on every execution costs the instance; it is not a "
+            "target.")
         say(f"- Routing by hand for the peers: the keys all belong to `{o}`, so the postgres_fdw "
             f"foreign tables point at `{o}`'s master, and the PL/Proxy function runs "
             f"`RUN ON px_part(b)`, where `b` is the bucket passed by the client and `px_part` "
@@ -812,36 +811,36 @@ ANALYZE;""")
             f"the same INSERT); `events` has primary key `id` and sharding key `sk`, "
             f"`sk` drawn from the key pool, `id` fresh (a per-client counter); the owner's "
             f"storage is truncated after each INSERT run.")
-        say(f"- postgres_fdw: default options except `async_capable 'true'` on its servers "
-            f"(used by the scan; a point statement has nothing to overlap); `fetch_size` "
-            f"default 100 (`pg_fdw`) and 10000 (`pg_fdw_10k`, table option) for the scan; "
-            f"`batch_size` default 1 (one row per INSERT anyway); `use_remote_estimate` off. "
-            f"The scan partitions read each master's storage table `_picoemu_local.users` "
-            f"directly (the `public.users` view is global on every instance), a little less "
-            f"remote work than picoroute's `public.users WHERE bucket_id IN (every bucket the master owns)`. "
-            f"No aggregate is pushed down (enable_partitionwise_aggregate off): both fetch "
-            f"every row.")
-        say(f"- picoroute: `picoroute.refresh_interval` default (1 s), scatter 'masters' for "
-            f"the scan, read_preference leader; no option tuned.")
-        say(f"- The emulator's Picodata fronts: picoroute, `forward` and `direct` reach the "
-            f"instances through them (a Python asyncio proxy per instance that parses every "
-            f"statement, counts returned rows and forwards the bytes); `pg_fdw`, `plproxy`, "
-            f"`direct_private` and the `direct` scan connect to the instances' private "
-            f"PostgreSQL ports, because the peers cannot speak Picodata's dialect (cursors, "
-            f"transactions, function calls): they are spared the front's cost, which "
-            f"`direct` / `direct_private` measures (same statement, same pgbench settings, "
-            f"timed as transactions per second of the whole pgbench run). The cluster settings "
-            f"`sql_motion_row_max` and `sql_vdbe_opcode_max` are 0 (off) for the whole bench: "
-            f"picoroute's scatter scan returns and examines more rows per master than "
-            f"Picodata's defaults allow.")
-        say(f"- `direct` scan: one psql per master, connected beforehand, reading "
-            f"`_picoemu_local.users` unaligned to /dev/null; time from sending both queries "
-            f"to both end markers.")
-        say(f"- Node: PostgreSQL 15, shared_buffers 128MB, jit off. Emulated instances: the "
-            f"emulator's configuration (fsync off, shared_buffers 16MB, constraint_exclusion "
-            f"on). Sanity checks before timing: in the emulator's strict mode (`forward=off`) "
-            f"every routed variant's SELECT and INSERT succeeded (so each reached the owner), "
-            f"the rows came back equal, and every scan returned each row once.")
+        say("- postgres_fdw: default options except `async_capable 'true'` on its servers "
+            "(used by the scan; a point statement has nothing to overlap); `fetch_size` "
+            "default 100 (`pg_fdw`) and 10000 (`pg_fdw_10k`, table option) for the scan; "
+            "`batch_size` default 1 (one row per INSERT anyway); `use_remote_estimate` off. "
+            "The scan partitions read each master's storage table `_picoemu_local.users` "
+            "directly (the `public.users` view is global on every instance), a little less "
+            "remote work than picoroute's `public.users WHERE bucket_id IN (every bucket the master owns)`. "
+            "No aggregate is pushed down (enable_partitionwise_aggregate off): both fetch "
+            "every row.")
+        say("- picoroute: `picoroute.refresh_interval` default (1 s), scatter 'masters' for "
+            "the scan, read_preference leader; no option tuned.")
+        say("- The emulator's Picodata fronts: picoroute, `forward` and `direct` reach the "
+            "instances through them (a Python asyncio proxy per instance that parses every "
+            "statement, counts returned rows and forwards the bytes); `pg_fdw`, `plproxy`, "
+            "`direct_private` and the `direct` scan connect to the instances' private "
+            "PostgreSQL ports, because the peers cannot speak Picodata's dialect (cursors, "
+            "transactions, function calls): they are spared the front's cost, which "
+            "`direct` / `direct_private` measures (same statement, same pgbench settings, "
+            "timed as transactions per second of the whole pgbench run). The cluster settings "
+            "`sql_motion_row_max` and `sql_vdbe_opcode_max` are 0 (off) for the whole bench: "
+            "picoroute's scatter scan returns and examines more rows per master than "
+            "Picodata's defaults allow.")
+        say("- `direct` scan: one psql per master, connected beforehand, reading "
+            "`_picoemu_local.users` unaligned to /dev/null; time from sending both queries "
+            "to both end markers.")
+        say("- Node: PostgreSQL 15, shared_buffers 128MB, jit off. Emulated instances: the "
+            "emulator's configuration (fsync off, shared_buffers 16MB, constraint_exclusion "
+            "on). Sanity checks before timing: in the emulator's strict mode (`forward=off`) "
+            "every routed variant's SELECT and INSERT succeeded (so each reached the owner), "
+            "the rows came back equal, and every scan returned each row once.")
         say()
 
     def report_profile(self, prof):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one test command: installs the build dependencies (Debian 12, as root), checks formatting,
-# builds the core with CMake and runs its unit tests, checks the packaging (PGXN metadata, make dist,
+# The one test command: installs the build dependencies (Debian 12, as root), checks formatting
+# (clang-format) and lints the Python files (pyflakes), builds the core with CMake and runs its unit
+# tests, checks the packaging (PGXN metadata, make dist,
 # the Debian package installed into a scratch server), builds and installs the extension with PGXS,
 # then runs the pg_regress suites and the multi-node TAP tests as an unprivileged user.
 set -euo pipefail
@@ -23,6 +24,16 @@ step "formatting (clang-format --dry-run --Werror)"
 mapfile -t sources < <(find src test bench -name '*.cpp' -o -name '*.h' -o -name '*.hpp' 2>/dev/null | sort)
 clang-format --dry-run --Werror "${sources[@]}"
 echo "formatting: ${#sources[@]} files clean"
+
+step "Python lint (python3 -m pyflakes)"
+# Every Python file of the project: *.py and the scripts whose first line names python.
+mapfile -t pyfiles < <({ find test/emulator test/tools bench scripts -name '*.py'
+    find test/emulator test/tools bench scripts -type f ! -name '*.py' -exec grep -lsm1 '^#!.*python' {} +; } | sort -u)
+# The interpreter that has pyflakes (Debian's pyflakes3 installs it for /usr/bin/python3).
+PYFLAKES_PY=python3
+python3 -c 'import pyflakes' 2>/dev/null || PYFLAKES_PY=/usr/bin/python3
+"$PYFLAKES_PY" -m pyflakes "${pyfiles[@]}"
+echo "pyflakes: ${#pyfiles[@]} files clean"
 
 step "core library and unit tests (CMake + ctest)"
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
