@@ -108,6 +108,25 @@ _num_re = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?")
 _op_chars = set("+-*/<>=~!@#%^&|`?")
 
 
+def _quoted_end(sql, start):
+    """The index just past the string literal ('...') or quoted identifier ("...") opening at start.
+    A doubled quote escapes a quote in a string literal; Picodata does not unescape one in a quoted
+    identifier, so there it is refused."""
+    q = sql[start]
+    name = "string literal" if q == "'" else "quoted identifier"
+    j = start + 1
+    while True:
+        k = sql.find(q, j)
+        if k < 0:
+            raise Reject("string" if q == "'" else "identifier", "unterminated " + name)
+        if not sql.startswith(q + q, k):
+            return k + 1
+        if q == '"':
+            raise Reject("identifier", "a doubled quote inside a quoted identifier (%s) is not "
+                         "unescaped by Picodata: the name would differ" % sql[start:k + 2])
+        j = k + 2
+
+
 def tokenize(sql):
     toks = []
     i, n = 0, len(sql)
@@ -124,30 +143,9 @@ def tokenize(sql):
                          "COMMENT rule)")
         if c == "/" and sql.startswith("/*", i):
             raise Reject("comment", "comments (`/* */`) are not in Picodata's grammar")
-        if c == "'":
-            j = i + 1
-            while True:
-                k = sql.find("'", j)
-                if k < 0:
-                    raise Reject("string", "unterminated string literal")
-                if sql.startswith("''", k):
-                    j = k + 2
-                    continue
-                i = k + 1
-                break
-            toks.append(Token("str", sql[start:i], start, i, space))
-        elif c == '"':
-            j = i + 1
-            while True:
-                k = sql.find('"', j)
-                if k < 0:
-                    raise Reject("identifier", "unterminated quoted identifier")
-                if sql.startswith('""', k):
-                    raise Reject("identifier", "a doubled quote inside a quoted identifier (%s) is not "
-                                 "unescaped by Picodata: the name would differ" % sql[start:k + 2])
-                i = k + 1
-                break
-            toks.append(Token("qident", sql[start:i], start, i, space))
+        if c in "'\"":
+            i = _quoted_end(sql, start)
+            toks.append(Token("str" if c == "'" else "qident", sql[start:i], start, i, space))
         elif c == "$":
             m = re.match(r"\$(\d+)", sql[i:])
             if not m:

@@ -302,6 +302,23 @@ class Session:
         finally:
             self.close()
 
+    def skip_to_sync(self, e):
+        """After an error in a batch of the extended protocol the server skips every message until
+        Sync: drop their entries."""
+        self.failed_batch = e.batch
+        while self.pending and self.pending[0].kind != "sync":
+            self.finish(self.pending.pop(0))
+
+    def complete(self, e, out, answer=b""):
+        """e, the first pending entry, got its last message: out gets answer, then the front's own
+        answers queued behind e."""
+        self.pending.pop(0)
+        e.completed = True
+        out += answer
+        self.finish(e)
+        if self.pending and self.pending[0].kind == "synth":
+            self.drain_into(out)
+
     def on_server_message(self, typ, m, out):
         if typ in (b"N", b"S", b"A"):
             out += m
@@ -333,11 +350,8 @@ class Session:
                     self.front.audit.record(self, "limit", "XX000", text, e.tag)
                 self.pending.pop(0)
                 self.finish(e)
-                if e.simple:
-                    return
-                self.failed_batch = e.batch
-                while self.pending and self.pending[0].kind != "sync":
-                    self.finish(self.pending.pop(0))
+                if not e.simple:
+                    self.skip_to_sync(e)
                 return
             if e.kind == "swallow":
                 log("injected message failed: %r" % m[5:200])
@@ -351,31 +365,18 @@ class Session:
                     if self.pending and self.pending[0] is e.vdbe:
                         self.finish(self.pending.pop(0))
                 return
-            self.failed_batch = e.batch
-            # the server skips every message until Sync: drop their entries
-            while self.pending and self.pending[0].kind != "sync":
-                self.finish(self.pending.pop(0))
+            self.skip_to_sync(e)
             return
         if e.kind == "vdbe":
             if typ in e.ends:
-                self.pending.pop(0)
-                e.completed = True
-                if not e.muted:
-                    out += e.deferred
-                self.finish(e)
-                if self.pending and self.pending[0].kind == "synth":
-                    self.drain_into(out)
+                self.complete(e, out, b"" if e.muted else e.deferred)
             return
         if e.kind == "swallow":
             if e.capture is not None and typ == b"t":
                 cnt = int.from_bytes(m[5:7], "big")
                 e.capture["types"] = list(struct.unpack("!%dI" % cnt, m[7:7 + 4 * cnt]))
             if typ in e.ends:
-                self.pending.pop(0)
-                e.completed = True
-                self.finish(e)
-                if self.pending and self.pending[0].kind == "synth":
-                    self.drain_into(out)
+                self.complete(e, out)
             return
         # fwd or sync
         if typ == b"D" and e.limit:
@@ -542,13 +543,17 @@ class Session:
         restore = [(k, conn.get(k, "")) for k, _ in sets]
         return sets, restore
 
-    def motion_limit(self, opts):
-        if "sql_motion_row_max" in opts:
-            return opts["sql_motion_row_max"]
-        if "sql_motion_row_max" in self.conn_opts:
-            return self.conn_opts["sql_motion_row_max"]
+    def effective_option(self, opts, name, setting):
+        """The statement's OPTION name, else the startup option, else the cluster setting."""
+        if name in opts:
+            return opts[name]
+        if name in self.conn_opts:
+            return self.conn_opts[name]
         self.front.settings.refresh()
-        return self.front.settings.motion_row_max
+        return getattr(self.front.settings, setting)
+
+    def motion_limit(self, opts):
+        return self.effective_option(opts, "sql_motion_row_max", "motion_row_max")
 
     async def client_loop(self):
         cr = self.cr
@@ -794,20 +799,10 @@ class Session:
         self.hold = e.vdbe or (e if e.limit else None)
 
     def vdbe_limit(self, opts):
-        if "sql_vdbe_opcode_max" in opts:
-            return opts["sql_vdbe_opcode_max"]
-        if "sql_vdbe_opcode_max" in self.conn_opts:
-            return self.conn_opts["sql_vdbe_opcode_max"]
-        self.front.settings.refresh()
-        return self.front.settings.vdbe_opcode_max
+        return self.effective_option(opts, "sql_vdbe_opcode_max", "vdbe_opcode_max")
 
     def inject_vdbe_base(self):
-        gen = self.front.settings.table_gen
-        name = VDBE_BASE_STMT + "_" + gen
-        if self.vdbe_helpers.get(name, "no") == "no":
-            self.push(Entry("swallow", ends=(b"1",), on_done=lambda e, n=name: self._helper_state(n, e)))
-            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(VDBE_BASE, gen)) + struct.pack("!H", 0)))
-            self.vdbe_helpers[name] = "pending"
+        name = self.prepare_vdbe_helper(VDBE_BASE_STMT, VDBE_BASE)
         self.push(Entry("swallow", ends=(b"2",)))
         self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(name) + struct.pack("!HHH", 0, 0, 0)))
         self.push(Entry("swallow", ends=(b"C",)))
@@ -818,13 +813,19 @@ class Session:
     def _helper_state(self, name, e):
         self.vdbe_helpers[name] = "yes" if e.completed else "no"
 
-    def inject_vdbe_check(self, e, limit):
+    def prepare_vdbe_helper(self, stmt, template):
+        """Parses the named helper statement of the current storage-table generation on the server,
+        once per session; returns its name."""
         gen = self.front.settings.table_gen
-        name = VDBE_STMT + "_" + gen
+        name = stmt + "_" + gen
         if self.vdbe_helpers.get(name, "no") == "no":
             self.push(Entry("swallow", ends=(b"1",), on_done=lambda e, n=name: self._helper_state(n, e)))
-            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(VDBE_CHECK, gen)) + struct.pack("!H", 0)))
+            self.send_server(msg(b"P", cstr(name) + cstr(vdbe_sql(template, gen)) + struct.pack("!H", 0)))
             self.vdbe_helpers[name] = "pending"
+        return name
+
+    def inject_vdbe_check(self, e, limit):
+        name = self.prepare_vdbe_helper(VDBE_STMT, VDBE_CHECK)
         val = str(limit).encode()
         self.push(Entry("swallow", ends=(b"2",)))
         self.send_server(msg(b"B", cstr(VDBE_PORTAL) + cstr(name) + struct.pack("!HHI", 0, 1, len(val)) +

@@ -100,11 +100,16 @@ class State:
     def tables(self):
         return self.d["tables"]
 
+    @staticmethod
+    def _named(items, name, error):
+        """The item of items called name; else EmuError(error % (name, every name, or "none"))."""
+        for x in items:
+            if x["name"] == name:
+                return x
+        raise EmuError(error % (name, ", ".join(x["name"] for x in items) or "none"))
+
     def tier(self, name):
-        for t in self.tiers:
-            if t["name"] == name:
-                return t
-        raise EmuError("tier '%s' doesn't exist (tiers: %s)" % (name, ", ".join(t["name"] for t in self.tiers)))
+        return self._named(self.tiers, name, "tier '%s' doesn't exist (tiers: %s)")
 
     def default_tier(self):
         for t in self.tiers:
@@ -113,25 +118,13 @@ class State:
         return self.tiers[0]
 
     def replicaset(self, name):
-        for r in self.replicasets:
-            if r["name"] == name:
-                return r
-        raise EmuError("replicaset '%s' doesn't exist (replicasets: %s)"
-                       % (name, ", ".join(r["name"] for r in self.replicasets)))
+        return self._named(self.replicasets, name, "replicaset '%s' doesn't exist (replicasets: %s)")
 
     def instance(self, name):
-        for i in self.instances:
-            if i["name"] == name:
-                return i
-        raise EmuError("instance '%s' doesn't exist (instances: %s)"
-                       % (name, ", ".join(i["name"] for i in self.instances)))
+        return self._named(self.instances, name, "instance '%s' doesn't exist (instances: %s)")
 
     def table(self, name):
-        for t in self.tables:
-            if t["name"] == name:
-                return t
-        raise EmuError("table '%s' was not created by picoemu (tables: %s)"
-                       % (name, ", ".join(t["name"] for t in self.tables) or "none"))
+        return self._named(self.tables, name, "table '%s' was not created by picoemu (tables: %s)")
 
     def members(self, rs_name):
         return [i for i in self.instances if i["replicaset"] == rs_name]
