@@ -1,0 +1,100 @@
+-- Routing a statement by its sharding-key predicate, as Picodata does on every version.
+
+-- Picodata routes a statement by its sharding-key predicate on every version: this recognises the
+-- simple shape "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and
+-- DELETE FROM t WHERE) in the statement the client sent (current_query()) and computes the bucket
+-- the way the storage does. Anything it is not sure about (parameters, OR, joins, subqueries, several
+-- statements, a literal whose type differs from the column's, IS NULL, ...) gives NULL: not routed,
+-- every replicaset is asked, which costs more, never less.
+CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE
+  lits text[] := '{}';
+  m text;
+  w text;
+  terms text[] := '{}';
+  t text;
+  r text[];
+  col text;
+  val text;
+  found_cols text[] := '{}';
+  found_vals text[] := '{}';
+  key bytea := '';
+  k int;
+  pos int;
+BEGIN
+  IF q IS NULL OR length(q) > 20000 THEN RETURN NULL; END IF;
+  -- string literals out of the way: 'x' -> #<n>#
+  LOOP
+    m := substring(q from '''(?:[^'']|'''')*''');
+    EXIT WHEN m IS NULL;
+    lits := lits || replace(substr(m, 2, length(m) - 2), '''''', '''');
+    q := overlay(q placing '#' || cardinality(lits) || '#' from position(m in q) for length(m));
+    EXIT WHEN cardinality(lits) > 100;
+  END LOOP;
+  IF q ~ '--|/\*|\$' THEN RETURN NULL; END IF;
+  q := regexp_replace(q, ';\s*$', '');
+  IF position(';' in q) > 0 THEN RETURN NULL; END IF;
+  q := lower(regexp_replace(q, '\s+', ' ', 'g'));
+  q := replace(q, '"', '');
+  IF q ~ '\m(join|union|except|intersect)\M' OR q ~ '^\s*with\M'
+     OR (SELECT count(*) FROM regexp_matches(q, '\mselect\M', 'g')) > 1 THEN
+    RETURN NULL;
+  END IF;
+  r := regexp_match(q, '^\s*(?:select .+? from|update|delete from) (?:public\.)?([a-z_][a-z0-9_]*) (?:set .+? )?where (.+)$');
+  IF r IS NULL OR r[1] <> tbl THEN RETURN NULL; END IF;
+  w := regexp_replace(r[2], ' (order by|group by|limit|having|option|returning|offset)\M.*$', '');
+  -- a conjunction only: with no OR and no NOT, parentheses do not change which terms must hold
+  IF w ~ '\m(or|not)\M' THEN RETURN NULL; END IF;
+  terms := regexp_split_to_array(w, ' and ');
+  FOREACH t IN ARRAY terms LOOP
+    -- without its parentheses, the term must read exactly "column = literal"
+    t := btrim(translate(t, '()', ''));
+    r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#)$');
+    IF r IS NULL THEN
+      r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#) ?= ?([a-z_][a-z0-9_]*)$');
+      IF r IS NOT NULL THEN r := ARRAY[r[2], r[1]]; END IF;
+    END IF;
+    IF r IS NOT NULL AND NOT (r[1] = ANY(found_cols)) THEN
+      found_cols := found_cols || r[1];
+      found_vals := found_vals || r[2];
+    END IF;
+  END LOOP;
+  FOR k IN 1 .. cardinality(keycols) LOOP
+    pos := array_position(found_cols, keycols[k]);
+    IF pos IS NULL THEN RETURN NULL; END IF;
+    val := found_vals[pos];
+    IF keycls[k] = 'int' AND val ~ '^-?[0-9]+$' AND length(val) < 19 THEN
+      key := key || _picoemu.enc_int(val::int8);
+    ELSIF keycls[k] = 'text' AND val ~ '^#[0-9]+#$' THEN
+      key := key || _picoemu.enc_text(lits[substr(val, 2, length(val) - 2)::int]);
+    ELSE
+      RETURN NULL;
+    END IF;
+  END LOOP;
+  RETURN _picoemu.bucket_id(key, bucket_count);
+EXCEPTION WHEN OTHERS THEN
+  RETURN NULL;
+END $f$;
+
+-- The last statement's answer is kept in the session (picoemu.key_cache): a statement asks once per
+-- branch of the view.
+CREATE OR REPLACE FUNCTION _picoemu.asked(tbl text, tier text, rs text, keycols text[], keycls text[], bucket_count int)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+  q text := current_query();
+  tag text := md5(coalesce(q, '') || '|' || tbl || '|' || bucket_count);
+  c text := current_setting('picoemu.key_cache', true);
+  b bigint;
+  o text;
+BEGIN
+  IF c IS NOT NULL AND split_part(c, ':', 1) = tag THEN
+    b := nullif(split_part(c, ':', 2), '')::bigint;
+  ELSE
+    b := _picoemu.key_bucket(q, tbl, keycols, keycls, bucket_count);
+    PERFORM set_config('picoemu.key_cache', tag || ':' || coalesce(b::text, ''), false);
+  END IF;
+  IF b IS NULL THEN RETURN true; END IF;
+  o := _picoemu.owner_of(tier, b);
+  RETURN o IS NULL OR o = rs;
+END $f$;
