@@ -2,8 +2,11 @@
 """Self-test of picoemu: exercises every command against real small clusters and checks the results.
 
 Usage: selftest.py [--keep]   (env PICOEMU_SELFTEST_PORT: first port, default 57400)
-Prints `ok`/`FAIL` lines and ends with `N passed, M failed`; exits 1 on any failure. Bounded: the
-whole run is aborted after 330 s (the clusters are removed in every case)."""
+A unittest suite: each cluster scenario is one test case (a function below, given the test case as
+`tc`) and each of its checks a subTest with real assertions, so that one failed check does not stop
+the scenario. Prints an `ok`/`FAIL` line per check and ends with `N passed, M failed` (checks); exits 1
+on any failure. Bounded: after 330 s the running scenario stops at its next check and the later ones
+do not start (the clusters are removed in every case)."""
 
 import decimal
 import json
@@ -12,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import unittest
 
 sys.dont_write_bytecode = True  # never leave __pycache__ in test/ (test/tools is read-only for us)
 import tempfile
@@ -30,18 +34,6 @@ from emu_state import compress, expand, rebalance, segments, target_counts  # no
 PICOEMU = os.path.join(HERE, "picoemu")
 BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
 TIME_LIMIT = 330
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   %s" % name, flush=True)
-    else:
-        failed += 1
-        print("FAIL %s %s" % (name, detail), flush=True)
-    return cond
 
 
 def emu(d, *args, expect_ok=True):
@@ -116,13 +108,13 @@ def running_ports(s):
     return [i["port"] for i in s["instances"] if i["running"]]
 
 
-def catalog_consistent(d, name):
+def catalog_consistent(tc, d, name):
     s = status(d)
     dumps = {i["name"]: q(i["port"], CATALOG_DUMP, "picoroute") for i in s["instances"] if i["running"]}
     first = next(iter(dumps.values()))
     same = all(v == first for v in dumps.values())
-    check("%s: catalog identical on %d running instances" % (name, len(dumps)), same,
-          "" if same else json.dumps({k: v[:3] for k, v in dumps.items()})[:800])
+    with tc.subTest("%s: catalog identical on %d running instances" % (name, len(dumps))):
+        tc.assertTrue(same, "" if same else json.dumps({k: v[:3] for k, v in dumps.items()})[:800])
     return s, first
 
 
@@ -153,16 +145,19 @@ def port_of(s, name):
     return next(i["port"] for i in s["instances"] if i["name"] == name)
 
 
-def test_bucket_math():
+def bucket_math(tc):
     owners = expand(compress(rebalance([None] * 3001, target_counts(3000, [("a", 1), ("b", 1)]))), 3000)
-    check("math: initial split contiguous", compress(owners) == [[1, 1500, "a"], [1501, 3000, "b"]])
+    with tc.subTest("math: initial split contiguous"):
+        tc.assertEqual(compress(owners), [[1, 1500, "a"], [1501, 3000, "b"]])
     new = rebalance(owners, target_counts(3000, [("a", 1), ("b", 1), ("c", 1)]))
     moved = sum(e - s + 1 for _, _, s, e in segments(owners, new))
-    check("math: adding a third replicaset moves the minimum (1000)", moved == 1000, str(moved))
-    check("math: weights 1:2 give 1000/2000", target_counts(3000, [("a", 1), ("b", 2)]) == {"a": 1000, "b": 2000})
+    with tc.subTest("math: adding a third replicaset moves the minimum (1000)"):
+        tc.assertEqual(moved, 1000, str(moved))
+    with tc.subTest("math: weights 1:2 give 1000/2000"):
+        tc.assertEqual(target_counts(3000, [("a", 1), ("b", 2)]), {"a": 1000, "b": 2000})
 
 
-def test_hash(port):
+def check_hash(tc, port):
     D = decimal.Decimal
     random.seed(7)
     vals = [0, 1, -1, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, 2 ** 63 - 1, -32, -33, -128,
@@ -192,128 +187,169 @@ def test_hash(port):
     row = q(port, sql)[0]
     bad = [(k, got) for k, got in zip(keys, row)
            if got != ref.encode_key(k).hex() + ":" + str(ref.bucket_id(k, 3000))]
-    check("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys" % len(keys), not bad,
-          repr(bad[:3]))
-    check("hash: verified examples 1 -> 1934, ('lol',5) -> 442, decimal 1 -> 2135",
-          q(port, "SELECT _picoemu.bucket_id(_picoemu.enc_int(1), 3000), _picoemu.bucket_id(_picoemu.enc_text('lol')"
-                  " || _picoemu.enc_int(5), 3000), _picoemu.bucket_id(_picoemu.enc_decimal(1::numeric), 3000)")[0]
-          == ["1934", "442", "2135"])
+    with tc.subTest("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys" % len(keys)):
+        tc.assertFalse(bad, repr(bad[:3]))
+    with tc.subTest("hash: verified examples 1 -> 1934, ('lol',5) -> 442, decimal 1 -> 2135"):
+        tc.assertEqual(q(port, "SELECT _picoemu.bucket_id(_picoemu.enc_int(1), 3000), "
+                               "_picoemu.bucket_id(_picoemu.enc_text('lol') || _picoemu.enc_int(5), 3000), "
+                               "_picoemu.bucket_id(_picoemu.enc_decimal(1::numeric), 3000)")[0],
+                       ["1934", "442", "2135"])
 
 
-def main_cluster(d):
+def main_cluster(tc, d):
     t0 = time.time()
     emu(d, "--base-port", str(BASE), "up", "--picodata", "head")
     up_time = time.time() - t0
     s = status(d)
-    check("up: 2x2 cluster in %.1fs" % up_time, len(s["instances"]) == 4 and all(i["running"] for i in s["instances"]))
-    check("up: roles", [i["role"] for i in s["instances"]] == ["master", "replica", "master", "replica"])
-    check("up: bucket ranges", [(b["start"], b["end"], b["replicaset"]) for b in s["tiers"][0]["buckets"]]
-          == [(1, 1500, "default_1"), (1501, 3000, "default_2")])
+    with tc.subTest("up: 2x2 cluster in %.1fs" % up_time):
+        tc.assertEqual(len(s["instances"]), 4)
+        tc.assertTrue(all(i["running"] for i in s["instances"]))
+    with tc.subTest("up: roles"):
+        tc.assertEqual([i["role"] for i in s["instances"]], ["master", "replica", "master", "replica"])
+    with tc.subTest("up: bucket ranges"):
+        tc.assertEqual([(b["start"], b["end"], b["replicaset"]) for b in s["tiers"][0]["buckets"]],
+                       [(1, 1500, "default_1"), (1501, 3000, "default_2")])
     uuids = [i["uuid"] for i in s["instances"]]
     r = emu(d, "up")
-    check("up again: harmless", r.returncode == 0 and [i["uuid"] for i in status(d)["instances"]] == uuids)
-    s, dump = catalog_consistent(d, "up")
+    with tc.subTest("up again: harmless"):
+        tc.assertEqual(r.returncode, 0)
+        tc.assertEqual([i["uuid"] for i in status(d)["instances"]], uuids)
+    s, dump = catalog_consistent(tc, d, "up")
     p1, p2, p3, p4 = [i["port"] for i in s["instances"]]
 
     cols = {t: [r[0] for r in q(p2, "SELECT column_name FROM information_schema.columns WHERE table_name = '%s' "
                                      "ORDER BY ordinal_position" % t)]
             for t in ("_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table")}
-    check("catalog: _pico_instance columns", cols["_pico_instance"][:10] == [
-        "name", "uuid", "raft_id", "replicaset_name", "replicaset_uuid", "current_state", "target_state",
-        "failure_domain", "tier", "picodata_version"], str(cols["_pico_instance"]))
-    check("catalog: _pico_replicaset columns", cols["_pico_replicaset"][:11] == [
-        "name", "uuid", "current_master_name", "target_master_name", "tier", "weight", "weight_origin", "state",
-        "current_config_version", "target_config_version", "promotion_vclock"])
-    check("catalog: _pico_tier columns", cols["_pico_tier"][:8] == [
-        "name", "replication_factor", "can_vote", "current_vshard_config_version", "target_vshard_config_version",
-        "vshard_bootstrapped", "bucket_count", "is_default"])
-    check("catalog: _pico_peer_address/_pico_table columns",
-          cols["_pico_peer_address"] == ["raft_id", "address", "connection_type"]
-          and {"name", "distribution", "format"} <= set(cols["_pico_table"]))
-    check("catalog: current_state json text", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
-                                                       "'default_1_1'", "picoroute") == '["Online",1]')
+    with tc.subTest("catalog: _pico_instance columns"):
+        tc.assertEqual(cols["_pico_instance"][:10], [
+            "name", "uuid", "raft_id", "replicaset_name", "replicaset_uuid", "current_state", "target_state",
+            "failure_domain", "tier", "picodata_version"], str(cols["_pico_instance"]))
+    with tc.subTest("catalog: _pico_replicaset columns"):
+        tc.assertEqual(cols["_pico_replicaset"][:11], [
+            "name", "uuid", "current_master_name", "target_master_name", "tier", "weight", "weight_origin", "state",
+            "current_config_version", "target_config_version", "promotion_vclock"])
+    with tc.subTest("catalog: _pico_tier columns"):
+        tc.assertEqual(cols["_pico_tier"][:8], [
+            "name", "replication_factor", "can_vote", "current_vshard_config_version", "target_vshard_config_version",
+            "vshard_bootstrapped", "bucket_count", "is_default"])
+    with tc.subTest("catalog: _pico_peer_address/_pico_table columns"):
+        tc.assertEqual(cols["_pico_peer_address"], ["raft_id", "address", "connection_type"])
+        tc.assertLessEqual({"name", "distribution", "format"}, set(cols["_pico_table"]))
+    with tc.subTest("catalog: current_state json text"):
+        tc.assertEqual(q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
+                                "'default_1_1'", "picoroute"), '["Online",1]')
     peers = q(p2, "SELECT i.name, a.address FROM _pico_instance i JOIN _pico_peer_address a USING (raft_id) "
                   "WHERE connection_type = 'pgproto' ORDER BY 1", "picoroute")
-    check("catalog: pgproto addresses are the fronts", peers == [[i["name"], "127.0.0.1:%d" % i["front_port"]]
-                                                              for i in s["instances"]])
-    check("catalog: one iproto row per instance",
-          q1(p2, "SELECT count(*) FROM _pico_peer_address WHERE connection_type = 'iproto'", "picoroute") == "4")
-    check("catalog: master by name", q(p4, "SELECT name, current_master_name, target_master_name, state FROM "
-                                           "_pico_replicaset ORDER BY 1", "picoroute")
-          == [["default_1", "default_1_1", "default_1_1", "ready"], ["default_2", "default_2_1", "default_2_1", "ready"]])
+    with tc.subTest("catalog: pgproto addresses are the fronts"):
+        tc.assertEqual(peers, [[i["name"], "127.0.0.1:%d" % i["front_port"]]
+                            for i in s["instances"]])
+    with tc.subTest("catalog: one iproto row per instance"):
+        tc.assertEqual(q1(p2, "SELECT count(*) FROM _pico_peer_address WHERE connection_type = 'iproto'",
+                          "picoroute"), "4")
+    with tc.subTest("catalog: master by name"):
+        tc.assertEqual(q(p4, "SELECT name, current_master_name, target_master_name, state FROM "
+                             "_pico_replicaset ORDER BY 1", "picoroute"),
+                                     [["default_1", "default_1_1", "default_1_1", "ready"],
+                                             ["default_2", "default_2_1", "default_2_1", "ready"]])
     bj = json.loads(q1(p4, "SELECT _pico_bucket('default')", "picoroute"))
     rsu = {r["name"]: r["uuid"] for r in s["replicasets"]}
-    check("_pico_bucket: documented shape", bj == [
-        {"bucket_id_start": 1, "bucket_id_end": 1500, "current_replicaset_uuid": rsu["default_1"],
-         "target_replicaset_uuid": rsu["default_1"], "tier_name": "default", "state": "active"},
-        {"bucket_id_start": 1501, "bucket_id_end": 3000, "current_replicaset_uuid": rsu["default_2"],
-         "target_replicaset_uuid": rsu["default_2"], "tier_name": "default", "state": "active"}], str(bj))
-    check("_pico_bucket: null tier error", "ERROR:  _pico_bucket: tier name is null" in qerr(p2, "SELECT _pico_bucket(NULL)", "picoroute"))
-    check("_pico_bucket: unknown tier error",
-          "ERROR:  _pico_bucket: tier 'x' doesn't exist" in qerr(p2, "SELECT _pico_bucket('x')", "picoroute"))
-    check("replica: read-only hot standby", q1(p2, "SELECT pg_is_in_recovery()") == "t"
-          and "read-only transaction" in qerr(p2, "DELETE FROM _picoemu.setting"))
-    check("replica: streams from its master",
-          q1(p1, "SELECT application_name FROM pg_stat_replication") == "default_1_2")
+    with tc.subTest("_pico_bucket: documented shape"):
+        tc.assertEqual(bj, [
+            {"bucket_id_start": 1, "bucket_id_end": 1500, "current_replicaset_uuid": rsu["default_1"],
+            "target_replicaset_uuid": rsu["default_1"], "tier_name": "default", "state": "active"},
+            {"bucket_id_start": 1501, "bucket_id_end": 3000, "current_replicaset_uuid": rsu["default_2"],
+            "target_replicaset_uuid": rsu["default_2"], "tier_name": "default", "state": "active"}], str(bj))
+    with tc.subTest("_pico_bucket: null tier error"):
+        tc.assertIn("ERROR:  _pico_bucket: tier name is null", qerr(p2, "SELECT _pico_bucket(NULL)", "picoroute"))
+    with tc.subTest("_pico_bucket: unknown tier error"):
+        tc.assertIn("ERROR:  _pico_bucket: tier 'x' doesn't exist", qerr(p2, "SELECT _pico_bucket('x')", "picoroute"))
+    with tc.subTest("replica: read-only hot standby"):
+        tc.assertEqual(q1(p2, "SELECT pg_is_in_recovery()"), "t")
+        tc.assertIn("read-only transaction", qerr(p2, "DELETE FROM _picoemu.setting"))
+    with tc.subTest("replica: streams from its master"):
+        tc.assertEqual(q1(p1, "SELECT application_name FROM pg_stat_replication"), "default_1_2")
 
     ci = emu(d, "conninfo").stdout.strip()
-    check("conninfo: lists every instance", ci == "host=%s port=%s dbname=picodata user=picoroute password=picoroute"
-          % (",".join(["127.0.0.1"] * 4), ",".join(str(i["front_port"]) for i in s["instances"])), ci)
+    with tc.subTest("conninfo: lists every instance"):
+        tc.assertEqual(ci, "host=%s port=%s dbname=picodata user=picoroute password=picoroute"
+            % (",".join(["127.0.0.1"] * 4), ",".join(str(i["front_port"]) for i in s["instances"])), ci)
     res = subprocess.run([pg.pgbin("psql"), "-X", "-At", ci, "-c", "SELECT current_user"], capture_output=True,
                          text=True, timeout=30)
-    check("conninfo: connects (password auth over TCP)", res.stdout.strip() == "picoroute", res.stderr)
-    check("conninfo --instance", emu(d, "conninfo", "--instance", "default_2_2", "--user", "admin").stdout.strip()
-          == "host=127.0.0.1 port=%d dbname=picodata user=admin password=admin" % s["instances"][3]["front_port"])
-    check("auth: wrong password refused", "password authentication failed"
-          in qerr(p1, "SELECT 1", "nosuchuser") or "authentication failed" in qerr(p1, "SELECT 1", "nosuchuser"))
+    with tc.subTest("conninfo: connects (password auth over TCP)"):
+        tc.assertEqual(res.stdout.strip(), "picoroute", res.stderr)
+    with tc.subTest("conninfo --instance"):
+        tc.assertEqual(emu(d, "conninfo", "--instance", "default_2_2", "--user", "admin").stdout.strip(),
+                       "host=127.0.0.1 port=%d dbname=picodata user=admin password=admin"
+                       % s["instances"][3]["front_port"])
+    with tc.subTest("auth: wrong password refused"):
+        tc.assertTrue("password authentication failed"
+            in qerr(p1, "SELECT 1", "nosuchuser") or "authentication failed" in qerr(p1, "SELECT 1", "nosuchuser"))
 
     emu(d, "revoke", "_pico_replicaset")
-    check("revoke: permission denied for table _pico_replicaset on a replica",
-          "permission denied for table _pico_replicaset" in qerr(p4, "SELECT * FROM _pico_replicaset", "picoroute"))
+    with tc.subTest("revoke: permission denied for table _pico_replicaset on a replica"):
+        tc.assertIn("permission denied for table _pico_replicaset",
+                    qerr(p4, "SELECT * FROM _pico_replicaset", "picoroute"))
     emu(d, "grant", "_pico_replicaset")
-    check("grant: readable again", qerr(p4, "SELECT * FROM _pico_replicaset", "picoroute") == "")
+    with tc.subTest("grant: readable again"):
+        tc.assertEqual(qerr(p4, "SELECT * FROM _pico_replicaset", "picoroute"), "")
     emu(d, "drop-bucket-function")
-    check("drop-bucket-function: gone everywhere", all(
-        "function _pico_bucket(unknown) does not exist" in qerr(p, "SELECT _pico_bucket('default')", "picoroute")
-        for p in (p1, p2, p3, p4)))
+    with tc.subTest("drop-bucket-function: gone everywhere"):
+        tc.assertTrue(all(
+            "function _pico_bucket(unknown) does not exist" in qerr(p, "SELECT _pico_bucket('default')", "picoroute")
+            for p in (p1, p2, p3, p4)))
     emu(d, "restore-bucket-function")
-    check("restore-bucket-function", all(qerr(p, "SELECT _pico_bucket('default')", "picoroute") == ""
-                                         for p in (p1, p2, p3, p4)))
-    test_hash(p2)
+    with tc.subTest("restore-bucket-function"):
+        tc.assertTrue(all(qerr(p, "SELECT _pico_bucket('default')", "picoroute") == ""
+                          for p in (p1, p2, p3, p4)))
+    check_hash(tc, p2)
 
     # ---- sharded data --------------------------------------------------------------------------
     emu(d, "create-table", "users", "--columns", "id int8, name text, amount numeric(12,2)")
     res = json.loads(emu(d, "load", "users", "--rows", "2000").stdout)
-    check("load: rows spread over both replicasets", sum(res.values()) == 2000 and len(res) == 2, str(res))
+    with tc.subTest("load: rows spread over both replicasets"):
+        tc.assertEqual(sum(res.values()), 2000, str(res))
+        tc.assertEqual(len(res), 2, str(res))
     emu(d, "insert", "users", "--values", '[100001, "alice", "12.5"]', "--values", '{"id": 100002, "name": "bob"}')
     s = status(d)
     counts = total_counts(s)
-    check("query: every instance sees all 2002 rows", set(counts.values()) == {2002}, str(counts))
-    check("storage: rows only on owners", not storage_ok(s), str(storage_ok(s)))
-    check("_pico_table: distribution", q1(p4, "SELECT distribution::text FROM _pico_table WHERE name = 'users'",
-                                         "picoroute") == '{"ShardedImplicitly":[["id"],"murmur3","default"]}')
+    with tc.subTest("query: every instance sees all 2002 rows"):
+        tc.assertEqual(set(counts.values()), {2002}, str(counts))
+    with tc.subTest("storage: rows only on owners"):
+        tc.assertFalse(storage_ok(s), str(storage_ok(s)))
+    with tc.subTest("_pico_table: distribution"):
+        tc.assertEqual(q1(p4, "SELECT distribution::text FROM _pico_table WHERE name = 'users'",
+                         "picoroute"), '{"ShardedImplicitly":[["id"],"murmur3","default"]}')
     loc = json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)
-    check("locate: id 1 -> bucket 1934 on default_2", loc["bucket_id"] == 1934 and loc["replicaset"] == "default_2")
-    check("storage: trigger refuses a row of a bucket not owned",
-          "does not own bucket 1934" in qerr(p1, "INSERT INTO _picoemu_local.users VALUES (1, 'x', 1, 1934)"))
-    check("storage: trigger refuses a wrong bucket_id",
-          "hashes to bucket" in qerr(p3, "INSERT INTO _picoemu_local.users VALUES (777777, 'x', 1, 1934)"))
-    check("view: id 1 read on default_1_2", q(p2, "SELECT id, name, bucket_id FROM users WHERE id = 1")
-          == [["1", "name_1", "1934"]])
+    with tc.subTest("locate: id 1 -> bucket 1934 on default_2"):
+        tc.assertEqual(loc["bucket_id"], 1934)
+        tc.assertEqual(loc["replicaset"], "default_2")
+    with tc.subTest("storage: trigger refuses a row of a bucket not owned"):
+        tc.assertIn("does not own bucket 1934", qerr(p1, "INSERT INTO _picoemu_local.users VALUES (1, 'x', 1, 1934)"))
+    with tc.subTest("storage: trigger refuses a wrong bucket_id"):
+        tc.assertIn("hashes to bucket", qerr(p3, "INSERT INTO _picoemu_local.users VALUES (777777, 'x', 1, 1934)"))
+    with tc.subTest("view: id 1 read on default_1_2"):
+        tc.assertEqual(q(p2, "SELECT id, name, bucket_id FROM users WHERE id = 1"), [["1", "name_1", "1934"]])
     # writes through a non-owner are forwarded to the owner
     err = qerr(p1, "INSERT INTO users VALUES (424242, 'fwd', 1.5); UPDATE users SET name = 'upd' WHERE id = 1;")
     b = ref.bucket_id([424242], 3000)
     owner = "default_1" if b <= 1500 else "default_2"
-    check("view: insert/update forwarded to the owner", err == "" and q1(
-        master_port(s, owner), "SELECT count(*) FROM _picoemu_local.users WHERE id = 424242") == "1" and q1(
-        p3, "SELECT name FROM _picoemu_local.users WHERE id = 1") == "upd", err)
-    check("view: delete forwarded", qerr(p1, "DELETE FROM users WHERE id = 424242") == ""
-          and q1(p4, "SELECT count(*) FROM users WHERE id = 424242") == "0")
+    with tc.subTest("view: insert/update forwarded to the owner"):
+        tc.assertEqual(err, "", err)
+        tc.assertEqual(q1(
+            master_port(s, owner), "SELECT count(*) FROM _picoemu_local.users WHERE id = 424242"), "1", err)
+        tc.assertEqual(q1(
+            p3, "SELECT name FROM _picoemu_local.users WHERE id = 1"), "upd", err)
+    with tc.subTest("view: delete forwarded"):
+        tc.assertEqual(qerr(p1, "DELETE FROM users WHERE id = 424242"), "")
+        tc.assertEqual(q1(p4, "SELECT count(*) FROM users WHERE id = 424242"), "0")
     plan_local = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
     plan_remote = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 1934"))
-    check("pruning: owned bucket_id = N never leaves the instance", "Foreign Scan" not in plan_local, plan_local)
-    check("pruning: foreign bucket_id = N skips local storage", "_picoemu_local" not in plan_remote
-          and "users_bucket_id" not in plan_remote and "Foreign Scan" in plan_remote, plan_remote)
+    with tc.subTest("pruning: owned bucket_id = N never leaves the instance"):
+        tc.assertNotIn("Foreign Scan", plan_local, plan_local)
+    with tc.subTest("pruning: foreign bucket_id = N skips local storage"):
+        tc.assertNotIn("_picoemu_local", plan_remote, plan_remote)
+        tc.assertNotIn("users_bucket_id", plan_remote, plan_remote)
+        tc.assertIn("Foreign Scan", plan_remote, plan_remote)
 
     # counters: a read of bucket 1934 coordinated by default_1_1 is served by default_2_1's storage
     cq = ("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE schemaname = '_picoemu_local' "
@@ -324,34 +360,42 @@ def main_cluster(d):
     while time.time() < deadline and after == before:
         time.sleep(0.2)
         after = int(q1(p3, cq))
-    check("counters: the owner's storage scan counter moved", after > before, "%d -> %d" % (before, after))
+    with tc.subTest("counters: the owner's storage scan counter moved"):
+        tc.assertGreater(after, before, "%d -> %d" % (before, after))
     cj = json.loads(emu(d, "counters", "users", "--json").stdout)
-    check("counters command", set(cj) == {"default_1_1", "default_1_2", "default_2_1", "default_2_2"}
-          and "idx_scan" in cj["default_2_1"]["users"])
+    with tc.subTest("counters command"):
+        tc.assertEqual(set(cj), {"default_1_1", "default_1_2", "default_2_1", "default_2_2"})
+        tc.assertIn("idx_scan", cj["default_2_1"]["users"])
 
     # ---- version head (26.2.1+): pruning, BETWEEN, replica reads, local execution ----------------
-    check("version: status --json shows head", s["picodata_version"] == "head"
-          and s["capabilities"]["bucket_prune"] is True)
-    check("version: _pico_instance.picodata_version", q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance")
-          == "26.3.0")
+    with tc.subTest("version: status --json shows head"):
+        tc.assertEqual(s["picodata_version"], "head")
+        tc.assertIs(s["capabilities"]["bucket_prune"], True)
+    with tc.subTest("version: _pico_instance.picodata_version"):
+        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), "26.3.0")
     plan_between = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id BETWEEN 1 AND 1500"))
-    check("head: bucket_id BETWEEN does not restrict (the other replicaset is asked too)",
-          "Foreign Scan" in plan_between, plan_between)
+    with tc.subTest("head: bucket_id BETWEEN does not restrict (the other replicaset is asked too)"):
+        tc.assertIn("Foreign Scan", plan_between, plan_between)
     plan_own = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
-    check("head: a read of an owned bucket at the master runs locally (no hop)",
-          "Foreign Scan" not in plan_own and "users_bucket_id" in plan_own, plan_own)
+    with tc.subTest("head: a read of an owned bucket at the master runs locally (no hop)"):
+        tc.assertNotIn("Foreign Scan", plan_own, plan_own)
+        tc.assertIn("users_bucket_id", plan_own, plan_own)
     t = touched([p1, p2, p3, p4], lambda: q(p2, "SELECT * FROM users WHERE bucket_id = 5", "picoroute"))
-    check("head: a read at a replica without read_preference is answered by its master", t == [p1], str(t))
+    with tc.subTest("head: a read at a replica without read_preference is answered by its master"):
+        tc.assertEqual(t, [p1], str(t))
     t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = replica; "
                                                      "SELECT * FROM users WHERE bucket_id = 5",
                                                  user="picoroute", password="picoroute"))
-    check("head: read_preference = replica: the replica serves the read itself", t == [p2], str(t))
+    with tc.subTest("head: read_preference = replica: the replica serves the read itself"):
+        tc.assertEqual(t, [p2], str(t))
     t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = 'any'; "
                                                      "SELECT * FROM users WHERE bucket_id = 1934",
                                                  user="picoroute", password="picoroute"))
-    check("head: bucket_id = N restricts the read to the owner's master", t == [p3], str(t))
-    check("read_preference: a bad value is refused", "invalid read_preference" in qerr(
-        p2, "SELECT count(*) FROM users", "picoroute", options="-c picoemu.read_preference=nearest"))
+    with tc.subTest("head: bucket_id = N restricts the read to the owner's master"):
+        tc.assertEqual(t, [p3], str(t))
+    with tc.subTest("read_preference: a bad value is refused"):
+        tc.assertIn("invalid read_preference", qerr(
+            p2, "SELECT count(*) FROM users", "picoroute", options="-c picoemu.read_preference=nearest"))
 
     # the move protocol: writes to a bucket being transferred are refused, locally and through a peer
     tdir = next(i["datadir"] for i in s["instances"] if i["name"] == "default_2_1")
@@ -367,12 +411,15 @@ def main_cluster(d):
     finally:
         os.unlink(mark)
     want = "Bucket %d is transferring to replicaset default_1" % b1
-    check("move: a write at the old owner during the transfer fails with vshard's error",
-          want in e_local, e_local)
-    check("move: a write forwarded by another master during the transfer fails too",
-          want in e_peer and want in e_ins, e_peer + e_ins)
-    check("move: other buckets stay writable during a transfer", e_other == "", e_other)
-    check("move: the refused writes changed nothing", q(p3, "SELECT name FROM users WHERE id = 1") == [["upd"]])
+    with tc.subTest("move: a write at the old owner during the transfer fails with vshard's error"):
+        tc.assertIn(want, e_local, e_local)
+    with tc.subTest("move: a write forwarded by another master during the transfer fails too"):
+        tc.assertIn(want, e_peer, e_peer + e_ins)
+        tc.assertIn(want, e_ins, e_peer + e_ins)
+    with tc.subTest("move: other buckets stay writable during a transfer"):
+        tc.assertEqual(e_other, "", e_other)
+    with tc.subTest("move: the refused writes changed nothing"):
+        tc.assertEqual(q(p3, "SELECT name FROM users WHERE id = 1"), [["upd"]])
 
     # strict mode
     emu(d, "strict", "on")
@@ -380,154 +427,204 @@ def main_cluster(d):
     wkey = next(k for k in range(1000001, 1000100) if ref.bucket_id([k], 3000) > 1500)
     e2 = qerr(p1, "INSERT INTO users VALUES (%d, 'x', 1)" % wkey, "picoroute")
     e3 = qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute")
-    check("strict: foreign bucket_id read refused", "forward=off" in e1 and "belongs to replicaset default_2" in e1, e1)
-    check("strict: foreign write refused", "forward=off" in e2, e2)
-    check("replica: writes refused (read-only, like Picodata replicas)",
-          "read-only transaction" in qerr(p2, "INSERT INTO users VALUES (%d, 'x', 1)" % wkey, "picoroute"))
-    check("strict: foreign row read by key refused", "forward=off" in e3, e3)
-    check("strict: owner serves its key", q(p3, "SELECT name FROM users WHERE id = 1", "picoroute") == [["upd"]]
-          and q(p4, "SELECT name FROM users WHERE bucket_id = 1934", "picoroute") == [["upd"]])
-    check("strict: full scan refused", "forward=off" in qerr(p4, "SELECT count(*) FROM users", "picoroute"))
-    check("strict: session override off", qerr(p1, "SELECT count(*) FROM users", "picoroute",
-                                               options="-c picoemu.strict=off") == "")
+    with tc.subTest("strict: foreign bucket_id read refused"):
+        tc.assertIn("forward=off", e1, e1)
+        tc.assertIn("belongs to replicaset default_2", e1, e1)
+    with tc.subTest("strict: foreign write refused"):
+        tc.assertIn("forward=off", e2, e2)
+    with tc.subTest("replica: writes refused (read-only, like Picodata replicas)"):
+        tc.assertIn("read-only transaction", qerr(p2, "INSERT INTO users VALUES (%d, 'x', 1)" % wkey, "picoroute"))
+    with tc.subTest("strict: foreign row read by key refused"):
+        tc.assertIn("forward=off", e3, e3)
+    with tc.subTest("strict: owner serves its key"):
+        tc.assertEqual(q(p3, "SELECT name FROM users WHERE id = 1", "picoroute"), [["upd"]])
+        tc.assertEqual(q(p4, "SELECT name FROM users WHERE bucket_id = 1934", "picoroute"), [["upd"]])
+    with tc.subTest("strict: full scan refused"):
+        tc.assertIn("forward=off", qerr(p4, "SELECT count(*) FROM users", "picoroute"))
+    with tc.subTest("strict: session override off"):
+        tc.assertEqual(qerr(p1, "SELECT count(*) FROM users", "picoroute",
+                            options="-c picoemu.strict=off"), "")
     emu(d, "strict", "off")
-    check("strict off: coordinator again", qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute") == "")
-    check("strict: session option -c picoemu.strict=on",
-          "forward=off" in qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute", options="-c picoemu.strict=on"))
+    with tc.subTest("strict off: coordinator again"):
+        tc.assertEqual(qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute"), "")
+    with tc.subTest("strict: session option -c picoemu.strict=on"):
+        tc.assertIn("forward=off",
+                    qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute", options="-c picoemu.strict=on"))
 
     # ---- topology ---------------------------------------------------------------------------------
     emu(d, "move", "default", "1901", "2000", "default_1")
-    s, _ = catalog_consistent(d, "move")
+    s, _ = catalog_consistent(tc, d, "move")
     loc = json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)
-    check("move: bucket 1934 now on default_1", loc["replicaset"] == "default_1"
-          and q1(p1, "SELECT name FROM _picoemu_local.users WHERE id = 1") == "upd"
-          and q1(p3, "SELECT count(*) FROM _picoemu_local.users WHERE id = 1") == "0")
-    check("move: _pico_bucket ranges", [(x["bucket_id_start"], x["bucket_id_end"]) for x in json.loads(
-        q1(p4, "SELECT _pico_bucket('default')", "picoroute"))] == [(1, 1500), (1501, 1900), (1901, 2000), (2001, 3000)])
-    check("move: rows intact", set(total_counts(s).values()) == {2002} and not storage_ok(s))
+    with tc.subTest("move: bucket 1934 now on default_1"):
+        tc.assertEqual(loc["replicaset"], "default_1")
+        tc.assertEqual(q1(p1, "SELECT name FROM _picoemu_local.users WHERE id = 1"), "upd")
+        tc.assertEqual(q1(p3, "SELECT count(*) FROM _picoemu_local.users WHERE id = 1"), "0")
+    with tc.subTest("move: _pico_bucket ranges"):
+        tc.assertEqual([(x["bucket_id_start"], x["bucket_id_end"]) for x in json.loads(
+            q1(p4, "SELECT _pico_bucket('default')", "picoroute"))],
+                    [(1, 1500), (1501, 1900), (1901, 2000), (2001, 3000)])
+    with tc.subTest("move: rows intact"):
+        tc.assertEqual(set(total_counts(s).values()), {2002})
+        tc.assertFalse(storage_ok(s))
 
     emu(d, "add-replicaset")
-    s, _ = catalog_consistent(d, "add-replicaset")
-    check("add-replicaset: 3 replicasets, 6 running instances", len(s["replicasets"]) == 3
-          and sum(i["running"] for i in s["instances"]) == 6)
-    check("add-replicaset: rebalanced 1000 each", [r["bucket_count"] for r in s["replicasets"]] == [1000, 1000, 1000])
-    check("add-replicaset: rows intact", set(total_counts(s).values()) == {2002} and not storage_ok(s))
+    s, _ = catalog_consistent(tc, d, "add-replicaset")
+    with tc.subTest("add-replicaset: 3 replicasets, 6 running instances"):
+        tc.assertEqual(len(s["replicasets"]), 3)
+        tc.assertEqual(sum(i["running"] for i in s["instances"]), 6)
+    with tc.subTest("add-replicaset: rebalanced 1000 each"):
+        tc.assertEqual([r["bucket_count"] for r in s["replicasets"]], [1000, 1000, 1000])
+    with tc.subTest("add-replicaset: rows intact"):
+        tc.assertEqual(set(total_counts(s).values()), {2002})
+        tc.assertFalse(storage_ok(s))
 
     emu(d, "rebalance", "--weights", "default_1=1,default_2=2,default_3=1")
-    s, _ = catalog_consistent(d, "rebalance --weights")
-    check("rebalance --weights: 750/1500/750", [r["bucket_count"] for r in s["replicasets"]] == [750, 1500, 750])
-    check("rebalance --weights: weight column", q(p2, "SELECT weight, weight_origin FROM _pico_replicaset WHERE "
-                                                      "name = 'default_2'", "picoroute") == [["2", "user"]])
+    s, _ = catalog_consistent(tc, d, "rebalance --weights")
+    with tc.subTest("rebalance --weights: 750/1500/750"):
+        tc.assertEqual([r["bucket_count"] for r in s["replicasets"]], [750, 1500, 750])
+    with tc.subTest("rebalance --weights: weight column"):
+        tc.assertEqual(q(p2, "SELECT weight, weight_origin FROM _pico_replicaset WHERE "
+                             "name = 'default_2'", "picoroute"), [["2", "user"]])
     emu(d, "rebalance")
     s = status(d)
-    check("rebalance: even again", [r["bucket_count"] for r in s["replicasets"]] == [1000, 1000, 1000])
+    with tc.subTest("rebalance: even again"):
+        tc.assertEqual([r["bucket_count"] for r in s["replicasets"]], [1000, 1000, 1000])
 
     emu(d, "expel", "default_3")
-    s, _ = catalog_consistent(d, "expel")
-    check("expel: state expelled, instances Expelled and stopped",
-          q1(p1, "SELECT state FROM _pico_replicaset WHERE name = 'default_3'") == "expelled"
-          and q(p1, "SELECT DISTINCT current_state::text FROM _pico_instance WHERE replicaset_name = 'default_3'")
-          == [['["Expelled",1]']] and not any(i["running"] for i in s["instances"] if i["replicaset"] == "default_3"))
-    check("expel: its buckets moved away", {b["replicaset"] for b in s["tiers"][0]["buckets"]} == {"default_1", "default_2"}
-          and [r["bucket_count"] for r in s["replicasets"][:2]] == [1500, 1500])
-    check("expel: rows intact", set(total_counts(s).values()) == {2002} and not storage_ok(s))
-    check("expel: conninfo skips expelled", len(emu(d, "conninfo").stdout.split()[1].split(",")) == 4)
+    s, _ = catalog_consistent(tc, d, "expel")
+    with tc.subTest("expel: state expelled, instances Expelled and stopped"):
+        tc.assertEqual(q1(p1, "SELECT state FROM _pico_replicaset WHERE name = 'default_3'"), "expelled")
+        tc.assertEqual(q(p1, "SELECT DISTINCT current_state::text FROM _pico_instance "
+                             "WHERE replicaset_name = 'default_3'"), [['["Expelled",1]']])
+        tc.assertFalse(any(i["running"] for i in s["instances"] if i["replicaset"] == "default_3"))
+    with tc.subTest("expel: its buckets moved away"):
+        tc.assertEqual({b["replicaset"] for b in s["tiers"][0]["buckets"]}, {"default_1", "default_2"})
+        tc.assertEqual([r["bucket_count"] for r in s["replicasets"][:2]], [1500, 1500])
+    with tc.subTest("expel: rows intact"):
+        tc.assertEqual(set(total_counts(s).values()), {2002})
+        tc.assertFalse(storage_ok(s))
+    with tc.subTest("expel: conninfo skips expelled"):
+        tc.assertEqual(len(emu(d, "conninfo").stdout.split()[1].split(",")), 4)
 
     emu(d, "switch-master", "default_1")
-    s, _ = catalog_consistent(d, "switch-master")
-    check("switch-master: new master in catalog", q(p4, "SELECT current_master_name, target_master_name FROM "
-                                                        "_pico_replicaset WHERE name = 'default_1'", "picoroute")
-          == [["default_1_2", "default_1_2"]])
-    check("switch-master: old master is a standby of the new one", q1(p1, "SELECT pg_is_in_recovery()") == "t"
-          and q1(p2, "SELECT pg_is_in_recovery()") == "f"
-          and q1(p2, "SELECT application_name FROM pg_stat_replication") == "default_1_1")
-    check("switch-master: writes reach the new master",
-          qerr(p3, "INSERT INTO users VALUES (1, 'again', 1)").find("duplicate key") >= 0
-          and qerr(p3, "UPDATE users SET name = 'after-switch' WHERE id = 1") == ""
-          and q1(json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)["private_port"],
-                 "SELECT name FROM _picoemu_local.users WHERE id = 1") == "after-switch")
+    s, _ = catalog_consistent(tc, d, "switch-master")
+    with tc.subTest("switch-master: new master in catalog"):
+        tc.assertEqual(q(p4, "SELECT current_master_name, target_master_name FROM "
+                             "_pico_replicaset WHERE name = 'default_1'", "picoroute"),
+                                     [["default_1_2", "default_1_2"]])
+    with tc.subTest("switch-master: old master is a standby of the new one"):
+        tc.assertEqual(q1(p1, "SELECT pg_is_in_recovery()"), "t")
+        tc.assertEqual(q1(p2, "SELECT pg_is_in_recovery()"), "f")
+        tc.assertEqual(q1(p2, "SELECT application_name FROM pg_stat_replication"), "default_1_1")
+    with tc.subTest("switch-master: writes reach the new master"):
+        tc.assertIn("duplicate key", qerr(p3, "INSERT INTO users VALUES (1, 'again', 1)"))
+        tc.assertEqual(qerr(p3, "UPDATE users SET name = 'after-switch' WHERE id = 1"), "")
+        tc.assertEqual(q1(json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)["private_port"],
+                          "SELECT name FROM _picoemu_local.users WHERE id = 1"), "after-switch")
     own1 = [(b["start"], b["end"]) for b in s["tiers"][0]["buckets"] if b["replicaset"] == "default_1"]
     k1 = next(k for k in range(1, 2000) if any(a <= ref.bucket_id([k], 3000) <= e for a, e in own1))
-    check("switch-master: new master default_1_2 takes writes of default_1's buckets",
-          qerr(p3, "UPDATE users SET name = 'via-new-master' WHERE id = %d" % k1) == ""
-          and q1(p2, "SELECT name FROM _picoemu_local.users WHERE id = %d" % k1) == "via-new-master")
-    check("switch-master: rows intact", set(total_counts(s).values()) == {2002})
+    with tc.subTest("switch-master: new master default_1_2 takes writes of default_1's buckets"):
+        tc.assertEqual(qerr(p3, "UPDATE users SET name = 'via-new-master' WHERE id = %d" % k1), "")
+        tc.assertEqual(q1(p2, "SELECT name FROM _picoemu_local.users WHERE id = %d" % k1), "via-new-master")
+    with tc.subTest("switch-master: rows intact"):
+        tc.assertEqual(set(total_counts(s).values()), {2002})
 
     emu(d, "stop", "default_2_2")
-    s, _ = catalog_consistent(d, "stop replica")
-    check("stop: replica down, Offline in catalog", not next(i for i in s["instances"] if i["name"] == "default_2_2")["running"]
-          and q1(p1, "SELECT current_state::text FROM _pico_instance WHERE name = 'default_2_2'") == '["Offline",1]')
+    s, _ = catalog_consistent(tc, d, "stop replica")
+    with tc.subTest("stop: replica down, Offline in catalog"):
+        tc.assertFalse(next(i for i in s["instances"] if i["name"] == "default_2_2")["running"])
+        tc.assertEqual(q1(p1, "SELECT current_state::text FROM _pico_instance WHERE name = 'default_2_2'"),
+                       '["Offline",1]')
     emu(d, "start", "default_2_2")
-    s, _ = catalog_consistent(d, "start replica")
-    check("start: Online with incarnation + 1", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
-                                                       "'default_2_2'") == '["Online",2]')
+    s, _ = catalog_consistent(tc, d, "start replica")
+    with tc.subTest("start: Online with incarnation + 1"):
+        tc.assertEqual(q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = "
+                              "'default_2_2'"), '["Online",2]')
     emu(d, "stop", "default_2_1")
-    s, _ = catalog_consistent(d, "stop master")
-    check("stop master: Offline on other masters", q1(p2, "SELECT current_state::text FROM _pico_instance WHERE "
-                                                          "name = 'default_2_1'") == '["Offline",1]')
-    check("stop master: its own replica shows it Offline too", q1(p4, "SELECT current_state::text FROM "
-                                                                    "_pico_instance WHERE name = 'default_2_1'",
-                                                                    "picoroute") == '["Offline",1]')
+    s, _ = catalog_consistent(tc, d, "stop master")
+    with tc.subTest("stop master: Offline on other masters"):
+        tc.assertEqual(q1(p2, "SELECT current_state::text FROM _pico_instance WHERE "
+                              "name = 'default_2_1'"), '["Offline",1]')
+    with tc.subTest("stop master: its own replica shows it Offline too"):
+        tc.assertEqual(q1(p4, "SELECT current_state::text FROM "
+                            "_pico_instance WHERE name = 'default_2_1'",
+                            "picoroute"), '["Offline",1]')
     emu(d, "revoke", "_pico_tier")
-    check("stop master: its replica applies a later catalog change (revoke)",
-          "permission denied for table _pico_tier" in qerr(p4, "SELECT * FROM _pico_tier", "picoroute"))
+    with tc.subTest("stop master: its replica applies a later catalog change (revoke)"):
+        tc.assertIn("permission denied for table _pico_tier", qerr(p4, "SELECT * FROM _pico_tier", "picoroute"))
     emu(d, "grant", "_pico_tier")
-    check("stop master: its replicaset still readable through its replica",
-          q1(p1, "SELECT count(*) FROM users") == "2002")
+    with tc.subTest("stop master: its replicaset still readable through its replica"):
+        tc.assertEqual(q1(p1, "SELECT count(*) FROM users"), "2002")
     emu(d, "start", "default_2_1")
-    s, _ = catalog_consistent(d, "start master")
-    check("start master: Online,2", q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = 'default_2_1'")
-          == '["Online",2]')
+    s, _ = catalog_consistent(tc, d, "start master")
+    with tc.subTest("start master: Online,2"):
+        tc.assertEqual(q1(p4, "SELECT current_state::text FROM _pico_instance WHERE name = 'default_2_1'"),
+                       '["Online",2]')
 
     emu(d, "create-table", "regions", "--columns", "code text, title text", "--global")
     emu(d, "insert", "regions", "--values", '["eu", "Europe"]')
     err = qerr(p3, "INSERT INTO regions VALUES ('us', 'America')", "picoroute")
-    check("global table: on every instance", err == "" and all(
-        q1(p, "SELECT string_agg(code, ',' ORDER BY code) FROM regions") == "eu,us" for p in running_ports(s)), err)
-    check("global table: _pico_table", q1(p1, "SELECT distribution::text FROM _pico_table WHERE name = 'regions'")
-          == '{"Global":null}')
+    with tc.subTest("global table: on every instance"):
+        tc.assertEqual(err, "", err)
+        tc.assertTrue(all(
+            q1(p, "SELECT string_agg(code, ',' ORDER BY code) FROM regions") == "eu,us" for p in running_ports(s)), err)
+    with tc.subTest("global table: _pico_table"):
+        tc.assertEqual(q1(p1, "SELECT distribution::text FROM _pico_table WHERE name = 'regions'"), '{"Global":null}')
     emu(d, "drop-table", "regions")
-    check("drop-table", "does not exist" in qerr(p1, "SELECT * FROM regions"))
+    with tc.subTest("drop-table"):
+        tc.assertIn("does not exist", qerr(p1, "SELECT * FROM regions"))
 
 
-def old_version_cluster(d):
+def old_version_cluster(tc, d):
     """Picodata 25.5: no bucket_id pruning, no local execution, replicas never serve reads, no strict
     mode. Then a bounded concurrent writer during moves and rebalances: nothing acknowledged is lost."""
     emu(d, "--base-port", str(BASE + 60), "up", "--picodata", "25.5")
     s = status(d)
     p1, p2, p3, p4 = [i["port"] for i in s["instances"]]
-    check("25.5: status --json", s["picodata_version"] == "25.5" and s["picodata_release"] == "25.5.10"
-          and s["capabilities"] == {"bucket_prune": False, "local_exec": False, "replica_reads": False,
-                                    "forward": False}, str(s.get("capabilities")))
-    check("25.5: _pico_instance.picodata_version", q1(p4, "SELECT DISTINCT picodata_version FROM _pico_instance",
-                                                       "picoroute") == "25.5.10")
+    with tc.subTest("25.5: status --json"):
+        tc.assertEqual(s["picodata_version"], "25.5", str(s.get("capabilities")))
+        tc.assertEqual(s["picodata_release"], "25.5.10", str(s.get("capabilities")))
+        tc.assertEqual(s["capabilities"], {"bucket_prune": False, "local_exec": False, "replica_reads": False,
+                                           "forward": False}, str(s.get("capabilities")))
+    with tc.subTest("25.5: _pico_instance.picodata_version"):
+        tc.assertEqual(q1(p4, "SELECT DISTINCT picodata_version FROM _pico_instance",
+                           "picoroute"), "25.5.10")
     r = emu(d, "strict", "on", expect_ok=False)
-    check("25.5: `strict on` fails: forward=off does not exist", r.returncode == 1
-          and "does not exist in Picodata 25.5" in r.stderr and not status(d)["strict"], r.stderr)
-    check("25.5: a session cannot turn strict mode on either",
-          qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on").find("forward=off") < 0)
+    with tc.subTest("25.5: `strict on` fails: forward=off does not exist"):
+        tc.assertEqual(r.returncode, 1, r.stderr)
+        tc.assertIn("does not exist in Picodata 25.5", r.stderr, r.stderr)
+        tc.assertFalse(status(d)["strict"], r.stderr)
+    with tc.subTest("25.5: a session cannot turn strict mode on either"):
+        tc.assertNotIn("forward=off", qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on"))
     emu(d, "create-table", "users", "--columns", "id int8, name text, v int8")
     emu(d, "load", "users", "--rows", "500")
     ports = [p1, p2, p3, p4]
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE bucket_id = 1934", "picoroute"))
-    check("25.5: bucket_id = N is only a filter: every replicaset's master is asked", t == [p1, p3], str(t))
+    with tc.subTest("25.5: bucket_id = N is only a filter: every replicaset's master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 AND bucket_id = 1934", "picoroute"))
-    check("25.5: a read that fixes the sharding key is routed to the owner only", t == [p3], str(t))
+    with tc.subTest("25.5: a read that fixes the sharding key is routed to the owner only"):
+        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 OR id = 2", "picoroute"))
-    check("25.5: a key the emulator cannot read (OR) asks every master", t == [p1, p3], str(t))
+    with tc.subTest("25.5: a key the emulator cannot read (OR) asks every master"):
+        tc.assertEqual(t, [p1, p3], str(t))
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE bucket_id BETWEEN 1501 AND 3000", "picoroute"))
-    check("25.5: bucket_id BETWEEN is only a filter too", t == [p1, p3], str(t))
+    with tc.subTest("25.5: bucket_id BETWEEN is only a filter too"):
+        tc.assertEqual(t, [p1, p3], str(t))
     plan = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
-    check("25.5: a read of an owned bucket at its master costs a hop (to itself, no local execution)",
-          "users__self" in plan and "users_bucket_id" not in plan, plan)
+    with tc.subTest("25.5: a read of an owned bucket at its master costs a hop (to itself, no local execution)"):
+        tc.assertIn("users__self", plan, plan)
+        tc.assertNotIn("users_bucket_id", plan, plan)
     t = touched(ports, lambda: pg.psql(p2, "SET picoemu.read_preference = replica; SELECT count(*) FROM users",
                                        user="picoroute", password="picoroute"))
-    check("25.5: a replica never serves reads, even with read_preference = replica", t == [p1, p3], str(t))
-    check("25.5: rows read through the hops", q1(p2, "SELECT count(*) FROM users", "picoroute") == "500")
-    move_race(d, [p1, p3], p2)
+    with tc.subTest("25.5: a replica never serves reads, even with read_preference = replica"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    with tc.subTest("25.5: rows read through the hops"):
+        tc.assertEqual(q1(p2, "SELECT count(*) FROM users", "picoroute"), "500")
+    move_race(tc, d, [p1, p3], p2)
 
 
-def move_race(d, masters, reader_port, seconds=25):
+def move_race(tc, d, masters, reader_port, seconds=25):
     """Writers insert through both masters (one connection per statement) while buckets move back and
     forth; a reader checks that no row is ever seen twice."""
     import threading
@@ -600,81 +697,168 @@ def move_race(d, masters, reader_port, seconds=25):
     print("     " + detail, flush=True)
     for msg in sorted(set(other.values()))[:5]:
         print("     other write error: " + msg[:300], flush=True)
-    check("move race: writes were acknowledged during the moves", len(acked) > 20 and moves >= 4, detail)
-    check("move race: 0 acknowledged rows lost", not lost, "lost %s" % lost[:10])
-    check("move race: 0 rows stored twice", not dup, "doubled %s" % dup[:10])
-    check("move race: 0 refused writes applied", not phantom, "phantom %s" % phantom[:10])
-    check("move race: no reader ever saw a row twice", reads["dup"] == 0 and reads["n"] > 10, str(reads))
-    check("move race: the view shows exactly the acknowledged rows",
-          q1(masters[0], "SELECT count(*) FROM users WHERE id >= 10000000") == str(len(acked)))
-    check("move race: rows only on owners", not storage_ok(s), str(storage_ok(s)))
+    with tc.subTest("move race: writes were acknowledged during the moves"):
+        tc.assertGreater(len(acked), 20, detail)
+        tc.assertGreaterEqual(moves, 4, detail)
+    with tc.subTest("move race: 0 acknowledged rows lost"):
+        tc.assertFalse(lost, "lost %s" % lost[:10])
+    with tc.subTest("move race: 0 rows stored twice"):
+        tc.assertFalse(dup, "doubled %s" % dup[:10])
+    with tc.subTest("move race: 0 refused writes applied"):
+        tc.assertFalse(phantom, "phantom %s" % phantom[:10])
+    with tc.subTest("move race: no reader ever saw a row twice"):
+        tc.assertEqual(reads["dup"], 0, str(reads))
+        tc.assertGreater(reads["n"], 10, str(reads))
+    with tc.subTest("move race: the view shows exactly the acknowledged rows"):
+        tc.assertEqual(q1(masters[0], "SELECT count(*) FROM users WHERE id >= 10000000"), str(len(acked)))
+    with tc.subTest("move race: rows only on owners"):
+        tc.assertFalse(storage_ok(s), str(storage_ok(s)))
 
 
-def small_cluster(d):
+def small_cluster(tc, d):
     emu(d, "--base-port", str(BASE + 40), "up", "--tier", "hot:1:1:10", "--tier", "cold:1:1:0",
         "--advertise-wildcard", "--auth", "md5")
     s = status(d)
     p = s["instances"][0]["port"]
-    check("tiers: two tiers, one instance each", [i["tier"] for i in s["instances"]] == ["hot", "cold"])
-    check("tiers: _pico_tier rows", q(p, "SELECT name, bucket_count, is_default, replication_factor FROM _pico_tier "
-                                         "ORDER BY name", "picoroute") == [["cold", "0", "f", "1"], ["hot", "10", "t", "1"]])
-    check("tiers: empty tier has no buckets", q1(p, "SELECT _pico_bucket('cold')::text", "picoroute") == "[]")
-    check("wildcard: pgproto advertised as 0.0.0.0", q1(p, "SELECT address FROM _pico_peer_address WHERE raft_id = 1 "
-                                                          "AND connection_type = 'pgproto'", "picoroute") == "0.0.0.0:%d" % s["instances"][0]["front_port"])
-    check("auth md5: passwords stored as md5",
-          q1(p, "SELECT rolpassword LIKE 'md5%' FROM pg_authid WHERE rolname = 'picoroute'") == "t")
+    with tc.subTest("tiers: two tiers, one instance each"):
+        tc.assertEqual([i["tier"] for i in s["instances"]], ["hot", "cold"])
+    with tc.subTest("tiers: _pico_tier rows"):
+        tc.assertEqual(q(p, "SELECT name, bucket_count, is_default, replication_factor FROM _pico_tier "
+                            "ORDER BY name", "picoroute"), [["cold", "0", "f", "1"], ["hot", "10", "t", "1"]])
+    with tc.subTest("tiers: empty tier has no buckets"):
+        tc.assertEqual(q1(p, "SELECT _pico_bucket('cold')::text", "picoroute"), "[]")
+    with tc.subTest("wildcard: pgproto advertised as 0.0.0.0"):
+        tc.assertEqual(q1(p, "SELECT address FROM _pico_peer_address WHERE raft_id = 1 "
+                            "AND connection_type = 'pgproto'", "picoroute"),
+                                    "0.0.0.0:%d" % s["instances"][0]["front_port"])
+    with tc.subTest("auth md5: passwords stored as md5"):
+        tc.assertEqual(q1(p, "SELECT rolpassword LIKE 'md5%' FROM pg_authid WHERE rolname = 'picoroute'"), "t")
     r = subprocess.run([PICOEMU, "--dir", d, "psql", "hot_1_1", "--user", "picoroute", "--", "-Atc",
                         "SELECT current_user || ' ' || current_setting('picoemu.instance')"],
                        capture_output=True, text=True, timeout=30)
-    check("psql command", r.stdout.strip() == "picoroute hot_1_1", r.stdout + r.stderr)
+    with tc.subTest("psql command"):
+        tc.assertEqual(r.stdout.strip(), "picoroute hot_1_1", r.stdout + r.stderr)
     emu(d, "create-table", "kv", "--columns", "k text, n int4, v text", "--primary-key", "k,n",
         "--sharding-key", "k,n")
     emu(d, "insert", "kv", "--values", '["lol", 5, "x"]')
-    check("composite key: ('lol', 5) stored in bucket %d" % ref.bucket_id(["lol", 5], 10),
-          q1(p, "SELECT bucket_id FROM kv") == str(ref.bucket_id(["lol", 5], 10)))
+    with tc.subTest("composite key: ('lol', 5) stored in bucket %d" % ref.bucket_id(["lol", 5], 10)):
+        tc.assertEqual(q1(p, "SELECT bucket_id FROM kv"), str(ref.bucket_id(["lol", 5], 10)))
 
 
-def front_cluster(d):
-    selftest_front.front_cluster(d, BASE + 60, check, emu, status)
+class Scenario(unittest.TestCase):
+    """The cluster scenarios, in their own state directories under one temporary root."""
+    maxDiff = 4000
+    root = None
+    timed_out = False
+
+    def subTest(self, msg=None, **params):
+        if Scenario.timed_out:  # stop the scenario here (not only this check)
+            raise TimeoutError("self-test exceeded %d s" % TIME_LIMIT)
+        return super().subTest(msg, **params)
+
+    @classmethod
+    def dir(cls, name):
+        return os.path.join(cls.root, name)
+
+    def test_bucket_math(self):
+        bucket_math(self)
+
+    def test_main_cluster(self):
+        main_cluster(self, self.dir("main"))
+
+    def test_small_cluster(self):
+        small_cluster(self, self.dir("small"))
+
+    def test_old_version_cluster(self):
+        old_version_cluster(self, self.dir("v25"))
+
+    def test_front_cluster(self):
+        selftest_front.front_cluster(self, self.dir("front"), BASE + 60, emu, status)
+
+
+DIRS = ("main", "small", "v25", "front")
+
+
+class CleanUp(unittest.TestCase):
+    """Runs last (not with --keep): every cluster is removed and no process is left behind."""
+
+    def test_down(self):
+        root = Scenario.root
+        for name in DIRS:
+            d = os.path.join(root, name)
+            if os.path.isdir(d):
+                t0 = time.time()
+                r = subprocess.run([PICOEMU, "--dir", d, "down"], capture_output=True, text=True, timeout=120)
+                print("     down %s: %.1fs" % (name, time.time() - t0), flush=True)
+                with self.subTest("down %s" % name):
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertFalse(os.path.exists(d), r.stderr)
+        leftovers = subprocess.run(["pgrep", "-f", "postgres -D %s" % root], capture_output=True, text=True).stdout
+        with self.subTest("down: no server left running"):
+            self.assertEqual(leftovers.strip(), "", leftovers)
+        fronts = subprocess.run(["pgrep", "-f", "emu_front.py --dir %s" % root], capture_output=True,
+                                text=True).stdout
+        with self.subTest("down: no front left running"):
+            self.assertEqual(fronts.strip(), "", fronts)
+        r = subprocess.run([PICOEMU, "--dir", os.path.join(root, DIRS[0]), "down"], capture_output=True, text=True,
+                           timeout=60)
+        with self.subTest("down again: harmless"):
+            self.assertEqual(r.returncode, 0, r.stderr)
+        if os.path.isdir(root) and not os.listdir(root):
+            os.rmdir(root)
+
+
+class CheckResult(unittest.TextTestResult):
+    """Prints `ok   <check>` / `FAIL <check> <why>` as each check ends and counts the checks. An
+    error outside any check (a scenario that did not run to the end) counts as a failed check."""
+    passed = failed = 0
+
+    def _line(self, ok, name, err=None):
+        if ok:
+            CheckResult.passed += 1
+            self.stream.writeln("ok   %s" % name)
+        else:
+            CheckResult.failed += 1
+            why = "%s: %s" % (err[0].__name__, err[1]) if err[0] is not AssertionError else str(err[1])
+            self.stream.writeln("FAIL %s %s" % (name, " ".join(why.split())[:1500]))
+        self.stream.flush()
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        self._line(err is None, getattr(subtest, "_message", None) or str(subtest), err)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._line(False, "%s: ran to the end" % test._testMethodName, err)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._line(False, test._testMethodName, err)
 
 
 def main():
     keep = "--keep" in sys.argv
-    root = tempfile.mkdtemp(prefix="picoemu-selftest-", dir="/tmp")
-    os.chmod(root, 0o755)
-    dirs = [os.path.join(root, n) for n in ("main", "small", "v25", "front")]
+    Scenario.root = tempfile.mkdtemp(prefix="picoemu-selftest-", dir="/tmp")
+    os.chmod(Scenario.root, 0o755)
 
     def on_alarm(signum, frame):
+        Scenario.timed_out = True
         raise TimeoutError("self-test exceeded %d s" % TIME_LIMIT)
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(TIME_LIMIT)
     t0 = time.time()
+    suite = unittest.TestSuite(Scenario(n) for n in ("test_bucket_math", "test_main_cluster", "test_small_cluster",
+                                                     "test_old_version_cluster", "test_front_cluster"))
+    runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=0, resultclass=CheckResult)
     try:
-        test_bucket_math()
-        for fn, d in ((main_cluster, dirs[0]), (small_cluster, dirs[1]), (old_version_cluster, dirs[2]),
-                      (front_cluster, dirs[3])):
-            try:
-                fn(d)
-            except Exception as exc:  # report and go on to clean-up
-                check("%s: ran to the end" % fn.__name__, False, "%s: %s" % (type(exc).__name__, exc))
+        runner.run(suite)
     finally:
         signal.alarm(0)
-        if not keep:
-            for d in dirs:
-                if os.path.isdir(d):
-                    r = subprocess.run([PICOEMU, "--dir", d, "down"], capture_output=True, text=True, timeout=120)
-                    check("down %s" % os.path.basename(d), r.returncode == 0 and not os.path.exists(d), r.stderr)
-            leftovers = subprocess.run(["pgrep", "-f", "postgres -D %s" % root], capture_output=True, text=True).stdout
-            check("down: no server left running", leftovers.strip() == "", leftovers)
-            fronts = subprocess.run(["pgrep", "-f", "emu_front.py --dir %s" % root], capture_output=True,
-                                    text=True).stdout
-            check("down: no front left running", fronts.strip() == "", fronts)
-            r = subprocess.run([PICOEMU, "--dir", dirs[0], "down"], capture_output=True, text=True, timeout=60)
-            check("down again: harmless", r.returncode == 0)
-            os.rmdir(root) if os.path.isdir(root) and not os.listdir(root) else None
+    if not keep:
+        runner.run(CleanUp("test_down"))
     print("self-test took %.1fs" % (time.time() - t0))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    print("%d passed, %d failed" % (CheckResult.passed, CheckResult.failed))
+    return 1 if CheckResult.failed else 0
 
 
 if __name__ == "__main__":
