@@ -15,12 +15,6 @@ extern "C" {
 #include "utils/memutils.h"
 
 #include "libpq-fe.h"
-
-PG_FUNCTION_INFO_V1(picoroute_status_row);
-PG_FUNCTION_INFO_V1(picoroute_refresh);
-PG_FUNCTION_INFO_V1(picoroute_apply_events);
-PG_FUNCTION_INFO_V1(picoroute_assert_preloaded);
-PG_FUNCTION_INFO_V1(picoroute_restart_worker);
 }
 
 #include "core/errors.h"
@@ -97,85 +91,76 @@ Cell text_or_null(const char *text) {
 }  // namespace
 
 // Behind the view picoroute_status: one row.
-extern "C" Datum picoroute_status_row(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    return guarded([&]() -> Datum {
-        StatusCopy status = read_status();
-        MapRef map = current_map();
-        SnapshotLimits limits = configured_limits();
-        Row row;
-        row.push_back(Cell::str(source_mode_name(setting_source)));
-        row.push_back(may_see_settings() ? Cell::str(masked_conninfo(setting_conninfo))
-                                         : Cell::null());
-        row.push_back(text_or_null(status.source_instance));
-        row.push_back(status.worker_pid == 0 ? Cell::null() : Cell::int4(status.worker_pid));
-        row.push_back(Cell::str(worker_state_name(status.state)));
-        row.push_back(Cell::timestamptz(status.last_refresh_start));
-        row.push_back(Cell::timestamptz(status.last_refresh_end));
-        row.push_back(Cell::timestamptz(status.last_success));
-        row.push_back(text_or_null(status.last_error));
-        row.push_back(text_or_null(status.last_warning));
-        // The counts describe the map of this generation, read together.
-        row.push_back(Cell::int8(static_cast<int64_t>(map.generation)));
-        row.push_back(Cell::int8(static_cast<int64_t>(status.refreshes_finished)));
-        row.push_back(Cell::int8(static_cast<int64_t>(status.refreshes_failed)));
-        row.push_back(Cell::int8(static_cast<int64_t>(status.topology_resets)));
-        row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_tiers())));
-        row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_replicasets())));
-        row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_instances())));
-        row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_ranges())));
-        row.push_back(Cell::int4(static_cast<int32_t>(limits.max_replicasets)));
-        row.push_back(Cell::int4(static_cast<int32_t>(limits.max_instances)));
-        row.push_back(Cell::int4(static_cast<int32_t>(limits.max_bucket_ranges)));
-        row.push_back(Cell::boolean(map_over_capacity()));
-        return make_result_row(fcinfo, row);
-    });
+PICOROUTE_SQL_FUNCTION(picoroute_status_row) {
+    StatusCopy status = read_status();
+    MapRef map = current_map();
+    SnapshotLimits limits = configured_limits();
+    Row row;
+    row.push_back(Cell::str(source_mode_name(setting_source)));
+    row.push_back(may_see_settings() ? Cell::str(masked_conninfo(setting_conninfo)) : Cell::null());
+    row.push_back(text_or_null(status.source_instance));
+    row.push_back(status.worker_pid == 0 ? Cell::null() : Cell::int4(status.worker_pid));
+    row.push_back(Cell::str(worker_state_name(status.state)));
+    row.push_back(Cell::timestamptz(status.last_refresh_start));
+    row.push_back(Cell::timestamptz(status.last_refresh_end));
+    row.push_back(Cell::timestamptz(status.last_success));
+    row.push_back(text_or_null(status.last_error));
+    row.push_back(text_or_null(status.last_warning));
+    // The counts describe the map of this generation, read together.
+    row.push_back(Cell::int8(static_cast<int64_t>(map.generation)));
+    row.push_back(Cell::int8(static_cast<int64_t>(status.refreshes_finished)));
+    row.push_back(Cell::int8(static_cast<int64_t>(status.refreshes_failed)));
+    row.push_back(Cell::int8(static_cast<int64_t>(status.topology_resets)));
+    row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_tiers())));
+    row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_replicasets())));
+    row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_instances())));
+    row.push_back(Cell::int4(static_cast<int32_t>(map.view->n_ranges())));
+    row.push_back(Cell::int4(static_cast<int32_t>(limits.max_replicasets)));
+    row.push_back(Cell::int4(static_cast<int32_t>(limits.max_instances)));
+    row.push_back(Cell::int4(static_cast<int32_t>(limits.max_bucket_ranges)));
+    row.push_back(Cell::boolean(map_over_capacity()));
+    return make_result_row(fcinfo, row);
 }
 
 // picoroute_refresh(timeout_ms integer) returns bigint: wakes the worker, waits until a refresh
 // that started after the call has finished, and returns the generation then current.
-extern "C" Datum picoroute_refresh(PG_FUNCTION_ARGS) {
-    require_preloaded();
+PICOROUTE_SQL_FUNCTION(picoroute_refresh) {
     int32 timeout_ms = PG_GETARG_INT32(0);
-    uint64_t generation = guarded([&] {
-        if (setting_source == SOURCE_PUSH)
-            throw SqlError(
-                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                "picoroute_refresh is not available when picoroute.source is 'push'", {},
-                "In push mode the map changes only through picoroute_apply_events(); set "
-                "picoroute.source = 'poll' to have the worker read the cluster.");
-        if (timeout_ms < 1)
-            throw SqlError(ERRCODE_INVALID_PARAMETER_VALUE,
-                           "picoroute_refresh: timeout_ms must be at least 1, not " +
-                               std::to_string(timeout_ms));
-        auto not_running = [] {
-            return SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                            "picoroute: the background worker is not running", {},
-                            "The worker starts with the server when picoroute is in "
-                            "shared_preload_libraries; check the server log for why it stopped.");
-        };
-        if (read_status().worker_pid == 0)
+    if (setting_source == SOURCE_PUSH)
+        throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                       "picoroute_refresh is not available when picoroute.source is 'push'", {},
+                       "In push mode the map changes only through picoroute_apply_events(); set "
+                       "picoroute.source = 'poll' to have the worker read the cluster.");
+    if (timeout_ms < 1)
+        throw SqlError(
+            ERRCODE_INVALID_PARAMETER_VALUE,
+            "picoroute_refresh: timeout_ms must be at least 1, not " + std::to_string(timeout_ms));
+    auto not_running = [] {
+        return SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        "picoroute: the background worker is not running", {},
+                        "The worker starts with the server when picoroute is in "
+                        "shared_preload_libraries; check the server log for why it stopped.");
+    };
+    if (read_status().worker_pid == 0)
+        throw not_running();
+    bool done = false, failed = false;
+    pg_call([&] { done = request_refresh_and_wait(timeout_ms, &failed); });
+    StatusCopy status = read_status();
+    if (!done) {
+        if (status.worker_pid == 0)
             throw not_running();
-        bool done = false, failed = false;
-        pg_call([&] { done = request_refresh_and_wait(timeout_ms, &failed); });
-        StatusCopy status = read_status();
-        if (!done) {
-            if (status.worker_pid == 0)
-                throw not_running();
-            throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                           "picoroute_refresh: no refresh finished within " +
-                               std::to_string(timeout_ms) + " ms",
-                           std::string("The worker is ") + worker_state_name(status.state) + ".",
-                           "The worker may be connecting or backing off after a failure; see "
-                           "picoroute_status, or call picoroute_refresh with a larger timeout_ms.");
-        }
-        if (failed)
-            throw SqlError(ERRCODE_SYSTEM_ERROR, "picoroute_refresh: the refresh failed",
-                           status.last_error[0] ? status.last_error : "no error was recorded",
-                           "The previous map is still in use; see picoroute_status.");
-        return published_generation();
-    });
-    PG_RETURN_INT64(static_cast<int64>(generation));
+        throw SqlError(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "picoroute_refresh: no refresh finished within " + std::to_string(timeout_ms) + " ms",
+            std::string("The worker is ") + worker_state_name(status.state) + ".",
+            "The worker may be connecting or backing off after a failure; see "
+            "picoroute_status, or call picoroute_refresh with a larger timeout_ms.");
+    }
+    if (failed)
+        throw SqlError(ERRCODE_SYSTEM_ERROR, "picoroute_refresh: the refresh failed",
+                       status.last_error[0] ? status.last_error : "no error was recorded",
+                       "The previous map is still in use; see picoroute_status.");
+    PG_RETURN_INT64(static_cast<int64>(published_generation()));
 }
 
 namespace {
@@ -331,47 +316,38 @@ void apply_and_publish(const std::vector<Event> &events) {
 // to the current map with the seed algorithm and publishes the result once. All or nothing: on
 // any error the previous map stays published and the generation does not move. Bounded
 // (kMaxEventsPerCall, kMaxEventsBytes) and interruptible.
-extern "C" Datum picoroute_apply_events(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    int32 applied = guarded([&] {
-        if (setting_source != SOURCE_PUSH)
-            throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                           "picoroute_apply_events is only available when picoroute.source is "
-                           "'push'",
-                           "picoroute.source is 'poll': the background worker owns the map.",
-                           "Set picoroute.source = 'push' (and reload the configuration) to feed "
-                           "topology events through this function.");
-        Jsonb *document = nullptr;
-        pg_call([&] { document = PG_GETARG_JSONB_P(0); });
-        std::vector<Event> events = decode_events(document);
-        apply_and_publish(events);
-        return static_cast<int32>(events.size());
-    });
-    PG_RETURN_INT32(applied);
+PICOROUTE_SQL_FUNCTION(picoroute_apply_events) {
+    if (setting_source != SOURCE_PUSH)
+        throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                       "picoroute_apply_events is only available when picoroute.source is "
+                       "'push'",
+                       "picoroute.source is 'poll': the background worker owns the map.",
+                       "Set picoroute.source = 'push' (and reload the configuration) to feed "
+                       "topology events through this function.");
+    Jsonb *document = nullptr;
+    pg_call([&] { document = PG_GETARG_JSONB_P(0); });
+    std::vector<Event> events = decode_events(document);
+    apply_and_publish(events);
+    PG_RETURN_INT32(static_cast<int32>(events.size()));
 }
 
 // picoroute_restart_worker() returns integer: stops the background worker (SIGTERM), which the
 // postmaster starts again within 5 seconds; returns the pid that was signalled.
-extern "C" Datum picoroute_restart_worker(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    int32 pid = guarded([&] {
-        StatusCopy status = read_status();
-        if (status.worker_pid == 0)
-            throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                           "picoroute: the background worker is not running", {},
-                           "The postmaster starts it again within 5 seconds after it stopped; "
-                           "see picoroute_status and the server log.");
-        if (kill(status.worker_pid, SIGTERM) != 0)
-            throw SqlError(ERRCODE_SYSTEM_ERROR,
-                           "picoroute: could not signal the background worker (pid " +
-                               std::to_string(status.worker_pid) + "): " + strerror(errno));
-        return static_cast<int32>(status.worker_pid);
-    });
-    PG_RETURN_INT32(pid);
+PICOROUTE_SQL_FUNCTION(picoroute_restart_worker) {
+    StatusCopy status = read_status();
+    if (status.worker_pid == 0)
+        throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                       "picoroute: the background worker is not running", {},
+                       "The postmaster starts it again within 5 seconds after it stopped; "
+                       "see picoroute_status and the server log.");
+    if (kill(status.worker_pid, SIGTERM) != 0)
+        throw SqlError(ERRCODE_SYSTEM_ERROR,
+                       "picoroute: could not signal the background worker (pid " +
+                           std::to_string(status.worker_pid) + "): " + strerror(errno));
+    PG_RETURN_INT32(static_cast<int32>(status.worker_pid));
 }
 
 // Run as the last statement of CREATE EXTENSION, so that it fails clearly without preloading.
-extern "C" Datum picoroute_assert_preloaded(PG_FUNCTION_ARGS) {
-    require_preloaded();
+PICOROUTE_SQL_FUNCTION(picoroute_assert_preloaded) {
     PG_RETURN_VOID();
 }

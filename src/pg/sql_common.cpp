@@ -1,4 +1,5 @@
-// Result rows from plain data, text arguments, and tier lookups with errors that name the tier.
+// Result rows from plain data, text arguments, and tier and bucket checks with errors that name
+// them (see sql_common.h).
 extern "C" {
 #include "postgres.h"
 
@@ -20,10 +21,7 @@ extern "C" {
 namespace picoroute::pg {
 
 Cell Cell::str(std::string_view value) {
-    Cell cell;
-    cell.kind = Kind::Text;
-    cell.text.assign(value.data(), value.size());
-    return cell;
+    return Cell{Kind::Text, std::string(value)};
 }
 
 Cell Cell::str_or_null(std::string_view value) {
@@ -31,33 +29,19 @@ Cell Cell::str_or_null(std::string_view value) {
 }
 
 Cell Cell::int4(int32_t value) {
-    Cell cell;
-    cell.kind = Kind::Int4;
-    cell.number = value;
-    return cell;
+    return Cell{Kind::Int4, {}, value};
 }
 
 Cell Cell::int8(int64_t value) {
-    Cell cell;
-    cell.kind = Kind::Int8;
-    cell.number = value;
-    return cell;
+    return Cell{Kind::Int8, {}, value};
 }
 
 Cell Cell::boolean(bool value) {
-    Cell cell;
-    cell.kind = Kind::Bool;
-    cell.flag = value;
-    return cell;
+    return Cell{Kind::Bool, {}, 0, value};
 }
 
 Cell Cell::timestamptz(TimestampTz value) {
-    if (value == 0)
-        return null();
-    Cell cell;
-    cell.kind = Kind::Timestamp;
-    cell.number = value;
-    return cell;
+    return value == 0 ? null() : Cell{Kind::Timestamp, {}, value};
 }
 
 namespace {
@@ -131,6 +115,15 @@ std::string_view text_arg(FunctionCallInfo fcinfo, int argno) {
     text *value = nullptr;
     pg_call([&] { value = PG_GETARG_TEXT_PP(argno); });
     return std::string_view(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+}
+
+Datum text_datum(std::string_view value) {
+    Datum result = (Datum)0;
+    pg_call([&] {
+        result =
+            PointerGetDatum(cstring_to_text_with_len(value.data(), static_cast<int>(value.size())));
+    });
+    return result;
 }
 
 int32_t require_tier(const SnapshotView &view, uint64_t generation, std::string_view name) {

@@ -1,6 +1,7 @@
-// Shared pieces of the SQL-callable functions: turning plain C++ values into result rows, reading
-// text arguments, finding a tier in the shared map with errors that name it, and hashing a
-// VARIADIC "any" sharding key.
+// Shared pieces of the SQL-callable functions: the macro that defines each of them (preload check
+// and guard in one), turning plain C++ values into result rows, reading text arguments, finding a
+// tier and a bucket in the shared map with errors that name them, and hashing a VARIADIC "any"
+// sharding key.
 //
 // Everything here is meant to be called inside guarded(): PostgreSQL calls that may ereport run
 // through pg_call, so a PostgreSQL error becomes a C++ exception and never jumps over a destructor.
@@ -13,11 +14,36 @@ extern "C" {
 }
 
 #include "core/snapshot.h"
+#include "pg/guard.h"
+#include "pg/map_store.h"
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+// Defines the SQL-callable function `name` (and its PG_FUNCTION_INFO_V1 record): the function
+// first checks that the library was preloaded (ERROR 55000 with a hint otherwise), then runs the
+// body that follows the macro inside guarded(), so no C++ exception leaves it. The body sees
+// `fcinfo`, returns a Datum (PG_RETURN_* work), reports errors by throwing, and calls PostgreSQL
+// through pg_call; it may call PostgreSQL directly only where no C++ object with a destructor is
+// alive (e.g. fetching its arguments first thing), since an ereport would jump over it.
+//
+//     PICOROUTE_SQL_FUNCTION(picoroute_example) {
+//         int32 bucket = PG_GETARG_INT32(0);
+//         ...
+//         PG_RETURN_INT32(bucket);
+//     }
+#define PICOROUTE_SQL_FUNCTION(name)                                                          \
+    static Datum name##_body(FunctionCallInfo fcinfo);                                        \
+    extern "C" {                                                                              \
+    PG_FUNCTION_INFO_V1(name);                                                                \
+    }                                                                                         \
+    extern "C" Datum name(PG_FUNCTION_ARGS) {                                                 \
+        ::picoroute::pg::require_preloaded();                                                 \
+        return ::picoroute::pg::guarded([fcinfo]() -> Datum { return name##_body(fcinfo); }); \
+    }                                                                                         \
+    static Datum name##_body(FunctionCallInfo fcinfo)
 
 namespace picoroute::pg {
 
@@ -48,6 +74,8 @@ void return_rows(FunctionCallInfo fcinfo, const std::vector<Row> &rows);
 
 // The bytes of a text argument (detoasted); valid until the end of the call.
 std::string_view text_arg(FunctionCallInfo fcinfo, int argno);
+// A text datum (palloc'ed in the current memory context) of `value`.
+Datum text_datum(std::string_view value);
 
 // The tier called `name` in `view`; ERROR 42704 naming it, with a hint listing the known tiers (or
 // saying the map is not loaded yet) when it is unknown.

@@ -1,22 +1,16 @@
 // picoroute_bucket_id(tier, VARIADIC key "any") and picoroute_bucket_id_with_count(bucket_count,
 // VARIADIC key "any"): Picodata's bucket id of a sharding key, computed from PostgreSQL values.
 //
-// How each value type is hashed: see key_datum.cpp. Domains hash as their base type.
+// How each value type is hashed: see key_datum.cpp (the one table of key types). Domains hash as
+// their base type.
 extern "C" {
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/errcodes.h"
 #include "utils/lsyscache.h"
-#include "utils/numeric.h"
-#include "utils/timestamp.h"
-#include "utils/uuid.h"
-
-PG_FUNCTION_INFO_V1(picoroute_bucket_id);
-PG_FUNCTION_INFO_V1(picoroute_bucket_id_with_count);
 }
 
 #include "core/bucket_hash.h"
@@ -26,39 +20,15 @@ PG_FUNCTION_INFO_V1(picoroute_bucket_id_with_count);
 #include "pg/map_store.h"
 #include "pg/sql_common.h"
 
-#include <array>
-#include <cstring>
 #include <string>
 
 namespace picoroute::pg {
 
 namespace {
 
-bool is_builtin_key_type(Oid type) {
-    switch (type) {
-        case INT2OID:
-        case INT4OID:
-        case INT8OID:
-        case TEXTOID:
-        case VARCHAROID:
-        case BPCHAROID:
-        case NAMEOID:
-        case UNKNOWNOID:
-        case BOOLOID:
-        case FLOAT4OID:
-        case FLOAT8OID:
-        case NUMERICOID:
-        case UUIDOID:
-        case TIMESTAMPTZOID:
-            return true;
-        default:
-            return false;
-    }
-}
-
 // The type a value hashes as: domains are looked through.
 Oid key_type(Oid type) {
-    if (is_builtin_key_type(type))
+    if (find_key_type(type) != nullptr)
         return type;
     Oid base = InvalidOid;
     pg_call([&] { base = getBaseType(type); });
@@ -127,35 +97,32 @@ uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t b
 
 using namespace picoroute::pg;
 
-extern "C" Datum picoroute_bucket_id(PG_FUNCTION_ARGS) {
-    require_preloaded();
+// Both return NULL for a NULL first argument or a key that is one NULL array.
+PICOROUTE_SQL_FUNCTION(picoroute_bucket_id) {
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
+    MapRef map = current_map();
+    int32_t tier = require_tier(*map.view, map.generation, text_arg(fcinfo, 0));
+    uint32_t bucket_count = require_bucket_count(*map.view, tier);
     bool key_is_null = false;
-    uint32_t bucket = guarded([&] {
-        MapRef map = current_map();
-        int32_t tier = require_tier(*map.view, map.generation, text_arg(fcinfo, 0));
-        uint32_t bucket_count = require_bucket_count(*map.view, tier);
-        return hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null);
-    });
+    uint32_t bucket = hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null);
     if (key_is_null)
         PG_RETURN_NULL();
     PG_RETURN_INT32(static_cast<int32>(bucket));
 }
 
-extern "C" Datum picoroute_bucket_id_with_count(PG_FUNCTION_ARGS) {
-    require_preloaded();
+PICOROUTE_SQL_FUNCTION(picoroute_bucket_id_with_count) {
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
     int32 bucket_count = PG_GETARG_INT32(0);
     if (bucket_count < 1)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("picoroute: bucket_count must be at least 1, not %d", bucket_count),
-                        errhint("Use the tier's bucket_count (Picodata's default is 3000).")));
+        throw SqlError(
+            ERRCODE_INVALID_PARAMETER_VALUE,
+            "picoroute: bucket_count must be at least 1, not " + std::to_string(bucket_count), {},
+            "Use the tier's bucket_count (Picodata's default is 3000).");
     bool key_is_null = false;
-    uint32_t bucket = guarded([&] {
-        return hash_key_arguments(fcinfo, 1, static_cast<uint32_t>(bucket_count), &key_is_null);
-    });
+    uint32_t bucket =
+        hash_key_arguments(fcinfo, 1, static_cast<uint32_t>(bucket_count), &key_is_null);
     if (key_is_null)
         PG_RETURN_NULL();
     PG_RETURN_INT32(static_cast<int32>(bucket));

@@ -107,25 +107,99 @@ ResultPtr run_one(const Target &target, const std::string &sql, const ConnParams
     return std::move(jobs[0].result);
 }
 
-// Runs the count and the sample statements and fills rows[] (HeapTuples of `rel`, allocated in
-// the caller's memory context). C++: called inside guarded().
-int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, SampleReport *report) {
-    TupleDesc desc = RelationGetDescr(rel);
+// The select list of every live column of `rel`, and the 0-based attribute index of each.
+std::string select_list(TupleDesc desc, std::vector<int> *attnums) {
     std::string columns;
-    std::vector<int> attnums;  // 0-based attribute index of each selected column
     for (int i = 0; i < desc->natts; i++) {
         Form_pg_attribute attr = TupleDescAttr(desc, i);
         if (attr->attisdropped)
             continue;
         columns += (columns.empty() ? "" : ", ") + picodata_name(NameStr(attr->attname), "column");
-        attnums.push_back(i);
+        attnums->push_back(i);
     }
+    return columns;
+}
+
+// A WHERE clause reading about 1.2 x targrows rows from random buckets of a sharded table larger
+// than the sample, or "" (the whole table); sets report->buckets.
+std::string bucket_filter(const TableInfo *table, uint32_t bucket_count, double total, int targrows,
+                          SampleReport *report) {
+    if (table->global || bucket_count == 0 || total <= targrows)
+        return {};
+    double wanted = std::ceil(bucket_count * (targrows * 6.0) / (total * 5.0));  // 1.2 x
+    uint32_t k = static_cast<uint32_t>(std::min<double>(bucket_count, std::max(wanted, 1.0)));
+    if (k >= bucket_count)
+        return {};
+    std::vector<uint32_t> buckets = random_buckets(bucket_count, k);
+    std::string where = " WHERE \"bucket_id\" IN (";
+    for (size_t i = 0; i < buckets.size(); i++)
+        where += (i ? ", " : "") + std::to_string(buckets[i]);
+    report->buckets = k;
+    return where + ")";
+}
+
+// A uniform choice of min(received, targrows) of the received rows (partial Fisher-Yates), in the
+// order they arrived.
+std::vector<int> choose_rows(int received, int targrows) {
+    std::vector<int> order(received);
+    for (int i = 0; i < received; i++)
+        order[i] = i;
+    int keep = std::min(received, targrows);
+    for (int i = 0; i < keep; i++) {
+        int j = static_cast<int>(pg_prng_uint64_range(&pg_global_prng_state, i, received - 1));
+        std::swap(order[i], order[j]);
+    }
+    order.resize(keep);
+    std::sort(order.begin(), order.end());
+    return order;
+}
+
+// Forms rows[] from the chosen rows of `res` (HeapTuples of `desc`, allocated in the caller's
+// memory context; columns not selected are NULL).
+void form_rows(TupleDesc desc, const PGresult *res, const std::vector<int> &attnums,
+               const std::vector<int> &chosen, HeapTuple *rows) {
+    pg_call([&] {
+        AttInMetadata *meta = TupleDescGetAttInMetadata(desc);
+        Datum *values = static_cast<Datum *>(palloc0(sizeof(Datum) * (desc->natts + 1)));
+        bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * (desc->natts + 1)));
+        MemoryContext caller = CurrentMemoryContext;
+        MemoryContext rowcxt =
+            AllocSetContextCreate(caller, "picoroute analyze row", ALLOCSET_SMALL_SIZES);
+        for (size_t n = 0; n < chosen.size(); n++) {
+            int r = chosen[n];
+            MemoryContextSwitchTo(rowcxt);
+            for (int i = 0; i < desc->natts; i++) {
+                values[i] = (Datum)0;
+                nulls[i] = true;
+            }
+            for (size_t c = 0; c < attnums.size(); c++) {
+                int i = attnums[c];
+                bool isnull = PQgetisnull(res, r, static_cast<int>(c));
+                char *text = isnull ? nullptr : PQgetvalue(res, r, static_cast<int>(c));
+                values[i] = InputFunctionCall(&meta->attinfuncs[i], text, meta->attioparams[i],
+                                              meta->atttypmods[i]);
+                nulls[i] = isnull;
+            }
+            MemoryContextSwitchTo(caller);
+            rows[n] = heap_form_tuple(desc, values, nulls);
+            MemoryContextReset(rowcxt);
+        }
+        MemoryContextDelete(rowcxt);
+    });
+}
+
+// Runs the count and the sample statements and fills rows[] (HeapTuples of `rel`, allocated in
+// the caller's memory context). C++: called inside guarded().
+int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, SampleReport *report) {
+    TupleDesc desc = RelationGetDescr(rel);
+    std::vector<int> attnums;  // 0-based attribute index of each selected column
+    std::string columns = select_list(desc, &attnums);
     std::string from = " FROM " + picodata_name(table->remote_table, "table");
     std::string option = analyze_option_clause(table);
 
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
-    int32_t tier = tier_or_error(view, map.generation, table->tier);
+    int32_t tier = require_tier(view, map.generation, table->tier);
     uint32_t bucket_count = view.tier(tier).bucket_count;
     Target coordinator = coordinator_target(view);
     ConnParams params = conn_params_for(table->serverid, GetUserId());
@@ -147,19 +221,7 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
         return 0;
 
     long limit = 2L * targrows;
-    std::string where;
-    if (!table->global && bucket_count > 0 && total > targrows) {
-        double wanted = std::ceil(bucket_count * (targrows * 6.0) / (total * 5.0));  // 1.2 x
-        uint32_t k = static_cast<uint32_t>(std::min<double>(bucket_count, std::max(wanted, 1.0)));
-        if (k < bucket_count) {
-            std::vector<uint32_t> buckets = random_buckets(bucket_count, k);
-            where = " WHERE \"bucket_id\" IN (";
-            for (size_t i = 0; i < buckets.size(); i++)
-                where += (i ? ", " : "") + std::to_string(buckets[i]);
-            where += ")";
-            report->buckets = k;
-        }
-    }
+    std::string where = bucket_filter(table, bucket_count, total, targrows, report);
     std::string select = "SELECT " + columns + from;
     ResultPtr sample = run_one(
         coordinator, select + where + " LIMIT " + std::to_string(limit) + option, params, tier);
@@ -178,50 +240,11 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
                            std::to_string(PQnfields(res)) + " columns, expected " +
                            std::to_string(attnums.size()),
                        "Instance: " + describe(coordinator) + ".");
-
-    // Uniform choice of min(received, targrows) rows (partial Fisher-Yates), kept in the order
-    // they arrived.
-    std::vector<int> order(received);
-    for (int i = 0; i < received; i++)
-        order[i] = i;
-    int keep = std::min(received, targrows);
-    for (int i = 0; i < keep; i++) {
-        int j = static_cast<int>(pg_prng_uint64_range(&pg_global_prng_state, i, received - 1));
-        std::swap(order[i], order[j]);
-    }
-    std::sort(order.begin(), order.begin() + keep);
-
-    pg_call([&] {
-        AttInMetadata *meta = TupleDescGetAttInMetadata(desc);
-        Datum *values = static_cast<Datum *>(palloc0(sizeof(Datum) * (desc->natts + 1)));
-        bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * (desc->natts + 1)));
-        MemoryContext caller = CurrentMemoryContext;
-        MemoryContext rowcxt =
-            AllocSetContextCreate(caller, "picoroute analyze row", ALLOCSET_SMALL_SIZES);
-        for (int n = 0; n < keep; n++) {
-            int r = order[n];
-            MemoryContextSwitchTo(rowcxt);
-            for (int i = 0; i < desc->natts; i++) {
-                values[i] = (Datum)0;
-                nulls[i] = true;
-            }
-            for (size_t c = 0; c < attnums.size(); c++) {
-                int i = attnums[c];
-                bool isnull = PQgetisnull(res, r, static_cast<int>(c));
-                char *text = isnull ? nullptr : PQgetvalue(res, r, static_cast<int>(c));
-                values[i] = InputFunctionCall(&meta->attinfuncs[i], text, meta->attioparams[i],
-                                              meta->atttypmods[i]);
-                nulls[i] = isnull;
-            }
-            MemoryContextSwitchTo(caller);
-            rows[n] = heap_form_tuple(desc, values, nulls);
-            MemoryContextReset(rowcxt);
-        }
-        MemoryContextDelete(rowcxt);
-    });
+    std::vector<int> chosen = choose_rows(received, targrows);
+    form_rows(desc, res, attnums, chosen, rows);
     report->received = received;
-    report->kept = keep;
-    return keep;
+    report->kept = static_cast<int>(chosen.size());
+    return report->kept;
 }
 
 int acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows, double *totalrows,

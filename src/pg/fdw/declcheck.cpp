@@ -17,8 +17,6 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-
-PG_FUNCTION_INFO_V1(picoroute_check_foreign_table);
 }
 
 #include "pg/fdw/fdw_internal.h"
@@ -62,55 +60,23 @@ struct Remote {
     std::map<std::string, std::string> types;  // column -> Picodata type
 };
 
-// The PostgreSQL type a Picodata key column type needs, and the hash class of both.
+// The PostgreSQL type a Picodata key column type needs (nullptr when it cannot be a key), and
+// the hash class of both.
 const char *pg_type_for(const std::string &picodata_type) {
-    if (picodata_type == "integer" || picodata_type == "unsigned")
-        return "bigint";
-    if (picodata_type == "string")
-        return "text";
-    if (picodata_type == "double")
-        return "double precision";
-    if (picodata_type == "decimal")
-        return "numeric";
-    if (picodata_type == "uuid")
-        return "uuid";
-    if (picodata_type == "datetime")
-        return "timestamp with time zone";
-    if (picodata_type == "boolean" || picodata_type == "bool")
-        return "boolean";
-    return nullptr;
+    const KeyType *canonical = key_type_for_picodata(picodata_type);
+    return canonical == nullptr ? nullptr : canonical->sql_name;
 }
 
 HashClass class_of(const std::string &picodata_type) {
-    if (picodata_type == "integer" || picodata_type == "unsigned")
-        return HashClass::Int;
-    if (picodata_type == "string")
-        return HashClass::Text;
-    if (picodata_type == "double")
-        return HashClass::Double;
-    if (picodata_type == "decimal")
-        return HashClass::Decimal;
-    if (picodata_type == "uuid")
-        return HashClass::Uuid;
-    if (picodata_type == "datetime")
-        return HashClass::Datetime;
-    if (picodata_type == "boolean" || picodata_type == "bool")
-        return HashClass::Bool;
-    return HashClass::None;
+    const KeyType *canonical = key_type_for_picodata(picodata_type);
+    return canonical == nullptr ? HashClass::None : canonical->hash_class;
 }
 
-// The exact PostgreSQL type of each Picodata type (a narrower one hashes the same: a warning).
+// Whether `type` is the exact PostgreSQL type of the Picodata type (a narrower one of the same
+// hash class hashes the same: a warning).
 bool exact_type(const std::string &picodata_type, Oid type) {
-    switch (class_of(picodata_type)) {
-        case HashClass::Int:
-            return type == INT8OID;
-        case HashClass::Text:
-            return type == TEXTOID;
-        case HashClass::Double:
-            return type == FLOAT8OID;
-        default:
-            return true;
-    }
+    const KeyType *canonical = key_type_for_picodata(picodata_type);
+    return canonical == nullptr || canonical->oid == type;
 }
 
 std::string join(const std::vector<std::string> &names) {
@@ -299,26 +265,28 @@ void check_declaration_at_first_use(TableInfo *table, Oid userid) {
 
 }  // namespace picoroute::pg::fdw
 
-extern "C" Datum picoroute_check_foreign_table(PG_FUNCTION_ARGS) {
+PICOROUTE_SQL_FUNCTION(picoroute_check_foreign_table) {
     Oid relid = PG_GETARG_OID(0);
-    if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE ||
-        GetForeignServer(GetForeignTable(relid)->serverid)->fdwid !=
-            GetForeignDataWrapperByName("picoroute", false)->fdwid)
-        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                        errmsg("picoroute: \"%s\" is not a picoroute foreign table",
-                               get_rel_name(relid))));
-    TableInfo *table = get_table_info(relid);
-    Oid userid = GetUserId();
-    guarded([&] {
-        Declared d = read_declared(relid, table);
-        Remote r = read_remote(d, table->serverid, userid);
-        if (!r.found)
-            throw SqlError(ERRCODE_UNDEFINED_TABLE,
-                           "picoroute: Picodata has no table \"" + d.remote +
-                               "\" (foreign table \"" + d.table + "\")",
-                           {}, "Set the table option table_name, or use IMPORT FOREIGN SCHEMA.");
-        compare(d, r);
-        checked[relid] = current_map().generation;
+    TableInfo *table = nullptr;
+    Oid userid = InvalidOid;
+    pg_call([&] {
+        if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE ||
+            GetForeignServer(GetForeignTable(relid)->serverid)->fdwid !=
+                GetForeignDataWrapperByName("picoroute", false)->fdwid)
+            ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                            errmsg("picoroute: \"%s\" is not a picoroute foreign table",
+                                   get_rel_name(relid))));
+        table = get_table_info(relid);
+        userid = GetUserId();
     });
+    Declared d = read_declared(relid, table);
+    Remote r = read_remote(d, table->serverid, userid);
+    if (!r.found)
+        throw SqlError(ERRCODE_UNDEFINED_TABLE,
+                       "picoroute: Picodata has no table \"" + d.remote + "\" (foreign table \"" +
+                           d.table + "\")",
+                       {}, "Set the table option table_name, or use IMPORT FOREIGN SCHEMA.");
+    compare(d, r);
+    checked[relid] = current_map().generation;
     PG_RETURN_BOOL(true);
 }

@@ -47,29 +47,6 @@ namespace picoroute::pg::fdw {
 
 namespace {
 
-bool shippable_type(Oid type) {
-    switch (type) {
-        case BOOLOID:
-        case INT2OID:
-        case INT4OID:
-        case INT8OID:
-        case FLOAT8OID:
-        case NUMERICOID:
-        case TEXTOID:
-        case VARCHAROID:
-        case UUIDOID:
-        case TIMESTAMPTZOID:
-            return true;
-        default:
-            // real: Picodata has doubles only, and comparing a widened real differs.
-            return false;
-    }
-}
-
-bool is_text_type(Oid type) {
-    return type == TEXTOID || type == VARCHAROID;
-}
-
 enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
 
 struct RemoteOp {
@@ -156,8 +133,7 @@ bool shippable_aggregate(Aggref *agg, RelOptInfo *rel) {
     if (tle->resjunk || !shippable(arg, rel))
         return false;
     Oid type = exprType(arg);
-    bool number = type == INT2OID || type == INT4OID || type == INT8OID || type == FLOAT8OID ||
-                  type == NUMERICOID;
+    bool number = is_number_type(type);
     if (count)  // DISTINCT compares for equality: text needs a deterministic collation
         return agg->aggdistinct == NIL || !is_text_type(type) ||
                deterministic_collation(agg->inputcollid);
@@ -214,14 +190,12 @@ bool shippable(Node *node, RelOptInfo *rel) {
                         return false;
                     break;
                 case OpKind::Arith:
-                    if (!(argtype == INT2OID || argtype == INT4OID || argtype == INT8OID ||
-                          argtype == FLOAT8OID || argtype == NUMERICOID))
+                    if (!is_number_type(argtype))
                         return false;
                     break;
                 case OpKind::Negate:
                     // Written (0 - x); -0.0 has no such form, so doubles stay local.
-                    if (!(argtype == INT2OID || argtype == INT4OID || argtype == INT8OID ||
-                          argtype == NUMERICOID))
+                    if (!is_number_type(argtype) || argtype == FLOAT8OID)
                         return false;
                     break;
                 default:

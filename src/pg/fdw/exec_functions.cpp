@@ -26,21 +26,13 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
-
-PG_FUNCTION_INFO_V1(picoroute_exec);
-PG_FUNCTION_INFO_V1(picoroute_exec_all);
-PG_FUNCTION_INFO_V1(picoroute_exec_params);
-PG_FUNCTION_INFO_V1(picoroute_exec_all_params);
-PG_FUNCTION_INFO_V1(picoroute_exec_masters);
-PG_FUNCTION_INFO_V1(picoroute_connections);
-PG_FUNCTION_INFO_V1(picoroute_disconnect);
-PG_FUNCTION_INFO_V1(picoroute_disconnect_all);
 }
 
 #include "pg/fdw/connection.h"
 #include "pg/fdw/routing.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/sql_common.h"
 
 #include <algorithm>
 #include <optional>
@@ -52,12 +44,6 @@ using namespace picoroute::pg;
 using namespace picoroute::pg::fdw;
 
 namespace {
-
-std::string text_argument(FunctionCallInfo fcinfo, int argno) {
-    text *value = nullptr;
-    pg_call([&] { value = PG_GETARG_TEXT_PP(argno); });
-    return std::string(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
-}
 
 // Stores the rows of every job's result in the materialized result of the call, converting the
 // text values with the input functions of the caller's column definition list.
@@ -320,46 +306,75 @@ std::string fill_placeholders(const std::string &q, const QueryScan &scan,
 
 // ---- the calls --------------------------------------------------------------------------------
 
-// Runs `query` on the owner of `bucket` (see picoroute_exec) and stores the rows.
-void exec_on_bucket(FunctionCallInfo fcinfo, const std::string &tier_name, int32 bucket,
-                    const std::string &query, const std::vector<std::optional<std::string>> &values,
-                    bool read_only) {
+// The arguments every exec function reads by name.
+struct ExecArgs {
+    std::string tier;
+    std::string query;
+    std::vector<std::optional<std::string>> values;  // of "params"; empty without it
+};
+
+// Reads the arguments named in `names` (in argument order): "tier" and "query" as text, "params"
+// as a text[]; the others are left to the caller. The forms with params are not strict
+// (`check_nulls`): any NULL argument is refused first, naming it. Starts the materialized result.
+ExecArgs exec_args(FunctionCallInfo fcinfo, const char *function,
+                   std::initializer_list<const char *> names, bool check_nulls) {
+    if (check_nulls) {
+        int argno = 0;
+        for (const char *name : names)
+            require_argument(fcinfo, argno++, name, function);
+    }
+    pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    ExecArgs args;
+    int argno = 0;
+    for (std::string_view name : names) {
+        if (name == "tier")
+            args.tier = text_arg(fcinfo, argno);
+        else if (name == "query")
+            args.query = text_arg(fcinfo, argno);
+        else if (name == "params")
+            args.values = text_array_argument(fcinfo, argno, function);
+        argno++;
+    }
+    return args;
+}
+
+// Runs the query on the owner of `bucket` (see picoroute_exec) and stores the rows.
+void exec_on_bucket(FunctionCallInfo fcinfo, const ExecArgs &args, int32 bucket, bool read_only) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
-    int32_t tier = tier_or_error(view, map.generation, tier_name);
-    uint32_t count = view.tier(tier).bucket_count;
-    if (bucket < 1 || (count != 0 && static_cast<uint32_t>(bucket) > count))
-        throw SqlError(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                       "picoroute: bucket id " + std::to_string(bucket) +
-                           " is out of range for tier \"" + tier_name + "\"",
-                       {},
-                       count != 0 ? "Bucket ids run from 1 to " + std::to_string(count) + "."
-                                  : "Bucket ids start at 1.");
+    int32_t tier = require_tier(view, map.generation, args.tier);
+    uint32_t bucket_id = require_bucket_in_range(view, tier, bucket);
     ReadPref pref = read_only ? ReadPref::Replica : ReadPref::Leader;
     std::vector<Job> jobs(1);
-    if (!bucket_target(view, tier, static_cast<uint32_t>(bucket), pref, &jobs[0].target))
+    if (!bucket_target(view, tier, bucket_id, pref, &jobs[0].target))
         jobs[0].target = coordinator_target(view);
-    jobs[0].target.buckets = {static_cast<uint32_t>(bucket)};
-    jobs[0].sql = query;
-    jobs[0].values = value_pointers(values);
+    jobs[0].target.buckets = {bucket_id};
+    jobs[0].sql = args.query;
+    jobs[0].values = value_pointers(args.values);
     WriteLog log;
     run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write,
              read_only ? nullptr : &log);
     store_results(fcinfo, jobs);
 }
 
-// Runs `query` on every master of the tier and stores all rows.
-void exec_on_masters(FunctionCallInfo fcinfo, const std::string &tier_name,
-                     const std::string &query,
-                     const std::vector<std::optional<std::string>> &values) {
+// Runs the query on every master of the tier and stores all rows. With `placeholders`, only the
+// masters that own buckets run it, each with its {buckets} placeholders filled in.
+void exec_on_masters(FunctionCallInfo fcinfo, const ExecArgs &args,
+                     const QueryScan *placeholders = nullptr) {
     MapRef map = current_map();
-    int32_t tier = tier_or_error(*map.view, map.generation, tier_name);
+    int32_t tier = require_tier(*map.view, map.generation, args.tier);
     std::vector<Target> masters = master_targets(*map.view, tier);
-    std::vector<Job> jobs(masters.size());
-    for (size_t i = 0; i < masters.size(); i++) {
-        jobs[i].target = masters[i];
-        jobs[i].sql = query;
-        jobs[i].values = value_pointers(values);
+    std::vector<Job> jobs;
+    for (Target &master : masters) {
+        if (placeholders != nullptr && master.ranges.empty())
+            continue;
+        Job job;
+        job.sql = placeholders != nullptr
+                      ? fill_placeholders(args.query, *placeholders, master.ranges)
+                      : args.query;
+        job.target = std::move(master);
+        job.values = value_pointers(args.values);
+        jobs.push_back(std::move(job));
     }
     run_jobs(jobs, conninfo_params(), tier, ReadPref::Leader, Retry::Never);
     store_results(fcinfo, jobs);
@@ -367,67 +382,37 @@ void exec_on_masters(FunctionCallInfo fcinfo, const std::string &tier_name,
 
 }  // namespace
 
-extern "C" Datum picoroute_exec(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    guarded([&] {
-        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-        std::string tier_name = text_argument(fcinfo, 0);
-        int32 bucket = PG_GETARG_INT32(1);
-        std::string query = text_argument(fcinfo, 2);
-        bool read_only = PG_NARGS() > 3 && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
-        check_parameter_count(scan_query(query, false), 0, "picoroute_exec");
-        exec_on_bucket(fcinfo, tier_name, bucket, query, {}, read_only);
-    });
+PICOROUTE_SQL_FUNCTION(picoroute_exec) {
+    const char *fn = "picoroute_exec";
+    ExecArgs args = exec_args(fcinfo, fn, {"tier", "bucket_id", "query"}, false);
+    bool read_only = PG_NARGS() > 3 && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+    check_parameter_count(scan_query(args.query, false), 0, fn);
+    exec_on_bucket(fcinfo, args, PG_GETARG_INT32(1), read_only);
     return (Datum)0;
 }
 
-extern "C" Datum picoroute_exec_params(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    guarded([&] {
-        const char *fn = "picoroute_exec";
-        require_argument(fcinfo, 0, "tier", fn);
-        require_argument(fcinfo, 1, "bucket_id", fn);
-        require_argument(fcinfo, 2, "query", fn);
-        require_argument(fcinfo, 3, "params", fn);
-        require_argument(fcinfo, 4, "read_only", fn);
-        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-        std::string tier_name = text_argument(fcinfo, 0);
-        int32 bucket = PG_GETARG_INT32(1);
-        std::string query = text_argument(fcinfo, 2);
-        std::vector<std::optional<std::string>> values = text_array_argument(fcinfo, 3, fn);
-        bool read_only = PG_GETARG_BOOL(4);
-        check_parameter_count(scan_query(query, false), values.size(), fn);
-        exec_on_bucket(fcinfo, tier_name, bucket, query, values, read_only);
-    });
+PICOROUTE_SQL_FUNCTION(picoroute_exec_params) {
+    const char *fn = "picoroute_exec";
+    ExecArgs args =
+        exec_args(fcinfo, fn, {"tier", "bucket_id", "query", "params", "read_only"}, true);
+    check_parameter_count(scan_query(args.query, false), args.values.size(), fn);
+    exec_on_bucket(fcinfo, args, PG_GETARG_INT32(1), PG_GETARG_BOOL(4));
     return (Datum)0;
 }
 
-extern "C" Datum picoroute_exec_all(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    guarded([&] {
-        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-        std::string tier_name = text_argument(fcinfo, 0);
-        std::string query = text_argument(fcinfo, 1);
-        check_parameter_count(scan_query(query, false), 0, "picoroute_exec_all");
-        exec_on_masters(fcinfo, tier_name, query, {});
-    });
+PICOROUTE_SQL_FUNCTION(picoroute_exec_all) {
+    const char *fn = "picoroute_exec_all";
+    ExecArgs args = exec_args(fcinfo, fn, {"tier", "query"}, false);
+    check_parameter_count(scan_query(args.query, false), 0, fn);
+    exec_on_masters(fcinfo, args);
     return (Datum)0;
 }
 
-extern "C" Datum picoroute_exec_all_params(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    guarded([&] {
-        const char *fn = "picoroute_exec_all";
-        require_argument(fcinfo, 0, "tier", fn);
-        require_argument(fcinfo, 1, "query", fn);
-        require_argument(fcinfo, 2, "params", fn);
-        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-        std::string tier_name = text_argument(fcinfo, 0);
-        std::string query = text_argument(fcinfo, 1);
-        std::vector<std::optional<std::string>> values = text_array_argument(fcinfo, 2, fn);
-        check_parameter_count(scan_query(query, false), values.size(), fn);
-        exec_on_masters(fcinfo, tier_name, query, values);
-    });
+PICOROUTE_SQL_FUNCTION(picoroute_exec_all_params) {
+    const char *fn = "picoroute_exec_all";
+    ExecArgs args = exec_args(fcinfo, fn, {"tier", "query", "params"}, true);
+    check_parameter_count(scan_query(args.query, false), args.values.size(), fn);
+    exec_on_masters(fcinfo, args);
     return (Datum)0;
 }
 
@@ -436,115 +421,56 @@ extern "C" Datum picoroute_exec_all_params(PG_FUNCTION_ARGS) {
 // nothing. The conditions of all masters partition 1..bucket_count (master_targets refuses a map
 // that does not cover every bucket), and every Picodata instance answers for the whole cluster,
 // so each row is read exactly once, even where the map lags a bucket move.
-extern "C" Datum picoroute_exec_masters(PG_FUNCTION_ARGS) {
-    require_preloaded();
-    guarded([&] {
-        const char *fn = "picoroute_exec_masters";
-        require_argument(fcinfo, 0, "tier", fn);
-        require_argument(fcinfo, 1, "query", fn);
-        require_argument(fcinfo, 2, "params", fn);
-        pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
-        std::string tier_name = text_argument(fcinfo, 0);
-        std::string query = text_argument(fcinfo, 1);
-        std::vector<std::optional<std::string>> values = text_array_argument(fcinfo, 2, fn);
-        QueryScan scan = scan_query(query, true);
-        if (scan.placeholders.empty())
-            throw SqlError(ERRCODE_SYNTAX_ERROR,
-                           "picoroute: picoroute_exec_masters: the query has no {buckets} "
-                           "placeholder",
-                           "Without it every master would answer for the whole cluster and "
-                           "each row would come back once per master.",
-                           "Write the placeholder as a condition: ... WHERE {buckets}, or "
-                           "... AND {buckets:alias} in a join.");
-        check_parameter_count(scan, values.size(), fn);
-        MapRef map = current_map();
-        int32_t tier = tier_or_error(*map.view, map.generation, tier_name);
-        std::vector<Target> masters = master_targets(*map.view, tier);
-        std::vector<Job> jobs;
-        for (Target &master : masters) {
-            if (master.ranges.empty())
-                continue;
-            Job job;
-            job.sql = fill_placeholders(query, scan, master.ranges);
-            job.target = std::move(master);
-            job.values = value_pointers(values);
-            jobs.push_back(std::move(job));
+PICOROUTE_SQL_FUNCTION(picoroute_exec_masters) {
+    const char *fn = "picoroute_exec_masters";
+    ExecArgs args = exec_args(fcinfo, fn, {"tier", "query", "params"}, true);
+    QueryScan scan = scan_query(args.query, true);
+    if (scan.placeholders.empty())
+        throw SqlError(ERRCODE_SYNTAX_ERROR,
+                       "picoroute: picoroute_exec_masters: the query has no {buckets} "
+                       "placeholder",
+                       "Without it every master would answer for the whole cluster and "
+                       "each row would come back once per master.",
+                       "Write the placeholder as a condition: ... WHERE {buckets}, or "
+                       "... AND {buckets:alias} in a join.");
+    check_parameter_count(scan, args.values.size(), fn);
+    exec_on_masters(fcinfo, args, &scan);
+    return (Datum)0;
+}
+
+// The connection cache of this backend, one row per connection. PostgreSQL builds the rows from
+// the listing's strings without creating any C++ object.
+PICOROUTE_SQL_FUNCTION(picoroute_connections) {
+    std::vector<ConnectionInfo> rows = list_connections();
+    pg_call([&] {
+        InitMaterializedSRF(fcinfo, 0);
+        ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+        TimestampTz now = GetCurrentTimestamp();
+        for (const ConnectionInfo &r : rows) {
+            Datum values[6];
+            bool nulls[6] = {false, false, false, false, false, false};
+            values[0] = CStringGetTextDatum(r.address.c_str());
+            values[1] = CStringGetTextDatum(r.remote_user.c_str());
+            if (!r.server_name.empty())
+                values[2] = CStringGetTextDatum(r.server_name.c_str());
+            else
+                nulls[2] = true;
+            Interval *age = static_cast<Interval *>(palloc0(sizeof(Interval)));
+            age->time = now - r.opened_at;
+            values[3] = IntervalPGetDatum(age);
+            values[4] = Int64GetDatum(static_cast<int64>(r.statements));
+            values[5] = CStringGetTextDatum(r.state.c_str());
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         }
-        run_jobs(jobs, conninfo_params(), tier, ReadPref::Leader, Retry::Never);
-        store_results(fcinfo, jobs);
     });
     return (Datum)0;
 }
 
-namespace {
-
-struct PlainRow {
-    char *address, *user, *server, *state;
-    TimestampTz opened;
-    int64 statements;
-};
-
-// The cache listing as palloc'd plain data, so that no C++ object is alive while PostgreSQL
-// builds the result.
-PlainRow *connection_rows(int *count) {
-    return guarded([&] {
-        std::vector<ConnectionInfo> rows = list_connections();
-        int n = static_cast<int>(rows.size());
-        PlainRow *plain = nullptr;
-        pg_call([&] { plain = static_cast<PlainRow *>(palloc0(sizeof(PlainRow) * (n + 1))); });
-        for (int i = 0; i < n; i++) {
-            const ConnectionInfo &r = rows[i];
-            pg_call([&] {
-                plain[i].address = pstrdup(r.address.c_str());
-                plain[i].user = pstrdup(r.remote_user.c_str());
-                plain[i].server = r.server_name.empty() ? nullptr : pstrdup(r.server_name.c_str());
-                plain[i].state = pstrdup(r.state.c_str());
-            });
-            plain[i].opened = r.opened_at;
-            plain[i].statements = static_cast<int64>(r.statements);
-        }
-        *count = n;
-        return plain;
-    });
+PICOROUTE_SQL_FUNCTION(picoroute_disconnect) {
+    std::string address(text_arg(fcinfo, 0));
+    PG_RETURN_INT32(address.empty() ? 0 : disconnect(address));
 }
 
-}  // namespace
-
-extern "C" Datum picoroute_connections(PG_FUNCTION_ARGS) {
-    int n = 0;
-    PlainRow *plain = connection_rows(&n);
-    InitMaterializedSRF(fcinfo, 0);
-    ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-    TimestampTz now = GetCurrentTimestamp();
-    for (int i = 0; i < n; i++) {
-        Datum values[6];
-        bool nulls[6] = {false, false, false, false, false, false};
-        values[0] = CStringGetTextDatum(plain[i].address);
-        values[1] = CStringGetTextDatum(plain[i].user);
-        if (plain[i].server)
-            values[2] = CStringGetTextDatum(plain[i].server);
-        else
-            nulls[2] = true;
-        Interval *age = static_cast<Interval *>(palloc0(sizeof(Interval)));
-        age->time = now - plain[i].opened;
-        values[3] = IntervalPGetDatum(age);
-        values[4] = Int64GetDatum(plain[i].statements);
-        values[5] = CStringGetTextDatum(plain[i].state);
-        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-    }
-    return (Datum)0;
-}
-
-extern "C" Datum picoroute_disconnect(PG_FUNCTION_ARGS) {
-    text *arg = PG_GETARG_TEXT_PP(0);
-    char *address = text_to_cstring(arg);
-    if (address[0] == '\0')
-        PG_RETURN_INT32(0);
-    int closed = guarded([&] { return disconnect(address); });
-    PG_RETURN_INT32(closed);
-}
-
-extern "C" Datum picoroute_disconnect_all(PG_FUNCTION_ARGS) {
-    int closed = guarded([] { return disconnect(std::string()); });
-    PG_RETURN_INT32(closed);
+PICOROUTE_SQL_FUNCTION(picoroute_disconnect_all) {
+    PG_RETURN_INT32(disconnect(std::string()));
 }

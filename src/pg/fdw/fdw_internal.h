@@ -21,6 +21,8 @@ extern "C" {
 
 #include "pg/fdw/connection.h"
 #include "pg/fdw/routing.h"
+#include "pg/key_datum.h"
+#include "pg/sql_common.h"
 
 namespace picoroute::pg::fdw {
 

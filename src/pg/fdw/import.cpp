@@ -33,19 +33,8 @@ using namespace picoroute::pg::fdw;
 namespace {
 
 const char *pg_type_for(const std::string &picodata_type) {
-    static const std::map<std::string, const char *> types = {
-        {"integer", "bigint"},
-        {"unsigned", "bigint"},
-        {"string", "text"},
-        {"double", "double precision"},
-        {"decimal", "numeric"},
-        {"uuid", "uuid"},
-        {"datetime", "timestamp with time zone"},
-        {"boolean", "boolean"},
-        {"bool", "boolean"},
-    };
-    auto it = types.find(picodata_type);
-    return it == types.end() ? "json" : it->second;
+    const KeyType *canonical = key_type_for_picodata(picodata_type);
+    return canonical == nullptr ? "json" : canonical->sql_name;
 }
 
 std::string quote_ident(const std::string &name) {

@@ -263,7 +263,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
     guarded([&] {
         MapRef map = current_map();
         const SnapshotView &view = *map.view;
-        int32_t tier = tier_or_error(view, map.generation, t->tier);
+        int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         bool routed = !t->global && t->nkeys > 0 && count > 0;
         for (int k = 0; routed && k < t->nkeys; k++)
@@ -280,7 +280,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             if (routed) {
                 KeyEncoder encoder;
                 for (int k = 0; k < t->nkeys; k++)
-                    add_key_value(encoder, s->key_types[k], keys[r * t->nkeys + k],
+                    add_key_datum(encoder, s->key_types[k], keys[r * t->nkeys + k],
                                   key_nulls[r * t->nkeys + k]);
                 bucket = bucket_id_for_bytes(encoder.bytes(), count);
                 found = bucket_target(view, tier, bucket, ReadPref::Leader, &target);

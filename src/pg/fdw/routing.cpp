@@ -2,21 +2,17 @@
 extern "C" {
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/errcodes.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/numeric.h"
 #include "utils/timestamp.h"
-#include "utils/uuid.h"
 }
 
 #include "pg/fdw/routing.h"
 
 #include "pg/guard.h"
-#include "pg/key_datum.h"
 #include "pg/map_store.h"
 #include "pg/worker_status.h"
 #include "pg/settings.h"
@@ -142,15 +138,6 @@ std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
         groups.targets.push_back(std::move(c));
     }
     return std::move(groups.targets);
-}
-
-int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::string &name) {
-    int32_t tier = view.find_tier(name);
-    if (tier != kNone)
-        return tier;
-    throw SqlError(ERRCODE_UNDEFINED_OBJECT, "picoroute: unknown tier \"" + name + "\"", {},
-                   generation == 0 ? "The topology map is not loaded yet; see picoroute_status."
-                                   : "See picoroute_tiers for the known tiers.");
 }
 
 namespace {
@@ -425,37 +412,6 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
             }
         }
     }
-}
-
-HashClass hash_class(Oid type) {
-    switch (type) {
-        case INT2OID:
-        case INT4OID:
-        case INT8OID:
-            return HashClass::Int;
-        case TEXTOID:
-        case VARCHAROID:
-        case BPCHAROID:
-        case NAMEOID:
-            return HashClass::Text;
-        case BOOLOID:
-            return HashClass::Bool;
-        case FLOAT4OID:
-        case FLOAT8OID:
-            return HashClass::Double;
-        case NUMERICOID:
-            return HashClass::Decimal;
-        case UUIDOID:
-            return HashClass::Uuid;
-        case TIMESTAMPTZOID:
-            return HashClass::Datetime;
-        default:
-            return HashClass::None;
-    }
-}
-
-void add_key_value(KeyEncoder &key, Oid type, Datum value, bool isnull) {
-    add_key_datum(key, type, value, isnull);
 }
 
 }  // namespace picoroute::pg::fdw

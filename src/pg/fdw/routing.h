@@ -15,7 +15,6 @@ extern "C" {
 #include "fmgr.h"
 }
 
-#include "core/bucket_hash.h"
 #include "core/route.h"
 #include "core/snapshot.h"
 #include "pg/fdw/connection.h"
@@ -57,9 +56,6 @@ std::vector<Target> master_targets(const SnapshotView &view, int32_t tier);
 std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
                                   const std::set<uint32_t> &buckets, ReadPref pref);
 
-// The tier of `name`, with a clear error when the map does not know it.
-int32_t tier_or_error(const SnapshotView &view, uint64_t generation, const std::string &name);
-
 enum class Retry {
     Read,   // retried once on a connection failure
     Write,  // retried once only when it was never sent
@@ -88,11 +84,5 @@ struct WriteLog {
 // of any failure says which instances applied, may have applied, or did not apply the write.
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
               Retry retry, WriteLog *log = nullptr);
-
-// Key hashing of PostgreSQL values as Picodata hashes them (facts, section 3).
-enum class HashClass { None, Int, Text, Bool, Double, Decimal, Uuid, Datetime };
-HashClass hash_class(Oid type);
-// Appends a value (NULL allowed) of `type` to the key. Runs PostgreSQL calls through pg_call.
-void add_key_value(KeyEncoder &key, Oid type, Datum value, bool isnull);
 
 }  // namespace picoroute::pg::fdw

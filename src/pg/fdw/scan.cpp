@@ -216,7 +216,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     TableInfo *t = st->table;
-    int32_t tier = tier_or_error(view, map.generation, t->tier);
+    int32_t tier = require_tier(view, map.generation, t->tier);
     *tier_out = tier;
     *keyless = true;
     ReadPref pref = st->is_write ? ReadPref::Leader : static_cast<ReadPref>(t->read_pref);
@@ -242,7 +242,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
             for (size_t c = 0; c < combos; c++) {
                 KeyEncoder encoder;
                 for (int i = 0; i < nkeys; i++)
-                    add_key_value(encoder, keys[i].type, keys[i].values[index[i]],
+                    add_key_datum(encoder, keys[i].type, keys[i].values[index[i]],
                                   keys[i].nulls[index[i]]);
                 buckets.insert(bucket_id_for_bytes(encoder.bytes(), count));
                 for (int i = nkeys - 1; i >= 0; i--) {

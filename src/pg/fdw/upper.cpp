@@ -91,15 +91,6 @@ UpperInfo *copy_info(UpperInfo *from) {
     return u;
 }
 
-bool is_text(Oid type) {
-    return type == TEXTOID || type == VARCHAROID;
-}
-
-bool is_number(Oid type) {
-    return type == INT2OID || type == INT4OID || type == INT8OID || type == FLOAT8OID ||
-           type == NUMERICOID;
-}
-
 // The foreign table alone, with every WHERE clause sent to Picodata.
 bool base_is_pushable(PlannerInfo *root, RelOptInfo *base, RelInfo *info) {
     if (info == nullptr || !info->table->push_upper || info->local_conds != NIL)
@@ -244,11 +235,11 @@ Expr *sort_expr(PlannerInfo *root, UpperInfo *u, EquivalenceClass *ec) {
 
 bool order_ok(PathKey *pk, Expr *expr) {
     Oid type = exprType(reinterpret_cast<Node *>(expr));
-    if (!(is_number(type) || is_text(type) || type == TIMESTAMPTZOID))
+    if (!(is_number_type(type) || is_text_type(type) || type == TIMESTAMPTZOID))
         return false;
     // Picodata compares strings by their bytes.
     Oid collation = pk->pk_eclass->ec_collation;
-    if (is_text(type) && OidIsValid(collation) && !lc_collate_is_c(collation))
+    if (is_text_type(type) && OidIsValid(collation) && !lc_collate_is_c(collation))
         return false;
     // Only the type's default ordering (what ASC/DESC means there).
     Oid opclass = GetDefaultOpClass(type, BTREE_AM_OID);
