@@ -31,8 +31,6 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-
-PG_FUNCTION_INFO_V1(picoroute_fdw_handler);
 }
 
 #include "pg/fdw/fdw_internal.h"
@@ -804,7 +802,9 @@ void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unk
 
 }  // namespace picoroute::pg::fdw
 
-extern "C" Datum picoroute_fdw_handler(PG_FUNCTION_ARGS) {
+// Every use of a picoroute foreign table asks for this routine first: without the library
+// preloaded there is no shared map to route by, and the check fails clearly here.
+PICOROUTE_SQL_FUNCTION(picoroute_fdw_handler) {
     FdwRoutine *routine = makeNode(FdwRoutine);
     routine->GetForeignRelSize = picoGetForeignRelSize;
     routine->GetForeignPaths = picoGetForeignPaths;
