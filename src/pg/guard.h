@@ -2,7 +2,8 @@
 //
 // guarded(fn): runs fn() and turns any C++ exception into a PostgreSQL ERROR raised after the try
 // scope has ended, so no exception ever unwinds through a PostgreSQL frame. Every SQL-callable
-// function, FDW callback and hook enters C++ through it.
+// function, FDW callback and hook enters C++ through it (SQL-callable functions by being defined
+// with PICOROUTE_SQL_FUNCTION, sql_common.h, which adds the preload check).
 //
 // pg_call(fn): runs PostgreSQL code that may ereport() from inside C++; the PostgreSQL error is
 // caught with PG_TRY and rethrown as a C++ PgError, so the longjmp never crosses a live C++
