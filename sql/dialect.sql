@@ -1,48 +1,9 @@
 -- Picodata's dialect: every shape the FDW sends, pinned by EXPLAIN VERBOSE (Remote SQL is the
 -- statement as sent, bucket filter and OPTION clause included). The map is pushed; no statement
 -- below reaches an instance.
-DO $$
-DECLARE events jsonb;
-BEGIN
-  SELECT jsonb_agg(e) INTO events FROM (
-    SELECT jsonb_build_object('op', 'delete', 'map', 'bucket', 'tier', tier, 'bucket_id',
-                              jsonb_build_object('start', bucket_id_start, 'end', bucket_id_end)) AS e
-      FROM picoroute_buckets
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'instance', 'instance_uuid', uuid)
-      FROM picoroute_instances
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'replicaset', 'replicaset_uuid', uuid)
-      FROM picoroute_replicasets) s;
-  IF events IS NOT NULL THEN
-    PERFORM picoroute_apply_events(events);
-  END IF;
-END $$;
-
--- Tier "dt": rs_x owns 1-1500 (master x1, replica x2), rs_y owns 1501-3000 (master y1), rs_z
--- (master z1) was just added and owns no bucket yet.
-SELECT picoroute_apply_events('[
-  {"op": "replace", "map": "tier", "name": "dt", "bucket_count": 3000},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-x", "name": "rs_x", "tier": "dt", "current_master_uuid": "x1"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-y", "name": "rs_y", "tier": "dt", "current_master_uuid": "y1"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-z", "name": "rs_z", "tier": "dt", "current_master_uuid": "z1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "x1", "name": "x1", "replicaset_uuid": "rs-x", "current_state": "Online", "address": "192.0.2.11:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "x2", "name": "x2", "replicaset_uuid": "rs-x", "current_state": "Online", "address": "192.0.2.12:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "y1", "name": "y1", "replicaset_uuid": "rs-y", "current_state": "Online", "address": "192.0.2.13:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "z1", "name": "z1", "replicaset_uuid": "rs-z", "current_state": "Online", "address": "192.0.2.14:4327"},
-  {"op": "replace", "map": "bucket", "tier": "dt", "state": "active", "bucket_id": {"start": 1, "end": 1500}, "current_replicaset_uuid": "rs-x"},
-  {"op": "replace", "map": "bucket", "tier": "dt", "state": "active", "bucket_id": {"start": 1501, "end": 3000}, "current_replicaset_uuid": "rs-y"}
-]') > 0 AS applied;
-
--- A keyless statement goes to a coordinator chosen per session: a master of the tier for
--- read_preference leader (x1, y1 or z1), a replica for 'replica' (x2). EXPLAIN shows its role.
-CREATE FUNCTION explain_v(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE line text;
-BEGIN
-  FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || query LOOP
-    RETURN NEXT regexp_replace(line, 'coordinator 192\.0\.2\.1[134]:4327', 'coordinator <a master>');
-  END LOOP;
-END $$;
+-- The map of tier "dt" and explain_v come from the setup suite.
+SELECT pr_clear_map();
+SELECT pr_push_tier_dt() > 0 AS applied;
 
 -- Options: versions, execution options, limits.
 CREATE SERVER d_bad FOREIGN DATA WRAPPER picoroute OPTIONS (picodata_version '24.1');
@@ -168,4 +129,3 @@ DROP TABLE plain_t;
 DROP FOREIGN TABLE users, kw, fl, nm, users_m, users_m21, users_off, users_lim, users_tlim,
     users_r, quoted, js;
 DROP SERVER d, d_m, d_m21, d_off, d_lim, d_r CASCADE;
-DROP FUNCTION explain_v(text);

@@ -4,42 +4,18 @@
 -- error naming the instance it was sent to.
 
 -- Start from a map without instances, replicasets or ranges (earlier suites leave theirs).
-DO $$
-DECLARE events jsonb;
-BEGIN
-  SELECT jsonb_agg(e) INTO events FROM (
-    SELECT jsonb_build_object('op', 'delete', 'map', 'bucket', 'tier', tier, 'bucket_id',
-                              jsonb_build_object('start', bucket_id_start, 'end', bucket_id_end)) AS e
-      FROM picoroute_buckets
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'instance', 'instance_uuid', uuid)
-      FROM picoroute_instances
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'replicaset', 'replicaset_uuid', uuid)
-      FROM picoroute_replicasets) s;
-  IF events IS NOT NULL THEN
-    PERFORM picoroute_apply_events(events);
-  END IF;
-END $$;
+SELECT pr_clear_map();
 
 -- Tiers cannot be removed and their number is bounded (test/regress.conf): reuse those of earlier
 -- suites. Tier "t3" (100 buckets): rs_x owns 1-40 and 61-100, rs_y owns 41-60, rs_z (a new
 -- replicaset) owns none. Tier "down" (10 buckets): only 1-5 have a known owner.
-SELECT picoroute_apply_events('[
-  {"op": "replace", "map": "tier", "name": "t3", "bucket_count": 100},
-  {"op": "replace", "map": "tier", "name": "down", "bucket_count": 10},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-x", "name": "rs_x", "tier": "t3", "current_master_uuid": "ix"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-y", "name": "rs_y", "tier": "t3", "current_master_uuid": "iy"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-z", "name": "rs_z", "tier": "t3", "current_master_uuid": "iz"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-g", "name": "rs_g", "tier": "down", "current_master_uuid": "ig"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ix", "name": "x1", "replicaset_uuid": "rs-x", "current_state": "Online", "address": "127.0.0.1:1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "iy", "name": "y1", "replicaset_uuid": "rs-y", "current_state": "Online", "address": "127.0.0.1:1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "iz", "name": "z1", "replicaset_uuid": "rs-z", "current_state": "Online", "address": "127.0.0.1:1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ig", "name": "g1", "replicaset_uuid": "rs-g", "current_state": "Online", "address": "127.0.0.1:1"},
-  {"op": "replace", "map": "bucket", "tier": "t3", "state": "active", "bucket_id": {"start": 1, "end": 40}, "current_replicaset_uuid": "rs-x"},
-  {"op": "replace", "map": "bucket", "tier": "t3", "state": "active", "bucket_id": {"start": 41, "end": 60}, "current_replicaset_uuid": "rs-y"},
-  {"op": "replace", "map": "bucket", "tier": "t3", "state": "active", "bucket_id": {"start": 61, "end": 100}, "current_replicaset_uuid": "rs-x"},
-  {"op": "replace", "map": "bucket", "tier": "down", "state": "active", "bucket_id": {"start": 1, "end": 5}, "current_replicaset_uuid": "rs-g"}
+SELECT pr_push_tier('t3', 100, '[
+  {"uuid": "rs-x", "name": "rs_x", "instances": [["ix", "x1", "127.0.0.1:1"]], "buckets": [[1, 40], [61, 100]]},
+  {"uuid": "rs-y", "name": "rs_y", "instances": [["iy", "y1", "127.0.0.1:1"]], "buckets": [[41, 60]]},
+  {"uuid": "rs-z", "name": "rs_z", "instances": [["iz", "z1", "127.0.0.1:1"]]}
+]') > 0 AS applied;
+SELECT pr_push_tier('down', 10, '[
+  {"uuid": "rs-g", "name": "rs_g", "instances": [["ig", "g1", "127.0.0.1:1"]], "buckets": [[1, 5]]}
 ]') > 0 AS applied;
 
 -- The signatures, and who may call them.

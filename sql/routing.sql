@@ -2,41 +2,15 @@
 -- errors. The map is pushed (picoroute.source = 'push'); no statement below reaches an instance
 -- except the one that shows an unreachable address.
 
--- Start from a map without instances, replicasets or ranges (earlier suites leave theirs; the
--- capacities of test/regress.conf are small). Tiers cannot be deleted and stay.
-DO $$
-DECLARE events jsonb;
-BEGIN
-  SELECT jsonb_agg(e) INTO events FROM (
-    SELECT jsonb_build_object('op', 'delete', 'map', 'bucket', 'tier', tier, 'bucket_id',
-                              jsonb_build_object('start', bucket_id_start, 'end', bucket_id_end)) AS e
-      FROM picoroute_buckets
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'instance', 'instance_uuid', uuid)
-      FROM picoroute_instances
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'replicaset', 'replicaset_uuid', uuid)
-      FROM picoroute_replicasets) s;
-  IF events IS NOT NULL THEN
-    PERFORM picoroute_apply_events(events);
-  END IF;
-END $$;
+-- Start from a map without instances, replicasets or ranges (pr_clear_map, from the setup suite).
+SELECT pr_clear_map();
 SELECT (SELECT count(*) FROM picoroute_instances) AS instances,
        (SELECT count(*) FROM picoroute_replicasets) AS replicasets,
        (SELECT count(*) FROM picoroute_buckets) AS ranges;
 
--- A tier "rt" of 3000 buckets: rs_a owns 1-1500 (master ia1, replica ia2), rs_b owns 1501-2900
--- (master ib1), buckets 2901-3000 are unknown. Addresses are never contacted.
-SELECT picoroute_apply_events('[
-  {"op": "replace", "map": "tier", "name": "rt", "bucket_count": 3000},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-a", "name": "rs_a", "tier": "rt", "current_master_uuid": "ia1"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-b", "name": "rs_b", "tier": "rt", "current_master_uuid": "ib1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ia1", "name": "a1", "replicaset_uuid": "rs-a", "current_state": "Online", "address": "192.0.2.1:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ia2", "name": "a2", "replicaset_uuid": "rs-a", "current_state": "Online", "address": "192.0.2.2:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ib1", "name": "b1", "replicaset_uuid": "rs-b", "current_state": "Online", "address": "192.0.2.3:4327"},
-  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 1, "end": 1500}, "current_replicaset_uuid": "rs-a"},
-  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 1501, "end": 2900}, "current_replicaset_uuid": "rs-b"}
-]') > 0 AS applied;
+-- The map of tier "rt" (from the setup suite): rs_a owns 1-1500 (master ia1, replica ia2), rs_b
+-- owns 1501-2900 (master ib1), buckets 2901-3000 are unknown. Addresses are never contacted.
+SELECT pr_push_tier_rt() > 0 AS applied;
 
 -- A statement without a sharding key goes to one coordinator chosen per session among the online
 -- masters of the tier (read_preference leader): its address depends on the session, so EXPLAIN

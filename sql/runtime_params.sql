@@ -3,14 +3,9 @@
 -- does not exist. EXPLAIN must say the route depends on run-time values, never evaluate it (a
 -- text key used to crash the backend, a bigint key printed the bucket of key 0). No statement
 -- below reaches an instance.
-SELECT picoroute_apply_events('[
-  {"op": "replace", "map": "tier", "name": "rt", "bucket_count": 3000},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-a", "name": "rs_a", "tier": "rt", "current_master_uuid": "ia1"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-b", "name": "rs_b", "tier": "rt", "current_master_uuid": "ib1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ia1", "name": "a1", "replicaset_uuid": "rs-a", "current_state": "Online", "address": "192.0.2.1:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ib1", "name": "b1", "replicaset_uuid": "rs-b", "current_state": "Online", "address": "192.0.2.3:4327"},
-  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 1, "end": 1500}, "current_replicaset_uuid": "rs-a"},
-  {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 1501, "end": 3000}, "current_replicaset_uuid": "rs-b"}
+SELECT pr_push_tier('rt', 3000, '[
+  {"uuid": "rs-a", "name": "rs_a", "instances": [["ia1", "a1", "192.0.2.1:4327"]], "buckets": [[1, 1500]]},
+  {"uuid": "rs-b", "name": "rs_b", "instances": [["ib1", "b1", "192.0.2.3:4327"]], "buckets": [[1501, 3000]]}
 ]') > 0 AS applied;
 CREATE SERVER rp FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt');
 CREATE USER MAPPING FOR CURRENT_USER SERVER rp OPTIONS (user 'u', password 'p');
