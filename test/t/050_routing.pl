@@ -12,52 +12,27 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json emu_private_psql start_emulator start_picoroute_node wait_for exec_options
-  picodata_version picodata_has);
+  qw(emu emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
+  create_foreign_tables picodata_version picodata_has);
 
 start_emulator(base_port => 21000);
 
-emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
-emu('load', 'users', '--rows', '200');
-emu('create-table', 'pairs', '--columns', 'a text, b int8, note text', '--primary-key', 'a,b');
+emu_table('users', 'id int8, name text, v int8', rows => 200);
+emu_table('pairs', 'a text, b int8, note text', args => [ '--primary-key', 'a,b' ]);
 emu('insert', 'pairs', '--values', q{["lol", 5, "five"]}, '--values', q{["kek", 7, "seven"]});
-emu('create-table', 'nk', '--columns', 'id int8, k text, v int8', '--primary-key', 'id',
-    '--sharding-key', 'k');
+emu_table('nk', 'id int8, k text, v int8', args => [ '--primary-key', 'id', '--sharding-key', 'k' ]);
 emu('insert', 'nk', '--values', q{[1, null, 10]}, '--values', q{[2, "a", 20]});
-emu('create-table', 'settings', '--columns', 'name text, value text', '--global');
+emu_table('settings', 'name text, value text', args => ['--global']);
 emu('insert', 'settings', '--values', q{["mode", "test"]});
 
 my $status = emu_json('status', '--json');
 my %port_of = map { $_->{name} => $_->{port} } @{ $status->{instances} };
 my @masters = sort map { $_->{master} } @{ $status->{replicasets} };
-my $admin_conninfo = emu('conninfo', '--user', 'admin');
-chomp $admin_conninfo;
 
-my $node = start_picoroute_node(name => 'routing', conninfo => $admin_conninfo, refresh_interval => '300ms');
-
-# Waits until `sql` returns `expected`; one test named `what`.
-sub wait_for_is {
-    my ($sql, $expected, $what) = @_;
-    ok(wait_for($node, $sql, $expected, 10), $what);
-}
-
-wait_for_is("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
-
-my $xo = exec_options();
+my $node = start_routing_node(name => 'routing', admin => 1, refresh_interval => '300ms');
+create_servers($node, qw(pico pico_m pico_r));
+create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', qw(pico pico_m pico_r));
 $node->safe_psql('postgres', qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
-CREATE SERVER pico_r FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', read_preference 'replica', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_r OPTIONS (user 'picoroute', password 'picoroute');
-CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
-CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER pico_m
-  OPTIONS (table_name 'users', sharding_key 'id');
-CREATE FOREIGN TABLE users_r (id bigint, name text, v bigint) SERVER pico_r
-  OPTIONS (table_name 'users', sharding_key 'id');
 CREATE FOREIGN TABLE pairs (a text, b bigint, note text) SERVER pico OPTIONS (sharding_key 'a, b');
 CREATE FOREIGN TABLE nk (id bigint, k text, v bigint) SERVER pico OPTIONS (sharding_key 'k');
 CREATE FOREIGN TABLE settings (name text, value text) SERVER pico OPTIONS (distribution 'global');

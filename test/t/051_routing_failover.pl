@@ -12,36 +12,22 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json start_emulator start_picoroute_node wait_for exec_options picodata_version
-  picodata_has);
+  qw(emu emu_command emu_json emu_table start_emulator start_routing_node create_servers
+  create_foreign_tables wait_for picodata_version picodata_has);
 
 start_emulator(base_port => 22000);
-emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
-emu('load', 'users', '--rows', '100');
-my $admin_conninfo = emu('conninfo', '--user', 'admin');
-chomp $admin_conninfo;
+emu_table('users', 'id int8, name text, v int8', rows => 100);
 my %port_of = map { $_->{name} => $_->{port} } @{ emu_json('status', '--json')->{instances} };
 
-my $node = start_picoroute_node(name => 'failover', conninfo => $admin_conninfo, refresh_interval => '200ms');
+my $node = start_routing_node(name => 'failover', admin => 1, refresh_interval => '200ms');
 
 # Waits until `sql` returns `expected`; one test named `what`.
 sub wait_for_is {
     my ($sql, $expected, $what) = @_;
     ok(wait_for($node, $sql, $expected, 10), $what);
 }
-my $xo = exec_options();
-$node->safe_psql('postgres', qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
-CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
-CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER pico_m
-  OPTIONS (table_name 'users', sharding_key 'id');
-});
-
-wait_for_is("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 'map loaded');
+create_servers($node, qw(pico pico_m));
+create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', qw(pico pico_m));
 
 # A long-lived psql session, one statement at a time, errors captured.
 my ($in, $out) = ('', '');

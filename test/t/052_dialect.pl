@@ -15,44 +15,27 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json emu_private_psql start_emulator start_picoroute_node wait_for exec_options);
+  qw(emu emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
+  create_foreign_tables wait_for);
 
 start_emulator(base_port => 29800, tiers => [ 'default:2:1:3000', 'other:1:1:300' ]);
 
-emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
-emu('load', 'users', '--rows', '20000');
-emu('create-table', 'kw', '--columns',
-    'option int8, set text, by int8, begin text, filter int8, over text', '--primary-key', 'option');
+emu_table('users', 'id int8, name text, v int8', rows => 20000);
+emu_table('kw', 'option int8, set text, by int8, begin text, filter int8, over text',
+          args => [ '--primary-key', 'option' ]);
 emu('insert', 'kw', '--values', q{[1, "one", 10, "b1", 100, "o1"]},
     '--values', q{[2, "two", 20, "b2", null, "o2"]});
-emu('create-table', 'fl', '--columns', 'f float8, v text');
+emu_table('fl', 'f float8, v text');
 emu('insert', 'fl', '--values', q{[1.5, "one and a half"]}, '--values', q{[2.0, "two"]});
-emu('create-table', 'nm', '--columns', 'n numeric(10,2), v text');
+emu_table('nm', 'n numeric(10,2), v text');
 emu('insert', 'nm', '--values', q{["1.00", "one"]}, '--values', q{["2.50", "two and a half"]});
-emu('create-table', 'vals', '--columns', 'id int8, ts timestamptz, d float8, x numeric');
-emu('create-table', 'ot', '--columns', 'id int8, v text', '--tier', 'other');
+emu_table('vals', 'id int8, ts timestamptz, d float8, x numeric');
+emu_table('ot', 'id int8, v text', args => [ '--tier', 'other' ]);
 
-my $admin_conninfo = emu('conninfo', '--user', 'admin');
-chomp $admin_conninfo;
-my $node = start_picoroute_node(name => 'dialect', conninfo => $admin_conninfo,
-                                refresh_interval => '300ms');
-ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 10),
-   'map loaded');
-
-my $xo = exec_options();
+my $node = start_routing_node(name => 'dialect', admin => 1, refresh_interval => '300ms');
+create_servers($node, qw(pico pico_m pico_on));
+create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', qw(pico pico_m pico_on));
 $node->safe_psql('postgres', qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
-CREATE SERVER pico_on FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_on OPTIONS (user 'picoroute', password 'picoroute');
-CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
-CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER pico_m
-  OPTIONS (table_name 'users', sharding_key 'id');
-CREATE FOREIGN TABLE users_on (id bigint, name text, v bigint) SERVER pico_on
-  OPTIONS (table_name 'users', sharding_key 'id');
 CREATE FOREIGN TABLE kw ("option" bigint, "set" text, "by" bigint, "begin" text, "filter" bigint,
                          "over" text) SERVER pico OPTIONS (sharding_key 'option');
 CREATE FOREIGN TABLE fl (f float8, v text) SERVER pico OPTIONS (sharding_key 'f');
@@ -194,9 +177,8 @@ is($node->safe_psql('postgres', 'SELECT name FROM users_rp WHERE id = 5'), 'name
 # ---- declarations checked against _pico_table -----------------------------------------------------
 is($node->safe_psql('postgres', q{SELECT picoroute_check_foreign_table('users')}), 't',
    'picoroute_check_foreign_table: a correct declaration');
+create_servers($node, 'pico_other');
 $node->safe_psql('postgres', qq{
-CREATE SERVER pico_other FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'other', dbname 'picodata', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_other OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE bad_key (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'v');
 CREATE FOREIGN TABLE bad_tier (id bigint, name text, v bigint) SERVER pico_other

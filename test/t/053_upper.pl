@@ -12,32 +12,18 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
-  qw(emu emu_json emu_private_psql start_emulator start_picoroute_node wait_for exec_options);
+  qw(emu emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
+  create_foreign_tables);
 
 start_emulator(base_port => 30600);
 
-emu('create-table', 'users', '--columns',
-    'id int8, name text, v int8, i int4, f float8, n numeric(10,2)');
-emu('load', 'users', '--rows', '20000');
+emu_table('users', 'id int8, name text, v int8, i int4, f float8, n numeric(10,2)', rows => 20000);
 
-my $admin_conninfo = emu('conninfo', '--user', 'admin');
-chomp $admin_conninfo;
-my $node = start_picoroute_node(name => 'upper', conninfo => $admin_conninfo);
-ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 10),
-   'map loaded');
-
-my $xo = exec_options();
+my $node = start_routing_node(name => 'upper', admin => 1);
+create_servers($node, qw(pico pico_m));
+create_foreign_tables($node, 'users',
+    'id bigint, name text COLLATE "C", v bigint, i integer, f float8, n numeric(10,2)', 'id', qw(pico pico_m));
 $node->safe_psql('postgres', qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
-CREATE FOREIGN TABLE users (id bigint, name text COLLATE "C", v bigint, i integer, f float8,
-                            n numeric(10,2)) SERVER pico OPTIONS (sharding_key 'id');
-CREATE FOREIGN TABLE users_m (id bigint, name text COLLATE "C", v bigint, i integer, f float8,
-                              n numeric(10,2)) SERVER pico_m
-  OPTIONS (table_name 'users', sharding_key 'id');
 CREATE FOREIGN TABLE users_off (id bigint, name text COLLATE "C", v bigint, i integer, f float8,
                                 n numeric(10,2)) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'id', pushdown_aggregates 'off');

@@ -8,28 +8,25 @@ use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
+use Picoroute::TestCluster
+  qw(emu emu_json emu_table start_emulator start_routing_node create_servers wait_for);
 
 start_emulator(base_port => 30300, replicasets => 2, replication_factor => 1);
 
 my $nrows = 20000;
-emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
-emu('load', 'users', '--rows', $nrows);
-emu('create-table', 'small', '--columns', 'id int8, name text');
-emu('load', 'small', '--rows', '500');
-emu('create-table', 'notes', '--columns', 'id int8, body text, n int8');
-emu('create-table', 'countries', '--columns', 'code text, name text', '--global');
+emu_table('users', 'id int8, name text, v int8', rows => $nrows);
+emu_table('small', 'id int8, name text', rows => 500);
+emu_table('notes', 'id int8, body text, n int8');
+emu_table('countries', 'code text, name text', args => ['--global']);
 emu('insert', 'countries', '--values', q{["fr", "France"]}, '--values', q{["it", "Italy"]},
     '--values', q{["pt", "Portugal"]});
 
-# exec_options(): whether the emulated instances take Picodata's OPTION clause (ANALYZE sends one
-# only when the server's execution_options is on). An emulator with a dialect front keeps an
-# audit of rejected statements.
-my $xo = exec_options();
+# The server carries exec_options() (create_servers): whether the emulated instances take
+# Picodata's OPTION clause (ANALYZE sends one only when the server's execution_options is on). An
+# emulator with a dialect front keeps an audit of rejected statements.
 my $front = eval { emu('audit'); 1 } ? 1 : 0;
 
-my $node = start_picoroute_node(name => 'exec_params', refresh_interval => '300ms');
-ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
+my $node = start_routing_node(name => 'exec_params', refresh_interval => '300ms', map_timeout => 20);
 
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 sub fails {
@@ -132,9 +129,8 @@ is(q1(q{SELECT count(*), count(DISTINCT id) FROM picoroute_exec_masters('default
    '500|500', 'exec_masters after the rebalance: ids once');
 
 # ---- ANALYZE ------------------------------------------------------------------------------------
+create_servers($node, 'pico');
 q1(qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE countries (code text, name text) SERVER pico OPTIONS (distribution 'global');
 });

@@ -10,28 +10,19 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep);
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
+use Picoroute::TestCluster qw(emu emu_json emu_table start_emulator start_routing_node create_servers
+  create_foreign_tables);
 
 start_emulator(base_port => 30320, replicasets => 2, replication_factor => 1);
 
 my $nrows = 100000;
-emu('create-table', 'bulk', '--columns', 'id int8, name text, note text, v int8');
-emu('load', 'bulk', '--rows', $nrows);
-emu('create-table', 'small', '--columns', 'id int8, name text');
-emu('load', 'small', '--rows', '100');
+emu_table('bulk', 'id int8, name text, note text, v int8', rows => $nrows);
+emu_table('small', 'id int8, name text', rows => 100);
 
-my $node = start_picoroute_node(name => 'streaming', refresh_interval => '300ms');
-ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
-my $xo = exec_options();
+my $node = start_routing_node(name => 'streaming', refresh_interval => '300ms', map_timeout => 20);
+create_servers($node, qw(pico pico_m));
+create_foreign_tables($node, 'bulk', 'id bigint, name text, note text, v bigint', 'id', qw(pico pico_m));
 $node->safe_psql('postgres', qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
-CREATE FOREIGN TABLE bulk (id bigint, name text, note text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
-CREATE FOREIGN TABLE bulk_m (id bigint, name text, note text, v bigint) SERVER pico_m
-  OPTIONS (table_name 'bulk', sharding_key 'id');
 CREATE FOREIGN TABLE small (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 });
 sub q1 { return $node->safe_psql('postgres', $_[0]); }

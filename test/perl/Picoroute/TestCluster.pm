@@ -13,8 +13,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Test2::API qw(test2_add_callback_testing_done);
 
-our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql start_emulator
-  start_picoroute_node wait_for exec_options picodata_version picodata_has);
+our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
+  start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
+  exec_options picodata_version picodata_has);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -70,6 +71,16 @@ sub emu {
 }
 
 sub emu_json { return decode_json(emu(@_)); }
+
+# Creates a table on the emulated cluster: `columns` as picoemu create-table takes them, `args` more
+# create-table arguments (--primary-key, --sharding-key, --global, --tier), and with rows => N,
+# N generated rows loaded (picoemu load).
+sub emu_table {
+    my ($name, $columns, %opts) = @_;
+    emu('create-table', $name, '--columns', $columns, @{ $opts{args} // [] });
+    emu('load', $name, '--rows', $opts{rows}) if $opts{rows};
+    return;
+}
 
 # The statements the emulator's fronts refused (Picodata's dialect, row limits, parameter rules), as a
 # list of hashes (instance, kind, sqlstate, message, statement, user, application_name, peer).
@@ -148,6 +159,62 @@ CONF
     $node->start;
     $node->safe_psql('postgres', 'CREATE EXTENSION picoroute');
     return $node;
+}
+
+# start_picoroute_node, then one test: the map of tier default has its two bucket ranges within
+# map_timeout seconds (default 10). admin => 1 polls the cluster as its admin user.
+sub start_routing_node {
+    my (%opts) = @_;
+    my $admin = delete $opts{admin};
+    my $timeout = delete $opts{map_timeout} // 10;
+    $opts{conninfo} //= emu('conninfo', '--user', 'admin') if $admin;
+    my $node = start_picoroute_node(%opts);
+    ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', $timeout),
+        'map loaded');
+    return $node;
+}
+
+# The foreign servers the tests share, by name: their tier and their other options. All carry
+# exec_options() but pico_on, which leaves execution_options at its default.
+my %server_options = (
+    pico       => [ 'default', '' ],
+    pico_m     => [ 'default', "scatter 'masters', picodata_version '26.2.1'" ],
+    pico_r     => [ 'default', "read_preference 'replica'" ],
+    pico_on    => [ 'default', '' ],
+    pico_other => [ 'other',   '' ],
+);
+
+# Creates the named servers (see %server_options) on `node`, each with a user mapping of the current
+# user to the cluster's user picoroute.
+sub create_servers {
+    my ($node, @names) = @_;
+    my $sql = '';
+    for my $name (@names) {
+        my $server = $server_options{$name} or die "unknown server $name";
+        my @options = ("tier '$server->[0]'", "dbname 'picodata'");
+        push @options, $server->[1] if $server->[1] ne '';
+        push @options, exec_options() unless $name eq 'pico_on';
+        $sql .= "CREATE SERVER $name FOREIGN DATA WRAPPER picoroute OPTIONS ("
+          . join(', ', @options) . ");\n"
+          . "CREATE USER MAPPING FOR CURRENT_USER SERVER $name"
+          . " OPTIONS (user 'picoroute', password 'picoroute');\n";
+    }
+    $node->safe_psql('postgres', $sql);
+    return;
+}
+
+# Declares the Picodata table `table` (with `columns`, sharded by `key`) on each of `servers`: on
+# pico as `table`, on pico_X as `table_X`.
+sub create_foreign_tables {
+    my ($node, $table, $columns, $key, @servers) = @_;
+    my $sql = '';
+    for my $server (@servers) {
+        (my $suffix = $server) =~ s/^pico//;
+        $sql .= "CREATE FOREIGN TABLE $table$suffix ($columns) SERVER $server"
+          . " OPTIONS (table_name '$table', sharding_key '$key');\n";
+    }
+    $node->safe_psql('postgres', $sql);
+    return;
 }
 
 # Polls `query` until it returns `expected` (default 't'), for at most `timeout` seconds.
