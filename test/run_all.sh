@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The one test command: installs the build dependencies (Debian 12, as root), checks formatting
-# (clang-format) and lints the Python files (pyflakes), builds the core with CMake and runs its unit
-# tests, checks the packaging (PGXN metadata, make dist,
-# the Debian package installed into a scratch server), builds and installs the extension with PGXS,
-# then runs the pg_regress suites and the multi-node TAP tests as an unprivileged user.
+# (clang-format) and lints the Python files (pyflakes), checks that no function in src/ is longer
+# than 80 lines, builds the core with CMake and runs its unit tests, checks the packaging (PGXN
+# metadata, make dist, the Debian package installed into a scratch server), builds and installs the
+# extension with PGXS, then runs the pg_regress suites and the multi-node TAP tests as an
+# unprivileged user.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +35,10 @@ PYFLAKES_PY=python3
 python3 -c 'import pyflakes' 2>/dev/null || PYFLAKES_PY=/usr/bin/python3
 "$PYFLAKES_PY" -m pyflakes "${pyfiles[@]}"
 echo "pyflakes: ${#pyfiles[@]} files clean"
+
+step "function length (no function in src/ longer than 80 lines)"
+python3 test/tools/function_length.py --self-test
+python3 test/tools/function_length.py --max 80 src
 
 step "core library and unit tests (CMake + ctest)"
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -135,24 +135,20 @@ Event decode(const json &object, size_t index) {
     }
     const std::string map = element.required_string("map");
 
+    // The fields are read in the order of the event's members (a braced initialiser is evaluated
+    // left to right), so the first bad field is the one reported.
     if (map == "replicaset") {
-        ReplicasetEvent event;
-        event.op = op;
-        event.replicaset_uuid = element.required_string("replicaset_uuid");
-        event.tier = element.optional_nonempty("tier");
-        event.current_master_uuid = element.optional_string("current_master_uuid");
-        event.name = element.optional_string("name");
-        return event;
+        return ReplicasetEvent{
+            op, element.required_string("replicaset_uuid"), element.optional_nonempty("tier"),
+            element.optional_string("current_master_uuid"), element.optional_string("name")};
     }
     if (map == "instance") {
-        InstanceEvent event;
-        event.op = op;
-        event.instance_uuid = element.required_string("instance_uuid");
-        event.replicaset_uuid = element.optional_nonempty("replicaset_uuid");
-        event.current_state = element.optional_string("current_state");
-        event.address = element.optional_string("address");
-        event.name = element.optional_string("name");
-        return event;
+        return InstanceEvent{op,
+                             element.required_string("instance_uuid"),
+                             element.optional_nonempty("replicaset_uuid"),
+                             element.optional_string("current_state"),
+                             element.optional_string("address"),
+                             element.optional_string("name")};
     }
     if (map == "bucket") {
         BucketEvent event;

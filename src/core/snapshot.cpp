@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -102,16 +103,10 @@ void put(std::string &image, uint64_t offset, const std::vector<Record> &records
     throw Error(ErrorKind::InvalidInput, "damaged topology snapshot: " + what);
 }
 
-}  // namespace
-
-size_t snapshot_capacity(const SnapshotLimits &limits) {
-    return layout_for(max_tiers(limits), limits.max_replicasets, limits.max_instances,
-                      limits.max_bucket_ranges, string_budget(limits))
-        .total;
-}
-
-std::string build_snapshot(const Topology &topology, const SnapshotLimits &limits) {
-    // Tier records: the configured tiers plus any tier that only has a bucket map.
+// The names of the tier records, sorted: the configured tiers plus any tier that only has a bucket
+// map. Refuses a topology that the limits cannot hold.
+std::vector<std::string> checked_tier_names(const Topology &topology,
+                                            const SnapshotLimits &limits) {
     std::set<std::string> tier_names;
     for (const auto &[name, count] : topology.tiers()) {
         tier_names.insert(name);
@@ -137,80 +132,89 @@ std::string build_snapshot(const Topology &topology, const SnapshotLimits &limit
         too_small("picoroute.max_bucket_ranges", limits.max_bucket_ranges, n_ranges,
                   "bucket ranges");
     }
+    return {tier_names.begin(), tier_names.end()};
+}
 
-    StringPool pool;
-    std::unordered_map<std::string, int32_t> tier_index, replicaset_index, instance_index;
-    std::vector<std::string> ordered_tiers(tier_names.begin(), tier_names.end());
-    for (size_t i = 0; i < ordered_tiers.size(); ++i) {
-        tier_index[ordered_tiers[i]] = static_cast<int32_t>(i);
-    }
+using PositionIndex = std::unordered_map<std::string, int32_t>;
+
+// The position of each key of a sorted container (a name list or a uuid-keyed map) in the image.
+template <typename Sorted>
+PositionIndex positions(const Sorted &sorted) {
+    PositionIndex index;
     int32_t next = 0;
-    for (const auto &[uuid, replicaset] : topology.replicasets()) {
-        replicaset_index[uuid] = next++;
-    }
-    next = 0;
-    for (const auto &[uuid, instance] : topology.instances()) {
-        instance_index[uuid] = next++;
-    }
-    auto lookup = [](const auto &index, const std::optional<std::string> &key) {
-        if (!key) {
-            return kNone;
+    for (const auto &entry : sorted) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(entry)>, std::string>) {
+            index[entry] = next++;
+        } else {
+            index[entry.first] = next++;
         }
-        auto it = index.find(*key);
-        return it == index.end() ? kNone : it->second;
-    };
+    }
+    return index;
+}
 
+int32_t lookup(const PositionIndex &index, const std::optional<std::string> &key) {
+    if (!key) {
+        return kNone;
+    }
+    auto it = index.find(*key);
+    return it == index.end() ? kNone : it->second;
+}
+
+// The records of an image, their strings deduplicated in one pool. Each record's strings enter the
+// pool in the order of its fields (braced initialisers are evaluated left to right).
+struct Records {
+    StringPool pool;
     std::vector<TierRecord> tiers;
     std::vector<RangeRecord> ranges;
-    for (const std::string &name : ordered_tiers) {
-        TierRecord tier{};
-        tier.name = pool.add(std::string_view(name));
+    std::vector<ReplicasetRecord> replicasets;
+    std::vector<InstanceRecord> instances;
+};
+
+// One tier record per name, each followed in `ranges` by its bucket ranges in bucket order.
+void add_tiers(const Topology &topology, const std::vector<std::string> &names,
+               const PositionIndex &replicaset_index, Records &out) {
+    for (const std::string &name : names) {
         auto count = topology.tiers().find(name);
-        tier.bucket_count = count == topology.tiers().end() ? 0 : count->second;
-        tier.flags = count == topology.tiers().end() ? 0 : kTierCountKnown;
-        tier.first_range = static_cast<uint32_t>(ranges.size());
+        bool known = count != topology.tiers().end();
+        TierRecord tier{out.pool.add(std::string_view(name)), known ? count->second : 0,
+                        known ? kTierCountKnown : 0, static_cast<uint32_t>(out.ranges.size()), 0};
         auto map = topology.buckets().find(name);
         if (map != topology.buckets().end()) {
             for (const auto &[start, range] : map->second) {
-                RangeRecord record{};
-                record.start = range.start;
-                record.end = range.end;
-                record.replicaset = lookup(replicaset_index, range.replicaset_uuid);
-                record.replicaset_uuid = pool.add(std::string_view(range.replicaset_uuid));
-                record.state = pool.add(std::string_view(range.state));
-                ranges.push_back(record);
+                out.ranges.push_back(RangeRecord{
+                    range.start, range.end, lookup(replicaset_index, range.replicaset_uuid),
+                    out.pool.add(std::string_view(range.replicaset_uuid)),
+                    out.pool.add(std::string_view(range.state))});
             }
         }
-        tier.n_ranges = static_cast<uint32_t>(ranges.size()) - tier.first_range;
-        tiers.push_back(tier);
+        tier.n_ranges = static_cast<uint32_t>(out.ranges.size()) - tier.first_range;
+        out.tiers.push_back(tier);
     }
+}
 
-    std::vector<ReplicasetRecord> replicasets;
-    for (const auto &[uuid, replicaset] : topology.replicasets()) {
-        ReplicasetRecord record{};
-        record.uuid = pool.add(std::string_view(uuid));
-        record.name = pool.add(replicaset.name);
-        record.tier = pool.add(replicaset.tier);
-        record.master_uuid = pool.add(replicaset.current_master_uuid);
-        record.master = lookup(instance_index, replicaset.current_master_uuid);
-        record.tier_index = lookup(tier_index, replicaset.tier);
-        replicasets.push_back(record);
+void add_replicasets(const Topology &topology, const PositionIndex &tier_index,
+                     const PositionIndex &instance_index, Records &out) {
+    for (const auto &[uuid, rs] : topology.replicasets()) {
+        out.replicasets.push_back(ReplicasetRecord{
+            out.pool.add(std::string_view(uuid)), out.pool.add(rs.name), out.pool.add(rs.tier),
+            out.pool.add(rs.current_master_uuid), lookup(instance_index, rs.current_master_uuid),
+            lookup(tier_index, rs.tier)});
     }
+}
 
-    std::vector<InstanceRecord> instances;
+void add_instances(const Topology &topology, const PositionIndex &replicaset_index, Records &out) {
     for (const auto &[uuid, instance] : topology.instances()) {
-        InstanceRecord record{};
-        record.uuid = pool.add(std::string_view(uuid));
-        record.name = pool.add(instance.name);
-        record.replicaset_uuid = pool.add(instance.replicaset_uuid);
-        record.state = pool.add(instance.current_state);
-        record.address = pool.add(instance.address);
-        record.replicaset = lookup(replicaset_index, instance.replicaset_uuid);
-        record.online = instance.is_online() ? 1 : 0;
-        instances.push_back(record);
+        out.instances.push_back(InstanceRecord{
+            out.pool.add(std::string_view(uuid)), out.pool.add(instance.name),
+            out.pool.add(instance.replicaset_uuid), out.pool.add(instance.current_state),
+            out.pool.add(instance.address), lookup(replicaset_index, instance.replicaset_uuid),
+            instance.is_online() ? 1u : 0u});
     }
+}
 
-    const std::string &strings = pool.bytes();
+// The image of the records: header, record tables and string pool at their Layout offsets.
+std::string write_image(const Records &records, const SnapshotLimits &limits) {
+    const std::string &strings = records.pool.bytes();
     if (strings.size() > string_budget(limits)) {
         throw Error(ErrorKind::CapacityExceeded,
                     "the snapshot string budget of " + std::to_string(string_budget(limits)) +
@@ -219,27 +223,46 @@ std::string build_snapshot(const Topology &topology, const SnapshotLimits &limit
                     "the budget grows with picoroute.max_instances, picoroute.max_replicasets and "
                     "picoroute.max_bucket_ranges; raise them");
     }
-
-    Layout layout = layout_for(tiers.size(), replicasets.size(), instances.size(), ranges.size(),
-                               strings.size());
+    Layout layout = layout_for(records.tiers.size(), records.replicasets.size(),
+                               records.instances.size(), records.ranges.size(), strings.size());
     std::string image(layout.total, '\0');
     SnapshotHeader header{};
     header.magic = kSnapshotMagic;
-    header.n_tiers = static_cast<uint32_t>(tiers.size());
-    header.n_replicasets = static_cast<uint32_t>(replicasets.size());
-    header.n_instances = static_cast<uint32_t>(instances.size());
-    header.n_ranges = static_cast<uint32_t>(ranges.size());
+    header.n_tiers = static_cast<uint32_t>(records.tiers.size());
+    header.n_replicasets = static_cast<uint32_t>(records.replicasets.size());
+    header.n_instances = static_cast<uint32_t>(records.instances.size());
+    header.n_ranges = static_cast<uint32_t>(records.ranges.size());
     header.strings_size = static_cast<uint32_t>(strings.size());
     header.total_size = layout.total;
     std::memcpy(&image[0], &header, sizeof header);
-    put(image, layout.tiers, tiers);
-    put(image, layout.replicasets, replicasets);
-    put(image, layout.instances, instances);
-    put(image, layout.ranges, ranges);
+    put(image, layout.tiers, records.tiers);
+    put(image, layout.replicasets, records.replicasets);
+    put(image, layout.instances, records.instances);
+    put(image, layout.ranges, records.ranges);
     if (!strings.empty()) {
         std::memcpy(&image[layout.strings], strings.data(), strings.size());
     }
     return image;
+}
+
+}  // namespace
+
+size_t snapshot_capacity(const SnapshotLimits &limits) {
+    return layout_for(max_tiers(limits), limits.max_replicasets, limits.max_instances,
+                      limits.max_bucket_ranges, string_budget(limits))
+        .total;
+}
+
+std::string build_snapshot(const Topology &topology, const SnapshotLimits &limits) {
+    std::vector<std::string> tier_names = checked_tier_names(topology, limits);
+    PositionIndex tier_index = positions(tier_names);
+    PositionIndex replicaset_index = positions(topology.replicasets());
+    PositionIndex instance_index = positions(topology.instances());
+    Records records;
+    add_tiers(topology, tier_names, replicaset_index, records);
+    add_replicasets(topology, tier_index, instance_index, records);
+    add_instances(topology, replicaset_index, records);
+    return write_image(records, limits);
 }
 
 SnapshotView::SnapshotView(const void *data, size_t size) {
@@ -267,22 +290,33 @@ SnapshotView::SnapshotView(const void *data, size_t size) {
     instances_ = reinterpret_cast<const InstanceRecord *>(base + layout.instances);
     ranges_ = reinterpret_cast<const RangeRecord *>(base + layout.ranges);
     strings_ = base + layout.strings;
+    check_tiers();
+    check_replicasets();
+    check_instances();
+    check_ranges();
+}
 
-    auto check_ref = [&](StringRef ref, const char *what, uint32_t i) {
-        if (uint64_t{ref.offset} + ref.length > h.strings_size) {
+void SnapshotView::check_refs(std::initializer_list<StringRef> refs, const char *what,
+                              uint32_t i) const {
+    for (StringRef ref : refs) {
+        if (uint64_t{ref.offset} + ref.length > header_->strings_size) {
             damaged(std::string(what) + " " + std::to_string(i) + " has a string outside the pool");
         }
-    };
-    auto check_index = [&](int32_t index, uint32_t count, const char *what, uint32_t i) {
-        if (index != kNone && (index < 0 || static_cast<uint32_t>(index) >= count)) {
-            damaged(std::string(what) + " " + std::to_string(i) + " has an index out of range");
-        }
-    };
+    }
+}
 
-    for (uint32_t i = 0; i < h.n_tiers; ++i) {
+void SnapshotView::check_index(int32_t index, uint32_t count, const char *what, uint32_t i) {
+    if (index != kNone && (index < 0 || static_cast<uint32_t>(index) >= count)) {
+        damaged(std::string(what) + " " + std::to_string(i) + " has an index out of range");
+    }
+}
+
+// Tiers sorted by name; each one's ranges within the range table, sorted and disjoint.
+void SnapshotView::check_tiers() const {
+    for (uint32_t i = 0; i < header_->n_tiers; ++i) {
         const TierRecord &t = tiers_[i];
-        check_ref(t.name, "tier", i);
-        if (uint64_t{t.first_range} + t.n_ranges > h.n_ranges) {
+        check_refs({t.name}, "tier", i);
+        if (uint64_t{t.first_range} + t.n_ranges > header_->n_ranges) {
             damaged("tier " + std::to_string(i) + " has ranges beyond the range table");
         }
         if (i > 0 && !(str(tiers_[i - 1].name) < str(t.name))) {
@@ -296,26 +330,26 @@ SnapshotView::SnapshotView(const void *data, size_t size) {
             }
         }
     }
-    for (uint32_t i = 0; i < h.n_replicasets; ++i) {
+}
+
+void SnapshotView::check_replicasets() const {
+    for (uint32_t i = 0; i < header_->n_replicasets; ++i) {
         const ReplicasetRecord &r = replicasets_[i];
-        check_ref(r.uuid, "replicaset", i);
-        check_ref(r.name, "replicaset", i);
-        check_ref(r.tier, "replicaset", i);
-        check_ref(r.master_uuid, "replicaset", i);
-        check_index(r.master, h.n_instances, "replicaset", i);
-        check_index(r.tier_index, h.n_tiers, "replicaset", i);
+        check_refs({r.uuid, r.name, r.tier, r.master_uuid}, "replicaset", i);
+        check_index(r.master, header_->n_instances, "replicaset", i);
+        check_index(r.tier_index, header_->n_tiers, "replicaset", i);
         if (i > 0 && !(str(replicasets_[i - 1].uuid) < str(r.uuid))) {
             damaged("replicasets are not sorted by uuid");
         }
     }
-    for (uint32_t i = 0; i < h.n_instances; ++i) {
+}
+
+void SnapshotView::check_instances() const {
+    for (uint32_t i = 0; i < header_->n_instances; ++i) {
         const InstanceRecord &inst = instances_[i];
-        check_ref(inst.uuid, "instance", i);
-        check_ref(inst.name, "instance", i);
-        check_ref(inst.replicaset_uuid, "instance", i);
-        check_ref(inst.state, "instance", i);
-        check_ref(inst.address, "instance", i);
-        check_index(inst.replicaset, h.n_replicasets, "instance", i);
+        check_refs({inst.uuid, inst.name, inst.replicaset_uuid, inst.state, inst.address},
+                   "instance", i);
+        check_index(inst.replicaset, header_->n_replicasets, "instance", i);
         if (inst.online > 1) {
             damaged("instance " + std::to_string(i) + " has a bad online flag");
         }
@@ -323,11 +357,13 @@ SnapshotView::SnapshotView(const void *data, size_t size) {
             damaged("instances are not sorted by uuid");
         }
     }
-    for (uint32_t i = 0; i < h.n_ranges; ++i) {
+}
+
+void SnapshotView::check_ranges() const {
+    for (uint32_t i = 0; i < header_->n_ranges; ++i) {
         const RangeRecord &r = ranges_[i];
-        check_ref(r.replicaset_uuid, "range", i);
-        check_ref(r.state, "range", i);
-        check_index(r.replicaset, h.n_replicasets, "range", i);
+        check_refs({r.replicaset_uuid, r.state}, "range", i);
+        check_index(r.replicaset, header_->n_replicasets, "range", i);
     }
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -138,6 +139,15 @@ class SnapshotView {
     const InstanceRecord *instances_;
     const RangeRecord *ranges_;
     const char *strings_;
+
+    // Validation of an image by the constructor: each throws Error (InvalidInput) naming the first
+    // damaged record.
+    void check_tiers() const;
+    void check_replicasets() const;
+    void check_instances() const;
+    void check_ranges() const;
+    void check_refs(std::initializer_list<StringRef> refs, const char *what, uint32_t i) const;
+    static void check_index(int32_t index, uint32_t count, const char *what, uint32_t i);
     // build_bucket_index(): per tier, the offset of its table in dense_ or UINT32_MAX. Each entry
     // holds the bucket's range and that range's replicaset, so a master lookup touches one entry
     // and the (small) replicaset array only.

@@ -47,44 +47,38 @@ std::string unused_replicaset_uuid(const SnapshotView &view) {
     return candidate;
 }
 
-}  // namespace
-
-Topology topology_from_snapshot(const SnapshotView &view) {
-    Topology topology;
-
-    // Replicasets. A new replicaset in a tier that already has one clears that tier's map; the
-    // map is still empty at this point, so that changes nothing.
+// Replicasets. A new replicaset in a tier that already has one clears that tier's map; the map is
+// still empty at this point, so that changes nothing. Returns the tiers they belong to.
+std::set<std::string> replay_replicasets(const SnapshotView &view, Topology &topology) {
     std::set<std::string> tiers_present;
     for (uint32_t i = 0; i < view.n_replicasets(); ++i) {
         const ReplicasetRecord &record = view.replicaset(i);
-        ReplicasetEvent event;
-        event.op = Op::Replace;
-        event.replicaset_uuid = std::string(view.str(record.uuid));
-        event.name = optional_text(view, record.name);
-        event.tier = optional_text(view, record.tier);
-        event.current_master_uuid = optional_text(view, record.master_uuid);
+        ReplicasetEvent event{
+            Op::Replace, std::string(view.str(record.uuid)), optional_text(view, record.tier),
+            optional_text(view, record.master_uuid), optional_text(view, record.name)};
         if (event.tier) {
             tiers_present.insert(*event.tier);
         }
         topology.apply(event);
     }
+    return tiers_present;
+}
 
-    // Instances.
+void replay_instances(const SnapshotView &view, Topology &topology) {
     for (uint32_t i = 0; i < view.n_instances(); ++i) {
         const InstanceRecord &record = view.instance(i);
-        InstanceEvent event;
-        event.op = Op::Replace;
-        event.instance_uuid = std::string(view.str(record.uuid));
-        event.name = optional_text(view, record.name);
-        event.replicaset_uuid = optional_text(view, record.replicaset_uuid);
-        event.current_state = optional_text(view, record.state);
-        event.address = optional_text(view, record.address);
-        topology.apply(event);
+        topology.apply(InstanceEvent{
+            Op::Replace, std::string(view.str(record.uuid)),
+            optional_text(view, record.replicaset_uuid), optional_text(view, record.state),
+            optional_text(view, record.address), optional_text(view, record.name)});
     }
+}
 
-    // A tier with neither a bucket_count, a replicaset nor a range (its replicasets were all
-    // deleted) is still known: create it through a placeholder replicaset that is removed at once.
-    // Deleting it clears the tier's map, which is empty before the ranges are replayed.
+// A tier with neither a bucket_count, a replicaset nor a range (its replicasets were all deleted)
+// is still known: create it through a placeholder replicaset that is removed at once. Deleting it
+// clears the tier's map, which is empty before the ranges are replayed.
+void replay_bare_tiers(const SnapshotView &view, const std::set<std::string> &tiers_present,
+                       Topology &topology) {
     std::string placeholder;
     for (uint32_t t = 0; t < view.n_tiers(); ++t) {
         const TierRecord &tier = view.tier(t);
@@ -106,35 +100,41 @@ Topology topology_from_snapshot(const SnapshotView &view) {
         remove.replicaset_uuid = placeholder;
         topology.apply(remove);
     }
+}
 
-    // Bucket ranges: sorted and disjoint within a tier, so none overlaps the ones before it.
+// Bucket ranges: sorted and disjoint within a tier, so none overlaps the ones before it.
+void replay_ranges(const SnapshotView &view, Topology &topology) {
     for (uint32_t t = 0; t < view.n_tiers(); ++t) {
         const TierRecord &tier = view.tier(t);
         const std::string name(view.str(tier.name));
         for (uint32_t r = tier.first_range; r < tier.first_range + tier.n_ranges; ++r) {
             const RangeRecord &record = view.range(r);
-            BucketEvent event;
-            event.op = Op::Replace;
-            event.tier = name;
-            event.start = record.start;
-            event.end = record.end;
-            event.current_replicaset_uuid = std::string(view.str(record.replicaset_uuid));
-            event.state = std::string(view.str(record.state));
-            topology.apply(event);
+            topology.apply(BucketEvent{Op::Replace, name, std::string(view.str(record.state)),
+                                       record.start, record.end,
+                                       std::string(view.str(record.replicaset_uuid))});
         }
     }
+}
 
-    // Tiers with a bucket_count, last (see the top of the file).
+// Tiers with a bucket_count, last (see the top of the file).
+void replay_tier_counts(const SnapshotView &view, Topology &topology) {
     for (uint32_t t = 0; t < view.n_tiers(); ++t) {
         const TierRecord &tier = view.tier(t);
-        if (!(tier.flags & kTierCountKnown)) {
-            continue;
+        if (tier.flags & kTierCountKnown) {
+            topology.apply(TierEvent{std::string(view.str(tier.name)), tier.bucket_count});
         }
-        TierEvent event;
-        event.name = std::string(view.str(tier.name));
-        event.bucket_count = tier.bucket_count;
-        topology.apply(event);
     }
+}
+
+}  // namespace
+
+Topology topology_from_snapshot(const SnapshotView &view) {
+    Topology topology;
+    std::set<std::string> tiers_present = replay_replicasets(view, topology);
+    replay_instances(view, topology);
+    replay_bare_tiers(view, tiers_present, topology);
+    replay_ranges(view, topology);
+    replay_tier_counts(view, topology);
     return topology;
 }
 
