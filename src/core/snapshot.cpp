@@ -367,12 +367,19 @@ void SnapshotView::check_ranges() const {
     }
 }
 
+// The index of the record whose `field` is `key` in records[0..n), sorted by that field, or kNone.
+template <typename Record>
+int32_t find_sorted(const SnapshotView &view, const Record *records, uint32_t n,
+                    StringRef Record::*field, std::string_view key) {
+    const Record *end = records + n;
+    const Record *it = std::lower_bound(
+        records, end, key,
+        [&](const Record &r, std::string_view k) { return view.str(r.*field) < k; });
+    return it != end && view.str((*it).*field) == key ? static_cast<int32_t>(it - records) : kNone;
+}
+
 int32_t SnapshotView::find_tier(std::string_view name) const {
-    const TierRecord *end = tiers_ + header_->n_tiers;
-    const TierRecord *it = std::lower_bound(
-        tiers_, end, name,
-        [this](const TierRecord &t, std::string_view key) { return str(t.name) < key; });
-    return it != end && str(it->name) == name ? static_cast<int32_t>(it - tiers_) : kNone;
+    return find_sorted(*this, tiers_, header_->n_tiers, &TierRecord::name, name);
 }
 
 const SnapshotView::DenseEntry *SnapshotView::dense_entry(int32_t tier_index,
@@ -470,11 +477,7 @@ int32_t SnapshotView::find_master(int32_t tier_index, uint32_t bucket_id) const 
 }
 
 int32_t SnapshotView::find_instance(std::string_view uuid) const {
-    const InstanceRecord *end = instances_ + header_->n_instances;
-    const InstanceRecord *it = std::lower_bound(
-        instances_, end, uuid,
-        [this](const InstanceRecord &r, std::string_view key) { return str(r.uuid) < key; });
-    return it != end && str(it->uuid) == uuid ? static_cast<int32_t>(it - instances_) : kNone;
+    return find_sorted(*this, instances_, header_->n_instances, &InstanceRecord::uuid, uuid);
 }
 
 }  // namespace picoroute
