@@ -237,13 +237,16 @@ std::vector<BucketEvent> parse_bucket_json(const std::string &tier, const std::s
     return events;
 }
 
-std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &current,
-                                       std::vector<std::string> *warnings) {
-    // Peer addresses by raft_id.
-    struct Peer {
-        Field pgproto, iproto;
-    };
-    std::unordered_map<std::string, Peer> peers;
+namespace {
+
+// The pgproto and iproto addresses of each peer, by raft_id.
+struct Peer {
+    Field pgproto, iproto;
+};
+using Peers = std::unordered_map<std::string, Peer>;
+
+Peers peer_addresses(const CatalogRows &rows) {
+    Peers peers;
     for (const PeerAddressRow &row : rows.peer_addresses) {
         if (!row.raft_id || !row.address || !row.connection_type) {
             continue;
@@ -254,42 +257,69 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
             peers[*row.raft_id].iproto = row.address;
         }
     }
+    return peers;
+}
 
-    // Instances; Expelled ones count as absent but still resolve a master name as a last resort.
-    std::map<std::string, ParsedInstance> instances;
+// The instances that are not Expelled, by uuid, and the uuid of every name; Expelled instances
+// count as absent but still resolve a master name as a last resort.
+struct ParsedInstances {
+    std::map<std::string, ParsedInstance> by_uuid;
     std::unordered_map<std::string, std::string> uuid_by_name, expelled_uuid_by_name;
+
+    // The uuid of the instance named `name`, "" when none is known.
+    std::string uuid_of(const Field &name) const {
+        if (!name) {
+            return "";
+        }
+        if (auto found = uuid_by_name.find(*name); found != uuid_by_name.end()) {
+            return found->second;
+        }
+        auto gone = expelled_uuid_by_name.find(*name);
+        return gone != expelled_uuid_by_name.end() ? gone->second : "";
+    }
+};
+
+ParsedInstance parse_instance(const InstanceRow &row, size_t i) {
+    if (!row.uuid || row.uuid->empty()) {
+        bad_catalog(row_label("_pico_instance", i) + ": uuid is null or empty");
+    }
+    const std::string label = "_pico_instance: instance " + *row.uuid;
+    if (!row.current_state) {
+        bad_catalog(label + ": current_state is null");
+    }
+    ParsedInstance parsed;
+    try {
+        parsed.state = parse_instance_state(*row.current_state);
+    } catch (const Error &error) {
+        bad_catalog(label + ": " + error.what(), error.hint());
+    }
+    parsed.uuid = *row.uuid;
+    parsed.name = row.name;
+    parsed.raft_id = row.raft_id;
+    parsed.replicaset_uuid = row.replicaset_uuid;
+    return parsed;
+}
+
+ParsedInstances parse_instances(const CatalogRows &rows) {
+    ParsedInstances out;
     for (size_t i = 0; i < rows.instances.size(); ++i) {
-        const InstanceRow &row = rows.instances[i];
-        if (!row.uuid || row.uuid->empty()) {
-            bad_catalog(row_label("_pico_instance", i) + ": uuid is null or empty");
-        }
-        const std::string label = "_pico_instance: instance " + *row.uuid;
-        if (!row.current_state) {
-            bad_catalog(label + ": current_state is null");
-        }
-        ParsedInstance parsed;
-        try {
-            parsed.state = parse_instance_state(*row.current_state);
-        } catch (const Error &error) {
-            bad_catalog(label + ": " + error.what(), error.hint());
-        }
-        parsed.uuid = *row.uuid;
-        parsed.name = row.name;
-        parsed.raft_id = row.raft_id;
-        parsed.replicaset_uuid = row.replicaset_uuid;
+        ParsedInstance parsed = parse_instance(rows.instances[i], i);
         if (parsed.state == "Expelled") {
-            if (row.name) {
-                expelled_uuid_by_name.emplace(*row.name, *row.uuid);
+            if (parsed.name) {
+                out.expelled_uuid_by_name.emplace(*parsed.name, parsed.uuid);
             }
             continue;
         }
-        if (row.name) {
-            uuid_by_name[*row.name] = *row.uuid;
+        if (parsed.name) {
+            out.uuid_by_name[*parsed.name] = parsed.uuid;
         }
-        instances[parsed.uuid] = std::move(parsed);
+        out.by_uuid[parsed.uuid] = std::move(parsed);
     }
+    return out;
+}
 
-    // Replicasets, keyed by uuid so the events come out in a stable order.
+// Replicasets that are not expelled, keyed by uuid so the events come out in a stable order.
+std::map<std::string, const ReplicasetRow *> parse_replicasets(const CatalogRows &rows) {
     std::map<std::string, const ReplicasetRow *> replicasets;
     for (size_t i = 0; i < rows.replicasets.size(); ++i) {
         const ReplicasetRow &row = rows.replicasets[i];
@@ -304,8 +334,11 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
         }
         replicasets[*row.uuid] = &row;
     }
+    return replicasets;
+}
 
-    // Tiers.
+// bucket_count of each tier.
+std::map<std::string, uint32_t> parse_tiers(const CatalogRows &rows) {
     std::map<std::string, uint32_t> tiers;
     for (size_t i = 0; i < rows.tiers.size(); ++i) {
         const TierRow &row = rows.tiers[i];
@@ -321,12 +354,18 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
         }
         tiers.emplace(*row.name, *count);
     }
+    return tiers;
+}
 
-    // Bucket ranges, parsed before anything is emitted so that a bad answer produces no events.
+// The bucket ranges listed for each tier that was read, parsed before anything is emitted so that
+// a bad answer produces no events. A range beyond the tier's bucket_count (the known count, unless
+// it is 0: a tier without buckets yet takes the listed count) is refused.
+std::map<std::string, std::vector<BucketEvent>> parse_bucket_listings(
+    const CatalogRows &rows, const Topology &current,
+    const std::map<std::string, uint32_t> &tiers) {
     std::map<std::string, std::vector<BucketEvent>> bucket_events;
     for (const auto &[tier, text] : rows.bucket_json) {
         std::vector<BucketEvent> parsed = parse_bucket_json(tier, text);
-        // The known count, unless it is 0 (a tier without buckets yet takes the listed count).
         std::optional<uint32_t> count;
         if (auto known = current.tiers().find(tier);
             known != current.tiers().end() && known->second != 0) {
@@ -342,8 +381,13 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
         }
         bucket_events[tier] = std::move(parsed);
     }
+    return bucket_events;
+}
 
-    std::vector<Event> events;
+// Deletes of the known replicasets that are gone, then a Replace of every listed one.
+void add_replicaset_events(const Topology &current,
+                           const std::map<std::string, const ReplicasetRow *> &replicasets,
+                           const ParsedInstances &instances, std::vector<Event> &events) {
     for (const auto &[uuid, replicaset] : current.replicasets()) {
         if (replicasets.count(uuid) == 0) {
             events.push_back(
@@ -351,100 +395,111 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
         }
     }
     for (const auto &[uuid, row] : replicasets) {
-        ReplicasetEvent event;
-        event.op = Op::Replace;
-        event.replicaset_uuid = uuid;
-        event.tier = row->tier;
-        event.name = row->name;
-        std::string master;
-        if (row->current_master_name) {
-            auto found = uuid_by_name.find(*row->current_master_name);
-            if (found != uuid_by_name.end()) {
-                master = found->second;
-            } else if (auto gone = expelled_uuid_by_name.find(*row->current_master_name);
-                       gone != expelled_uuid_by_name.end()) {
-                master = gone->second;
-            }
-        }
-        event.current_master_uuid = master;
-        events.push_back(std::move(event));
+        events.push_back(ReplicasetEvent{Op::Replace, uuid, row->tier,
+                                         instances.uuid_of(row->current_master_name), row->name});
     }
+}
 
+// The pgproto address of an instance from its peer addresses, "" when none is known. The map
+// decides where credentials go: an address that is not a TCP host:port is dropped (the instance
+// stays, with no address) and reported in `warnings`.
+std::string instance_address(const std::string &uuid, const ParsedInstance &parsed,
+                             const Peers &peers, std::vector<std::string> *warnings) {
+    std::string address;
+    if (parsed.raft_id) {
+        auto peer = peers.find(*parsed.raft_id);
+        if (peer != peers.end()) {
+            address = resolve_pgproto_address(peer->second.pgproto, peer->second.iproto);
+        }
+    }
+    std::string why;
+    if (!address.empty() && !parse_tcp_address(address, &why)) {
+        if (warnings != nullptr) {
+            warnings->push_back("_pico_peer_address: address \"" + utf8_truncate(address, 100) +
+                                "\" of instance " + uuid + " rejected: " + why +
+                                " (picoroute accepts only TCP addresses host:port)");
+        }
+        address.clear();
+    }
+    return address;
+}
+
+// Deletes of the known instances that are gone, then a Replace of every listed one.
+void add_instance_events(const Topology &current, const ParsedInstances &instances,
+                         const Peers &peers, std::vector<std::string> *warnings,
+                         std::vector<Event> &events) {
     for (const auto &[uuid, instance] : current.instances()) {
-        if (instances.count(uuid) == 0) {
+        if (instances.by_uuid.count(uuid) == 0) {
             InstanceEvent event;
             event.op = Op::Delete;
             event.instance_uuid = uuid;
             events.push_back(std::move(event));
         }
     }
-    for (const auto &[uuid, parsed] : instances) {
+    for (const auto &[uuid, parsed] : instances.by_uuid) {
         InstanceEvent event;
         event.op = Op::Replace;
         event.instance_uuid = uuid;
         event.name = parsed.name;
         event.replicaset_uuid = parsed.replicaset_uuid;
         event.current_state = parsed.state;
-        std::string address;
-        if (parsed.raft_id) {
-            auto peer = peers.find(*parsed.raft_id);
-            if (peer != peers.end()) {
-                address = resolve_pgproto_address(peer->second.pgproto, peer->second.iproto);
-            }
-        }
-        // The map decides where credentials go: an address that is not a TCP host:port is
-        // dropped (the instance stays, with no address) and reported.
-        std::string why;
-        if (!address.empty() && !parse_tcp_address(address, &why)) {
-            if (warnings != nullptr) {
-                warnings->push_back("_pico_peer_address: address \"" + utf8_truncate(address, 100) +
-                                    "\" of instance " + uuid + " rejected: " + why +
-                                    " (picoroute accepts only TCP addresses host:port)");
-            }
-            address.clear();
-        }
-        event.address = address;
+        event.address = instance_address(uuid, parsed, peers, warnings);
         events.push_back(std::move(event));
     }
+}
 
-    for (const auto &[name, count] : tiers) {
-        events.push_back(TierEvent{name, count});
+// A tier's listing is complete: every known range that the listing does not hold exactly is
+// deleted first, so that the listed ranges that follow never overlap a known one (an overlap
+// would clear the tier's map, dropping the ranges applied before it) and the map ends up holding
+// exactly the listing.
+void add_bucket_events(const Topology &current, const std::string &tier,
+                       std::vector<BucketEvent> &listing, std::vector<Event> &events) {
+    std::map<uint32_t, const BucketEvent *> listed;
+    for (const BucketEvent &event : listing) {
+        listed[event.start] = &event;
     }
-
-    // A tier's listing is complete: every known range that the listing does not hold exactly is
-    // deleted first, so that the listed ranges that follow never overlap a known one (an overlap
-    // would clear the tier's map, dropping the ranges applied before it) and the map ends up
-    // holding exactly the listing.
-    for (auto &[tier, parsed] : bucket_events) {
-        std::map<uint32_t, const BucketEvent *> listed;
-        for (const BucketEvent &event : parsed) {
-            listed[event.start] = &event;
-        }
-        if (auto known = current.buckets().find(tier); known != current.buckets().end()) {
-            // Ranges whose start is gone first, then those the listing changes.
-            for (bool start_gone : {true, false}) {
-                for (const auto &[start, range] : known->second) {
-                    auto same = listed.find(start);
-                    if ((same == listed.end()) != start_gone) {
-                        continue;
-                    }
-                    bool kept = same != listed.end() && same->second->end == range.end &&
-                                same->second->current_replicaset_uuid == range.replicaset_uuid;
-                    if (!kept) {
-                        BucketEvent event;
-                        event.op = Op::Delete;
-                        event.tier = tier;
-                        event.start = start;
-                        event.end = range.end;
-                        event.current_replicaset_uuid = range.replicaset_uuid;
-                        events.push_back(std::move(event));
-                    }
+    if (auto known = current.buckets().find(tier); known != current.buckets().end()) {
+        // Ranges whose start is gone first, then those the listing changes.
+        for (bool start_gone : {true, false}) {
+            for (const auto &[start, range] : known->second) {
+                auto same = listed.find(start);
+                if ((same == listed.end()) != start_gone) {
+                    continue;
+                }
+                bool kept = same != listed.end() && same->second->end == range.end &&
+                            same->second->current_replicaset_uuid == range.replicaset_uuid;
+                if (!kept) {
+                    events.push_back(
+                        BucketEvent{Op::Delete, tier, "", start, range.end, range.replicaset_uuid});
                 }
             }
         }
-        for (BucketEvent &event : parsed) {
-            events.push_back(std::move(event));
-        }
+    }
+    for (BucketEvent &event : listing) {
+        events.push_back(std::move(event));
+    }
+}
+
+}  // namespace
+
+std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &current,
+                                       std::vector<std::string> *warnings) {
+    // Every row is checked before any event is produced.
+    Peers peers = peer_addresses(rows);
+    ParsedInstances instances = parse_instances(rows);
+    std::map<std::string, const ReplicasetRow *> replicasets = parse_replicasets(rows);
+    std::map<std::string, uint32_t> tiers = parse_tiers(rows);
+    std::map<std::string, std::vector<BucketEvent>> listings =
+        parse_bucket_listings(rows, current, tiers);
+
+    std::vector<Event> events;
+    add_replicaset_events(current, replicasets, instances, events);
+    add_instance_events(current, instances, peers, warnings, events);
+    for (const auto &[name, count] : tiers) {
+        events.push_back(TierEvent{name, count});
+    }
+    for (auto &[tier, listing] : listings) {
+        add_bucket_events(current, tier, listing, events);
     }
     return events;
 }
