@@ -27,9 +27,8 @@ NAME = re.compile(r"([A-Za-z_~][\w:~<>]*(?:operator\s*\S+?)?)\s*\(")
 
 def strip_code(text):
     """The text with comments, literals and preprocessor lines blanked (newlines kept)."""
-    out = []
-    i, n = 0, len(text)
-    line_start = True
+    n = len(text)
+    out, i, line_start = [], 0, True  # line_start: only blanks so far on this line
     while i < n:
         c = text[i]
         if line_start and c in " \t":
