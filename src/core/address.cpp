@@ -1,4 +1,5 @@
-// Instance addresses and the allow list of picoroute.allowed_hosts (see address.h).
+// Splitting and joining addresses, instance addresses and the allow list of
+// picoroute.allowed_hosts (see address.h).
 #include "core/address.h"
 
 #include "core/errors.h"
@@ -61,6 +62,45 @@ bool prefix_matches(const unsigned char *a, const unsigned char *b, int prefix) 
 }
 
 }  // namespace
+
+std::optional<HostPort> split_address(std::string_view address) {
+    HostPort out;
+    if (!address.empty() && address.front() == '[') {
+        size_t close = address.find(']');
+        if (close == std::string_view::npos) {
+            return std::nullopt;
+        }
+        out.host = std::string(address.substr(1, close - 1));
+        out.bracketed = true;
+        std::string_view rest = address.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':') {
+                return std::nullopt;
+            }
+            out.port = std::string(rest.substr(1));
+        }
+    } else {
+        size_t colon = address.rfind(':');
+        if (colon == std::string_view::npos) {
+            out.host = std::string(address);
+        } else {
+            out.host = std::string(address.substr(0, colon));
+            out.port = std::string(address.substr(colon + 1));
+        }
+    }
+    for (char c : out.port) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) {
+            return std::nullopt;
+        }
+    }
+    return out;
+}
+
+std::string join_host_port(std::string_view host, std::string_view port) {
+    bool v6 = host.find(':') != std::string_view::npos;
+    std::string out = v6 ? "[" + std::string(host) + "]" : std::string(host);
+    return out + ":" + std::string(port);
+}
 
 bool is_hostname(std::string_view host) {
     if (host.empty() || host.size() > 253) {

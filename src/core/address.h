@@ -1,4 +1,5 @@
-// Instance addresses from the topology map, and where picoroute may connect.
+// Instance addresses: splitting and joining "host:port" as Picodata advertises it, the addresses
+// of the topology map, and where picoroute may connect.
 //
 // The map decides where credentials go, so an address is accepted only as a TCP endpoint
 // "host:port": a DNS hostname, an IPv4 literal or a bracketed IPv6 literal, and a numeric port in
@@ -14,6 +15,25 @@
 #include <vector>
 
 namespace picoroute {
+
+// Picodata's default pgproto port, for an advertised address that names none.
+constexpr const char *kDefaultPgprotoPort = "4327";
+
+// An address as Picodata advertises it, split but not validated.
+struct HostPort {
+    std::string host;  // IPv6 hosts keep no brackets here
+    std::string port;  // empty when the address has none
+    bool bracketed = false;
+};
+
+// Splits "host:port", "[v6]:port", "v6:port" (at the last colon) or a bare "host". Returns
+// std::nullopt for an unclosed bracket, anything but ":port" after the bracket, or a port that is
+// not all digits.
+std::optional<HostPort> split_address(std::string_view address);
+
+// "host:port", with brackets around a host that contains a colon (IPv6). The port is written as
+// given, even empty.
+std::string join_host_port(std::string_view host, std::string_view port);
 
 struct TcpAddress {
     std::string host;  // IPv6 literals without brackets

@@ -22,55 +22,13 @@ using nlohmann::json;
     throw Error(ErrorKind::InvalidCatalog, message, std::move(hint));
 }
 
-constexpr const char *kDefaultPgprotoPort = "4327";
-
 bool is_wildcard_host(const std::string &host) {
     return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
 }
 
-struct HostPort {
-    std::string host;  // IPv6 hosts keep no brackets here
-    std::string port;  // empty when the address has none
-    bool bracketed = false;
-};
-
-// Splits "host:port", "[v6]:port", "v6:port" (last colon) or a bare "host".
-std::optional<HostPort> split_address(const std::string &address) {
-    HostPort out;
-    if (!address.empty() && address.front() == '[') {
-        size_t close = address.find(']');
-        if (close == std::string::npos) {
-            return std::nullopt;
-        }
-        out.host = address.substr(1, close - 1);
-        out.bracketed = true;
-        std::string rest = address.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':') {
-                return std::nullopt;
-            }
-            out.port = rest.substr(1);
-        }
-    } else {
-        size_t colon = address.rfind(':');
-        if (colon == std::string::npos) {
-            out.host = address;
-        } else {
-            out.host = address.substr(0, colon);
-            out.port = address.substr(colon + 1);
-        }
-    }
-    for (char c : out.port) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) {
-            return std::nullopt;
-        }
-    }
-    return out;
-}
-
-std::string join_host_port(const std::string &host, const std::string &port) {
-    bool v6 = host.find(':') != std::string::npos;
-    return (v6 ? "[" + host + "]" : host) + ":" + (port.empty() ? kDefaultPgprotoPort : port);
+// An advertised pgproto address, with Picodata's default port when it names none.
+std::string pgproto_address(const std::string &host, const std::string &port) {
+    return join_host_port(host, port.empty() ? kDefaultPgprotoPort : port);
 }
 
 bool wildcard(const HostPort &hp) {
@@ -160,7 +118,7 @@ std::string resolve_pgproto_address(const Field &pgproto, const Field &iproto) {
         return "";
     }
     if (!wildcard(*pg)) {
-        return join_host_port(pg->host, pg->port);
+        return pgproto_address(pg->host, pg->port);
     }
     if (!iproto) {
         return "";
@@ -169,7 +127,7 @@ std::string resolve_pgproto_address(const Field &pgproto, const Field &iproto) {
     if (!ip || wildcard(*ip)) {
         return "";
     }
-    return join_host_port(ip->host, pg->port);
+    return pgproto_address(ip->host, pg->port);
 }
 
 std::vector<BucketEvent> parse_bucket_json(const std::string &tier, const std::string &text) {

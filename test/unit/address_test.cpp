@@ -119,6 +119,53 @@ TEST(Address, EventsWithANonTcpAddressAreRejected) {
     EXPECT_EQ(t.instances().size(), 1u);
 }
 
+TEST(Address, SplitsAdvertisedAddresses) {
+    auto plain = split_address("pico-1:4327");
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->host, "pico-1");
+    EXPECT_EQ(plain->port, "4327");
+    EXPECT_FALSE(plain->bracketed);
+    auto bare = split_address("10.0.0.1");
+    ASSERT_TRUE(bare);
+    EXPECT_EQ(bare->host, "10.0.0.1");
+    EXPECT_EQ(bare->port, "");
+    auto v6 = split_address("[fe80::1]:5433");
+    ASSERT_TRUE(v6);
+    EXPECT_EQ(v6->host, "fe80::1");
+    EXPECT_EQ(v6->port, "5433");
+    EXPECT_TRUE(v6->bracketed);
+    auto v6_bare = split_address("[::]");
+    ASSERT_TRUE(v6_bare);
+    EXPECT_EQ(v6_bare->host, "::");
+    EXPECT_EQ(v6_bare->port, "");
+    // Without brackets the last colon separates the port.
+    auto unbracketed = split_address("fe80::1:4327");
+    ASSERT_TRUE(unbracketed);
+    EXPECT_EQ(unbracketed->host, "fe80::1");
+    EXPECT_EQ(unbracketed->port, "4327");
+    auto empty_port = split_address("host:");
+    ASSERT_TRUE(empty_port);
+    EXPECT_EQ(empty_port->port, "");
+    EXPECT_FALSE(split_address("[fe80::1"));       // unclosed bracket
+    EXPECT_FALSE(split_address("[fe80::1]4327"));  // no colon after the bracket
+    EXPECT_FALSE(split_address("host:43a7"));      // the port is not digits
+    EXPECT_FALSE(split_address("x:1 host=/tmp"));  // nor is this
+}
+
+TEST(Address, JoinsHostAndPort) {
+    EXPECT_EQ(join_host_port("pico-1", "4327"), "pico-1:4327");
+    EXPECT_EQ(join_host_port("10.0.0.1", "5432"), "10.0.0.1:5432");
+    EXPECT_EQ(join_host_port("fe80::1", "5433"), "[fe80::1]:5433");
+    EXPECT_EQ(join_host_port("host", ""), "host:");
+    // Split and joined again: the same address.
+    for (const char *address : {"pico-1:4327", "[fe80::1]:5433", "127.0.0.1:1"}) {
+        auto parts = split_address(address);
+        ASSERT_TRUE(parts) << address;
+        EXPECT_EQ(join_host_port(parts->host, parts->port), address);
+    }
+    EXPECT_STREQ(kDefaultPgprotoPort, "4327");
+}
+
 TEST(Utf8, TruncateKeepsWholeCharacters) {
     EXPECT_EQ(utf8_truncate("abc", 10), "abc");
     EXPECT_EQ(utf8_truncate("abc", 2), "ab");
