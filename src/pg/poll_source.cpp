@@ -6,9 +6,10 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "core/address.h"
 #include "core/errors.h"
 #include "pg/connect_policy.h"
-#include "pg/libpq_wait.h"
+#include "pg/libpq_io.h"
 #include "pg/poll_source.h"
 #include "pg/settings.h"
 
@@ -23,21 +24,12 @@ namespace picoroute::pg {
 
 namespace {
 
-struct ResultDeleter {
-    void operator()(PGresult *result) const { PQclear(result); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
-
 int timeout_ms() {
     return setting_connect_timeout * 1000;
 }
 
 std::string instance_of(PGconn *conn) {
-    std::string host = PQhost(conn) ? PQhost(conn) : "";
-    std::string port = PQport(conn) ? PQport(conn) : "";
-    if (host.find(':') != std::string::npos)
-        host = "[" + host + "]";
-    return host + ":" + port;
+    return join_host_port(PQhost(conn) ? PQhost(conn) : "", PQport(conn) ? PQport(conn) : "");
 }
 
 Field field(const PGresult *result, int row, int column) {
@@ -56,14 +48,66 @@ int column(const PGresult *result, const char *table, const char *name) {
     return index;
 }
 
-std::string one_line(const char *message) {
-    std::string text = message ? message : "";
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-        text.pop_back();
-    for (char &c : text)
-        if (c == '\n' || c == '\t')
-            c = ' ';
-    return text;
+// The named columns of every row of `result`, in the order named. Throws when one is missing.
+std::vector<std::vector<Field>> named_columns(const PGresult *result, const char *table,
+                                              std::initializer_list<const char *> names) {
+    std::vector<int> index;
+    for (const char *name : names)
+        index.push_back(column(result, table, name));
+    std::vector<std::vector<Field>> rows(static_cast<size_t>(PQntuples(result)));
+    for (size_t i = 0; i < rows.size(); i++)
+        for (int c : index)
+            rows[i].push_back(field(result, static_cast<int>(i), c));
+    return rows;
+}
+
+// Opens a connection bounded by picoroute.connect_timeout (expand_dbname on: keywords[0] is
+// "dbname" with a whole connection string, later keywords override it). nullptr and `error` on
+// failure; throws SourceError("shutting down") when shutdown is requested meanwhile.
+PGconn *open_connection(const char *const *keywords, const char *const *values,
+                        LatchAction on_latch, std::string &error) {
+    TimestampTz deadline = deadline_in(timeout_ms());
+    PGconn *conn = PQconnectStartParams(keywords, values, 1);
+    if (conn == nullptr) {
+        error = "out of memory";
+        return nullptr;
+    }
+    IoOutcome outcome = finish_connect(Waiter{conn, on_latch, deadline, nullptr});
+    if (outcome == IoOutcome::Done)
+        return conn;
+    error = outcome == IoOutcome::Failed    ? libpq_message(PQerrorMessage(conn))
+            : outcome == IoOutcome::Timeout ? "timeout while connecting"
+                                            : "shutdown";
+    PQfinish(conn);
+    if (outcome == IoOutcome::Abandoned)
+        throw SourceError("shutting down");
+    return nullptr;
+}
+
+// Sends a query (extended protocol when it has parameters) and collects its last result into
+// `last`; a server error comes back as a PGRES_FATAL_ERROR result. Without a result, `error`
+// tells why (a connection failure or a timeout) unless the wait was abandoned for shutdown.
+IoOutcome exec_query(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                     LatchAction on_latch, ResultPtr &last, std::string &error) {
+    Waiter waiter{conn, on_latch, deadline_in(timeout_ms()), nullptr};
+    int sent = nparams > 0
+                   ? PQsendQueryParams(conn, sql, nparams, nullptr, params, nullptr, nullptr, 0)
+                   : PQsendQuery(conn, sql);
+    IoOutcome outcome = sent ? flush_output(waiter) : IoOutcome::Failed;
+    const char *timeout = "timeout while sending a query";
+    if (outcome == IoOutcome::Done) {
+        outcome = read_last_result(waiter, last);
+        timeout = "timeout while waiting for an answer";
+    }
+    if (outcome == IoOutcome::Timeout)
+        error = timeout;
+    else if (outcome == IoOutcome::Abandoned)
+        error = "shutdown";
+    else if (last == nullptr)
+        error = libpq_message(PQerrorMessage(conn));
+    if (outcome != IoOutcome::Done)
+        last.reset();
+    return outcome;
 }
 
 }  // namespace
@@ -112,18 +156,14 @@ void require_parsable_conninfo(const char *conninfo) {
 PGconn *PollSource::connect_configured(std::string &errors) {
     const char *conninfo = setting_conninfo ? setting_conninfo : "";
     std::string timeout = std::to_string(setting_connect_timeout);
-    char error[1024];
-    WaitOutcome outcome;
+    std::string error;
     // libpq tries each host of the list in turn.
     const char *keywords[] = {"dbname", "connect_timeout", "fallback_application_name", nullptr};
     const char *values[] = {conninfo, timeout.c_str(), "picoroute", nullptr};
     last_configured_attempt_ = GetCurrentTimestamp();
-    PGconn *conn = connect_with_deadline(keywords, values, timeout_ms(), on_latch_, error,
-                                         sizeof(error), &outcome);
-    if (outcome == WaitOutcome::Shutdown)
-        throw SourceError("shutting down");
+    PGconn *conn = open_connection(keywords, values, on_latch_, error);
     if (conn == nullptr)
-        errors = std::string("configured hosts: ") + one_line(error);
+        errors = std::string("configured hosts: ") + libpq_message_line(error.c_str());
     return conn;
 }
 
@@ -152,9 +192,7 @@ void PollSource::connect(const Topology &current) {
     fallback_note_.clear();
 
     std::string timeout = std::to_string(setting_connect_timeout);
-    char error[1024];
     std::string errors;
-    WaitOutcome outcome;
 
     // First the configured hosts.
     conn_ = connect_configured(errors);
@@ -173,13 +211,11 @@ void PollSource::connect(const Topology &current) {
                 "dbname", "host", "port", "connect_timeout", "fallback_application_name", nullptr};
             const char *values[] = {conninfo,        target.host.c_str(), port.c_str(),
                                     timeout.c_str(), "picoroute",         nullptr};
-            conn_ = connect_with_deadline(keywords, values, timeout_ms(), on_latch_, error,
-                                          sizeof(error), &outcome);
-            if (outcome == WaitOutcome::Shutdown)
-                throw SourceError("shutting down");
+            std::string error;
+            conn_ = open_connection(keywords, values, on_latch_, error);
             if (conn_ != nullptr)
                 break;
-            errors += "; " + address + ": " + one_line(error);
+            errors += "; " + address + ": " + libpq_message_line(error.c_str());
         }
     }
     if (conn_ == nullptr)
@@ -191,103 +227,79 @@ void PollSource::connect(const Topology &current) {
                          "); reading from known instance " + conn_instance_;
 }
 
-PGresult *PollSource::run(const char *sql, int nparams, const char *const *params) {
-    char error[1024];
-    WaitOutcome outcome;
-    PGresult *result = exec_with_deadline(conn_, sql, nparams, params, timeout_ms(), on_latch_,
-                                          error, sizeof(error), &outcome);
+ResultPtr PollSource::run(const char *sql, int nparams, const char *const *params) {
+    ResultPtr result;
+    std::string error;
+    IoOutcome outcome = exec_query(conn_, sql, nparams, params, on_latch_, result, error);
     if (result == nullptr) {
         std::string instance = conn_instance_;
         drop_connection();  // the connection is in an unknown state now
-        if (outcome == WaitOutcome::Shutdown)
+        if (outcome == IoOutcome::Abandoned)
             throw SourceError("shutting down");
         throw SourceError("lost the connection to " + instance + ": " + error);
     }
     return result;
 }
 
+ResultPtr PollSource::fetch_table(const char *table, const char *sql) {
+    ResultPtr result = run(sql, 0, nullptr);
+    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK)
+        return result;
+    const char *state = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
+    std::string message = libpq_message_line(PQresultErrorMessage(result.get()));
+    std::string user = PQuser(conn_) ? PQuser(conn_) : "";
+    bool denied =
+        (state && strcmp(state, "42501") == 0) || message.find("denied") != std::string::npos;
+    if (denied)
+        throw SourceError(std::string("cannot read ") + table + " on " + conn_instance_ +
+                              " as user \"" + user + "\": " + message,
+                          std::string("Grant the right in Picodata: GRANT READ ON TABLE ") + table +
+                              " TO \"" + user + "\"");
+    throw SourceError(std::string("cannot read ") + table + " on " + conn_instance_ + ": " +
+                      message);
+}
+
 CatalogRows PollSource::read_catalog(std::vector<std::string> &warnings) {
     CatalogRows rows;
-    auto fetch_table = [&](const char *table, const char *sql) {
-        Result result(run(sql, 0, nullptr));
-        if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) {
-            const char *state = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
-            std::string message = one_line(PQresultErrorMessage(result.get()));
-            std::string user = PQuser(conn_) ? PQuser(conn_) : "";
-            bool denied = (state && strcmp(state, "42501") == 0) ||
-                          message.find("denied") != std::string::npos;
-            if (denied)
-                throw SourceError(std::string("cannot read ") + table + " on " + conn_instance_ +
-                                      " as user \"" + user + "\": " + message,
-                                  std::string("Grant the right in Picodata: GRANT READ ON TABLE ") +
-                                      table + " TO \"" + user + "\"");
-            throw SourceError(std::string("cannot read ") + table + " on " + conn_instance_ + ": " +
-                              message);
-        }
-        return result;
-    };
+    ResultPtr r = fetch_table("_pico_instance", kInstanceQuery);
+    for (auto &f :
+         named_columns(r.get(), "_pico_instance",
+                       {"name", "uuid", "raft_id", "replicaset_uuid", "current_state", "tier"}))
+        rows.instances.push_back(InstanceRow{f[0], f[1], f[2], f[3], f[4], f[5]});
+    r = fetch_table("_pico_peer_address", kPeerAddressQuery);
+    for (auto &f :
+         named_columns(r.get(), "_pico_peer_address", {"raft_id", "address", "connection_type"}))
+        rows.peer_addresses.push_back(PeerAddressRow{f[0], f[1], f[2]});
+    r = fetch_table("_pico_replicaset", kReplicasetQuery);
+    for (auto &f : named_columns(r.get(), "_pico_replicaset",
+                                 {"name", "uuid", "current_master_name", "tier", "state"}))
+        rows.replicasets.push_back(ReplicasetRow{f[0], f[1], f[2], f[3], f[4]});
+    r = fetch_table("_pico_tier", kTierQuery);
+    for (auto &f : named_columns(r.get(), "_pico_tier", {"name", "bucket_count"}))
+        rows.tiers.push_back(TierRow{f[0], f[1]});
+    r.reset();
+    read_bucket_maps(rows, warnings);
+    return rows;
+}
 
-    {
-        Result r = fetch_table("_pico_instance", kInstanceQuery);
-        int c_name = column(r.get(), "_pico_instance", "name");
-        int c_uuid = column(r.get(), "_pico_instance", "uuid");
-        int c_raft = column(r.get(), "_pico_instance", "raft_id");
-        int c_rs = column(r.get(), "_pico_instance", "replicaset_uuid");
-        int c_state = column(r.get(), "_pico_instance", "current_state");
-        int c_tier = column(r.get(), "_pico_instance", "tier");
-        for (int i = 0; i < PQntuples(r.get()); i++)
-            rows.instances.push_back(InstanceRow{
-                field(r.get(), i, c_name), field(r.get(), i, c_uuid), field(r.get(), i, c_raft),
-                field(r.get(), i, c_rs), field(r.get(), i, c_state), field(r.get(), i, c_tier)});
-    }
-    {
-        Result r = fetch_table("_pico_peer_address", kPeerAddressQuery);
-        int c_raft = column(r.get(), "_pico_peer_address", "raft_id");
-        int c_address = column(r.get(), "_pico_peer_address", "address");
-        int c_type = column(r.get(), "_pico_peer_address", "connection_type");
-        for (int i = 0; i < PQntuples(r.get()); i++)
-            rows.peer_addresses.push_back(PeerAddressRow{field(r.get(), i, c_raft),
-                                                         field(r.get(), i, c_address),
-                                                         field(r.get(), i, c_type)});
-    }
-    {
-        Result r = fetch_table("_pico_replicaset", kReplicasetQuery);
-        int c_name = column(r.get(), "_pico_replicaset", "name");
-        int c_uuid = column(r.get(), "_pico_replicaset", "uuid");
-        int c_master = column(r.get(), "_pico_replicaset", "current_master_name");
-        int c_tier = column(r.get(), "_pico_replicaset", "tier");
-        int c_state = column(r.get(), "_pico_replicaset", "state");
-        for (int i = 0; i < PQntuples(r.get()); i++)
-            rows.replicasets.push_back(ReplicasetRow{
-                field(r.get(), i, c_name), field(r.get(), i, c_uuid), field(r.get(), i, c_master),
-                field(r.get(), i, c_tier), field(r.get(), i, c_state)});
-    }
-    {
-        Result r = fetch_table("_pico_tier", kTierQuery);
-        int c_name = column(r.get(), "_pico_tier", "name");
-        int c_count = column(r.get(), "_pico_tier", "bucket_count");
-        for (int i = 0; i < PQntuples(r.get()); i++)
-            rows.tiers.push_back(TierRow{field(r.get(), i, c_name), field(r.get(), i, c_count)});
-    }
-
-    // Bucket maps: a tier whose call fails is skipped, the rest of the topology still updates.
+// Bucket maps: a tier whose call fails is skipped, the rest of the topology still updates.
+void PollSource::read_bucket_maps(CatalogRows &rows, std::vector<std::string> &warnings) {
     for (const TierRow &tier : rows.tiers) {
         if (!tier.name || !tier.bucket_count || *tier.bucket_count == "0")
             continue;
         const char *params[] = {tier.name->c_str()};
-        Result r(run(kBucketQuery, 1, params));
+        ResultPtr r = run(kBucketQuery, 1, params);
         if (PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1 ||
             PQnfields(r.get()) != 1 || PQgetisnull(r.get(), 0, 0)) {
             std::string message = PQresultStatus(r.get()) == PGRES_TUPLES_OK
                                       ? "unexpected answer shape"
-                                      : one_line(PQresultErrorMessage(r.get()));
+                                      : libpq_message_line(PQresultErrorMessage(r.get()));
             warnings.push_back("bucket map of tier '" + *tier.name + "' not read from " +
                                conn_instance_ + ": " + message);
             continue;
         }
         rows.bucket_json[*tier.name] = PQgetvalue(r.get(), 0, 0);
     }
-    return rows;
 }
 
 SourceUpdate PollSource::fetch(const Topology &current) {

@@ -2,13 +2,9 @@
 // into events with the core library.
 #pragma once
 
-extern "C" {
-#include "libpq-fe.h"
-}
-
 #include "core/catalog.h"
 #include "core/source.h"
-#include "pg/libpq_wait.h"
+#include "pg/libpq_io.h"
 
 #include <string>
 
@@ -18,7 +14,7 @@ class PollSource : public TopologySource {
   public:
     // `on_latch` is what a set latch means during a network wait (the worker's wake-up and
     // shutdown handling): it returns true when the wait must be abandoned.
-    explicit PollSource(LatchCallback on_latch) : on_latch_(on_latch) {}
+    explicit PollSource(LatchAction on_latch) : on_latch_(on_latch) {}
     ~PollSource() override;
     SourceUpdate fetch(const Topology &current) override;
     void reset() override;
@@ -30,11 +26,16 @@ class PollSource : public TopologySource {
     void connect(const Topology &current);
     // Connects to the hosts of picoroute.conninfo; nullptr (and `errors` says why) on failure.
     PGconn *connect_configured(std::string &errors);
-    PGresult *run(const char *sql, int nparams, const char *const *params);
+    // Runs one query on conn_ and returns its last result (a server error included). Throws
+    // SourceError, dropping the connection, when the instance does not answer.
+    ResultPtr run(const char *sql, int nparams, const char *const *params);
+    // Runs the query of a catalog table; throws SourceError naming the table when it fails.
+    ResultPtr fetch_table(const char *table, const char *sql);
     CatalogRows read_catalog(std::vector<std::string> &warnings);
+    void read_bucket_maps(CatalogRows &rows, std::vector<std::string> &warnings);
     void drop_connection();
 
-    LatchCallback on_latch_;
+    LatchAction on_latch_;
     PGconn *conn_ = nullptr;
     std::string conn_instance_;            // "host:port" of conn_
     std::string last_instance_;            // the instance the last successful fetch read from

@@ -120,32 +120,25 @@ TEST(Address, EventsWithANonTcpAddressAreRejected) {
 }
 
 TEST(Address, SplitsAdvertisedAddresses) {
-    auto plain = split_address("pico-1:4327");
-    ASSERT_TRUE(plain);
-    EXPECT_EQ(plain->host, "pico-1");
-    EXPECT_EQ(plain->port, "4327");
-    EXPECT_FALSE(plain->bracketed);
-    auto bare = split_address("10.0.0.1");
-    ASSERT_TRUE(bare);
-    EXPECT_EQ(bare->host, "10.0.0.1");
-    EXPECT_EQ(bare->port, "");
-    auto v6 = split_address("[fe80::1]:5433");
-    ASSERT_TRUE(v6);
-    EXPECT_EQ(v6->host, "fe80::1");
-    EXPECT_EQ(v6->port, "5433");
-    EXPECT_TRUE(v6->bracketed);
-    auto v6_bare = split_address("[::]");
-    ASSERT_TRUE(v6_bare);
-    EXPECT_EQ(v6_bare->host, "::");
-    EXPECT_EQ(v6_bare->port, "");
-    // Without brackets the last colon separates the port.
-    auto unbracketed = split_address("fe80::1:4327");
-    ASSERT_TRUE(unbracketed);
-    EXPECT_EQ(unbracketed->host, "fe80::1");
-    EXPECT_EQ(unbracketed->port, "4327");
-    auto empty_port = split_address("host:");
-    ASSERT_TRUE(empty_port);
-    EXPECT_EQ(empty_port->port, "");
+    struct Case {
+        const char *address, *host, *port;
+        bool bracketed;
+    };
+    const Case cases[] = {
+        {"pico-1:4327", "pico-1", "4327", false},
+        {"10.0.0.1", "10.0.0.1", "", false},  // no port
+        {"[fe80::1]:5433", "fe80::1", "5433", true},
+        {"[::]", "::", "", true},
+        {"fe80::1:4327", "fe80::1", "4327", false},  // without brackets: the last colon
+        {"host:", "host", "", false},
+    };
+    for (const Case &c : cases) {
+        std::optional<HostPort> parts = split_address(c.address);
+        ASSERT_TRUE(parts) << c.address;
+        EXPECT_EQ(parts->host, c.host) << c.address;
+        EXPECT_EQ(parts->port, c.port) << c.address;
+        EXPECT_EQ(parts->bracketed, c.bracketed) << c.address;
+    }
     EXPECT_FALSE(split_address("[fe80::1"));       // unclosed bracket
     EXPECT_FALSE(split_address("[fe80::1]4327"));  // no colon after the bracket
     EXPECT_FALSE(split_address("host:43a7"));      // the port is not digits

@@ -1,15 +1,11 @@
-// The connection cache and statement execution (see connection.h).
+// The connection cache and statement execution over the libpq layer (see connection.h).
 extern "C" {
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"
-#include "storage/fd.h"
-#include "storage/latch.h"
 #include "utils/errcodes.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 }
 
 #include "pg/fdw/connection.h"
@@ -53,13 +49,6 @@ std::string fingerprint_of(const ConnParams &params) {
 
 void ignore_notice(void *, const char *) {}
 
-std::string trimmed(const char *message) {
-    std::string out = message ? message : "";
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-        out.pop_back();
-    return out;
-}
-
 // A failed login, told apart from an unreachable instance: the server's SQLSTATE (class 28, from
 // the verbose form of libpq's message) or a password the server asked for and did not get.
 // Returns the SQLSTATE, or 0 when the failure is not an authentication failure.
@@ -99,7 +88,7 @@ std::string without_verbose_parts(const std::string &message) {
         }
         out += (out.empty() ? "" : "\n") + line;
     }
-    return trimmed(out.c_str());
+    return libpq_message(out.c_str());
 }
 
 // The server's message without libpq's prefix, SQLSTATE and LOCATION line.
@@ -118,78 +107,22 @@ std::string server_message(const std::string &message) {
     return newline == std::string::npos ? out : out.substr(0, newline);
 }
 
-// Waits until the socket is ready or `deadline` (0: none) passes, handling interrupts: a query
-// cancel or statement_timeout becomes a PgError that unwinds C++ frames. Returns false on timeout.
-bool wait_socket(PGconn *conn, bool for_write, TimestampTz deadline) {
-    for (;;) {
-        long timeout = -1;
-        if (deadline != 0) {
-            timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-            if (timeout <= 0)
-                return false;
-        }
-        int events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
-                     (for_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE) |
-                     (deadline != 0 ? WL_TIMEOUT : 0);
-        int rc = 0;
-        pgsocket sock = PQsocket(conn);
-        pg_call([&] {
-            rc = WaitLatchOrSocket(MyLatch, events, sock, timeout, PG_WAIT_EXTENSION);
-            if (rc & WL_LATCH_SET) {
-                ResetLatch(MyLatch);
-                CHECK_FOR_INTERRUPTS();
-            }
-        });
-        if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
-            return true;
-    }
+// How a backend waits on a cached connection: on its kept wait event set, checking for interrupts
+// (a query cancel or statement_timeout becomes a PgError that unwinds C++ frames), no deadline.
+Waiter waiter_of(Connection *c) {
+    return Waiter{c->conn, latch_checks_interrupts, 0, c};
 }
 
-// Waits until the connection's socket is ready, on the connection's own wait event set (created
-// on first use and kept), handling interrupts like wait_socket. Building a set per wait, as
-// WaitLatchOrSocket does, costs an epoll_create1, three epoll_ctl and a close every time.
-void wait_connection(Connection *c, bool for_write) {
-    uint32_t want = for_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
-    bool have_set = true;
-    pg_call([&] {
-        if (c->wait_set == nullptr) {
-            // The set holds a file descriptor; without one to spare, wait the old way.
-            if (!AcquireExternalFD()) {
-                have_set = false;
-                return;
-            }
-            ReleaseExternalFD();
-            c->wait_set = CreateWaitEventSet(TopMemoryContext, 3);
-            AddWaitEventToSet(c->wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
-            AddWaitEventToSet(c->wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
-            c->socket_pos =
-                AddWaitEventToSet(c->wait_set, want, PQsocket(c->conn), nullptr, nullptr);
-            c->socket_events = want;
-        } else if (c->socket_events != want) {
-            ModifyWaitEvent(c->wait_set, c->socket_pos, want, nullptr);
-            c->socket_events = want;
-        }
-    });
-    if (!have_set) {
-        wait_socket(c->conn, for_write, 0);
-        return;
-    }
-    for (;;) {
-        WaitEvent events[3];
-        int n = 0;
-        pg_call([&] {
-            n = WaitEventSetWait(c->wait_set, -1, events, 3, PG_WAIT_EXTENSION);
-            for (int i = 0; i < n; i++) {
-                if (events[i].events & WL_LATCH_SET) {
-                    ResetLatch(MyLatch);
-                    CHECK_FOR_INTERRUPTS();
-                }
-            }
-        });
-        for (int i = 0; i < n; i++)
-            if (events[i].events & want)
-                return;
-    }
+// The connection's failure after the statement may have reached the server.
+[[noreturn]] void lost_after_send(Connection *c) {
+    throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), true);
+}
+
+// The statement in flight has been answered in full: the connection is idle again.
+void statement_done(Connection *c) {
+    c->busy = false;
+    c->statements++;
+    c->last_used = GetCurrentTimestamp();
 }
 
 struct ConnCloser {
@@ -200,8 +133,8 @@ struct ConnCloser {
     }
 };
 
-PGconn *open_connection(const std::string &address, const ConnParams &params) {
-    // The address comes from the map: a TCP host:port where picoroute may connect, or nothing.
+// The address comes from the map: a TCP host:port where picoroute may connect, or nothing.
+TcpAddress connect_target(const std::string &address) {
     TcpAddress target;
     std::string refusal = connect_refusal(address, &target);
     if (!refusal.empty())
@@ -212,6 +145,34 @@ PGconn *open_connection(const std::string &address, const ConnParams &params) {
             "picoroute connects only to TCP addresses host:port allowed by "
             "picoroute.allowed_hosts; check the topology (picoroute_instances) and the "
             "setting.");
+    return target;
+}
+
+// A failed attempt to connect: an authentication error (not a topology problem: no worker
+// wake-up, no retry elsewhere), or else a ConnectionFailure.
+[[noreturn]] void connect_failed(PGconn *conn, const std::string &address,
+                                 const ConnParams &params) {
+    std::string message = libpq_message(PQerrorMessage(conn));
+    if (int code = authentication_failure(conn, message)) {
+        std::string user;
+        for (const auto &[keyword, value] : params.options)
+            if (keyword == "user")
+                user = value;
+        if (user.empty() && PQuser(conn) != nullptr)
+            user = PQuser(conn);
+        throw SqlError(code,
+                       "picoroute: authentication failed for user \"" + user +
+                           "\" at Picodata instance " + address,
+                       server_message(message),
+                       params.server_name.empty()
+                           ? "Check the user and password of picoroute.conninfo."
+                           : "Check the user mapping of server \"" + params.server_name + "\".");
+    }
+    throw ConnectionFailure(address, without_verbose_parts(message), false);
+}
+
+PGconn *open_connection(const std::string &address, const ConnParams &params) {
+    TcpAddress target = connect_target(address);
     std::string host = target.host, port = std::to_string(target.port);
     std::vector<const char *> keywords, values;
     for (const auto &[keyword, value] : params.options) {
@@ -225,8 +186,7 @@ PGconn *open_connection(const std::string &address, const ConnParams &params) {
     keywords.push_back(nullptr);
     values.push_back(nullptr);
 
-    TimestampTz deadline =
-        TimestampTzPlusMilliseconds(GetCurrentTimestamp(), setting_connect_timeout * 1000);
+    TimestampTz deadline = deadline_in(setting_connect_timeout * 1000);
     ConnCloser closer{PQconnectStartParams(keywords.data(), values.data(), 0)};
     if (closer.conn == nullptr)
         throw std::bad_alloc();
@@ -235,37 +195,16 @@ PGconn *open_connection(const std::string &address, const ConnParams &params) {
     // connection.
     PQsetErrorVerbosity(closer.conn, PQERRORS_VERBOSE);
     if (PQstatus(closer.conn) == CONNECTION_BAD)
-        throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
-    PostgresPollingStatusType status = PGRES_POLLING_WRITING;
-    while (status != PGRES_POLLING_OK) {
-        if (status == PGRES_POLLING_FAILED) {
-            std::string message = trimmed(PQerrorMessage(closer.conn));
-            // A failed login is not a topology problem: no worker wake-up, no retry elsewhere.
-            if (int code = authentication_failure(closer.conn, message)) {
-                std::string user;
-                for (const auto &[keyword, value] : params.options)
-                    if (keyword == "user")
-                        user = value;
-                if (user.empty() && PQuser(closer.conn) != nullptr)
-                    user = PQuser(closer.conn);
-                throw SqlError(
-                    code,
-                    "picoroute: authentication failed for user \"" + user +
-                        "\" at Picodata instance " + address,
-                    server_message(message),
-                    params.server_name.empty()
-                        ? "Check the user and password of picoroute.conninfo."
-                        : "Check the user mapping of server \"" + params.server_name + "\".");
-            }
-            throw ConnectionFailure(address, without_verbose_parts(message), false);
-        }
-        if (!wait_socket(closer.conn, status == PGRES_POLLING_WRITING, deadline))
-            throw ConnectionFailure(address,
-                                    "timeout after " + std::to_string(setting_connect_timeout) +
-                                        " s (picoroute.connect_timeout) while connecting",
-                                    false);
-        status = PQconnectPoll(closer.conn);
-    }
+        throw ConnectionFailure(address, libpq_message(PQerrorMessage(closer.conn)), false);
+    IoOutcome connected =
+        finish_connect(Waiter{closer.conn, latch_checks_interrupts, deadline, nullptr});
+    if (connected == IoOutcome::Failed)
+        connect_failed(closer.conn, address, params);
+    if (connected != IoOutcome::Done)
+        throw ConnectionFailure(address,
+                                "timeout after " + std::to_string(setting_connect_timeout) +
+                                    " s (picoroute.connect_timeout) while connecting",
+                                false);
     if (params.require_password && !PQconnectionUsedPassword(closer.conn))
         throw SqlError(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
                        "picoroute: password is required",
@@ -275,7 +214,7 @@ PGconn *open_connection(const std::string &address, const ConnParams &params) {
                        "Add a password to the user mapping.");
     PQsetErrorVerbosity(closer.conn, PQERRORS_DEFAULT);
     if (PQsetnonblocking(closer.conn, 1) != 0)
-        throw ConnectionFailure(address, trimmed(PQerrorMessage(closer.conn)), false);
+        throw ConnectionFailure(address, libpq_message(PQerrorMessage(closer.conn)), false);
     PGconn *conn = closer.conn;
     closer.conn = nullptr;
     return conn;
@@ -342,8 +281,7 @@ void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 Connection::~Connection() {
     if (reader != nullptr)
         reader->forget(this);
-    if (wait_set != nullptr)
-        FreeWaitEventSet(wait_set);
+    release_wait_set(*this);
     if (conn != nullptr)
         PQfinish(conn);
 }
@@ -448,7 +386,7 @@ void discard_connection(Connection *connection) {
 void send_statement(Connection *c, const char *sql, int nparams, const char *const *values) {
     int ok = PQsendQueryParams(c->conn, sql, nparams, nullptr, values, nullptr, nullptr, 0);
     if (!ok)
-        throw ConnectionFailure(c->address, trimmed(PQerrorMessage(c->conn)), false);
+        throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
 }
 
@@ -470,65 +408,30 @@ Connection *send_to(const std::string &address, const ConnParams &params, const 
 }
 
 PGresult *collect_result(Connection *c) {
-    PGconn *conn = c->conn;
-    for (;;) {
-        int flushed = PQflush(conn);
-        if (flushed == 0)
-            break;
-        if (flushed < 0)
-            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-        wait_connection(c, true);
-        if (!PQconsumeInput(conn))
-            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-    }
+    Waiter waiter = waiter_of(c);
     ResultPtr last;
-    for (;;) {
-        while (PQisBusy(conn)) {
-            wait_connection(c, false);
-            if (!PQconsumeInput(conn))
-                throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-        }
-        PGresult *result = PQgetResult(conn);
-        if (result == nullptr)
-            break;
-        last.reset(result);
-    }
-    if (last == nullptr || PQstatus(conn) != CONNECTION_OK) {
-        std::string message =
-            last ? trimmed(PQresultErrorMessage(last.get())) : trimmed(PQerrorMessage(conn));
+    if (flush_output(waiter) != IoOutcome::Done ||
+        read_last_result(waiter, last) != IoOutcome::Done)
+        lost_after_send(c);
+    if (last == nullptr || PQstatus(c->conn) != CONNECTION_OK) {
+        std::string message = last ? libpq_message(PQresultErrorMessage(last.get()))
+                                   : libpq_message(PQerrorMessage(c->conn));
         throw ConnectionFailure(c->address, message, true);
     }
-    c->busy = false;
-    c->statements++;
-    c->last_used = GetCurrentTimestamp();
+    statement_done(c);
     return last.release();
 }
 
 PGresult *next_result(Connection *c) {
-    PGconn *conn = c->conn;
-    for (;;) {
-        int flushed = PQflush(conn);
-        if (flushed == 0)
-            break;
-        if (flushed < 0)
-            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-        wait_connection(c, true);
-        if (!PQconsumeInput(conn))
-            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-    }
-    while (PQisBusy(conn)) {
-        wait_connection(c, false);
-        if (!PQconsumeInput(conn))
-            throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-    }
-    PGresult *result = PQgetResult(conn);
+    Waiter waiter = waiter_of(c);
+    if (flush_output(waiter) != IoOutcome::Done || await_result(waiter) != IoOutcome::Done)
+        lost_after_send(c);
+    PGresult *result = PQgetResult(c->conn);
     if (result != nullptr)
         return result;
-    if (PQstatus(conn) != CONNECTION_OK)
-        throw ConnectionFailure(c->address, trimmed(PQerrorMessage(conn)), true);
-    c->busy = false;
-    c->statements++;
-    c->last_used = GetCurrentTimestamp();
+    if (PQstatus(c->conn) != CONNECTION_OK)
+        lost_after_send(c);
+    statement_done(c);
     return nullptr;
 }
 
@@ -541,9 +444,7 @@ bool finish_if_arrived(Connection *c) {
         if (result == nullptr) {
             if (PQstatus(conn) != CONNECTION_OK)
                 return false;
-            c->busy = false;
-            c->statements++;
-            c->last_used = GetCurrentTimestamp();
+            statement_done(c);
             return true;
         }
         PQclear(result);
@@ -656,7 +557,7 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     int code = ERRCODE_CONNECTION_FAILURE;
     if (state != nullptr && strlen(state) == 5)
         code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-    std::string message = primary ? primary : trimmed(PQresultErrorMessage(result));
+    std::string message = primary ? primary : libpq_message(PQresultErrorMessage(result));
     if (message.empty())
         message = "picoroute: remote statement failed";
     std::string context = "remote SQL on Picodata instance " + address;

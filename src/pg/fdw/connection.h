@@ -10,17 +10,18 @@
 // arrives, whatever the local transaction does afterwards. Nothing here sends BEGIN, SET, DECLARE
 // or FETCH: a statement is one PQsendQueryParams (Parse/Bind/Describe/Execute/Sync in one packet).
 //
-// Waiting is latch-based and checks for interrupts (query cancel, statement_timeout) through
-// pg_call, so a cancel unwinds C++ frames cleanly; a connection left with a statement in flight is
-// closed, never reused.
+// Waiting goes through the latch-aware libpq layer (pg/libpq_io.h), which checks for interrupts
+// (query cancel, statement_timeout) through pg_call, so a cancel unwinds C++ frames cleanly; a
+// connection left with a statement in flight is closed, never reused.
 #pragma once
 
 extern "C" {
 #include "postgres.h"
 #include "datatype/timestamp.h"
 #include "libpq-fe.h"
-#include "storage/latch.h"
 }
+
+#include "pg/libpq_io.h"
 
 #include <cstdint>
 #include <memory>
@@ -56,7 +57,9 @@ class ConnectionReader {
     ~ConnectionReader() = default;
 };
 
-class Connection {
+// Its KeptWaitSet (wait_set, socket_pos, socket_events) is kept for the connection's life so that
+// waiting for an answer costs one epoll_wait, not an epoll set built and closed per wait.
+class Connection : public KeptWaitSet {
   public:
     ~Connection();
     PGconn *conn = nullptr;
@@ -71,12 +74,6 @@ class Connection {
     uint64_t statements = 0;
     bool busy = false;                   // a statement is in flight
     ConnectionReader *reader = nullptr;  // streaming the statement in flight, if any
-    // Kept for the connection's life so that waiting for an answer costs one epoll_wait, not an
-    // epoll set built and closed per wait. nullptr until the first wait (or when no file
-    // descriptor was available for it: waits then build a set each time).
-    WaitEventSet *wait_set = nullptr;
-    int socket_pos = -1;         // position of the socket in wait_set
-    uint32_t socket_events = 0;  // WL_SOCKET_READABLE or WL_SOCKET_WRITEABLE
 };
 
 // Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached
@@ -133,11 +130,9 @@ PGresult *next_result(Connection *connection);
 // it and returns true (the connection is idle again).
 bool finish_if_arrived(Connection *connection);
 
-// Frees a PGresult when it goes out of scope.
-struct ResultDeleter {
-    void operator()(PGresult *result) const { PQclear(result); }
-};
-using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+// Frees a PGresult when it goes out of scope (the libpq layer's).
+using picoroute::pg::ResultDeleter;
+using picoroute::pg::ResultPtr;
 
 // What became of a statement whose answer was not collected (the wait was interrupted).
 struct Abandoned {

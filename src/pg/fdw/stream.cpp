@@ -132,41 +132,49 @@ ResultPtr RowStream::next_result_of(Source &s) {
     return result;
 }
 
+bool RowStream::next_whole_row(Source &s, const char **values) {
+    if (!s.whole)
+        return false;
+    const PGresult *w = s.whole.get();
+    if (s.whole_row >= PQntuples(w)) {
+        s.whole.reset();
+        return false;
+    }
+    for (int c = 0; c < ncols_; c++)
+        values[c] = PQgetisnull(w, s.whole_row, c) ? nullptr : PQgetvalue(w, s.whole_row, c);
+    s.whole_row++;
+    s.delivered++;
+    return true;
+}
+
+bool RowStream::next_ahead_row(Source &s, const char **values) {
+    if (s.ahead_next >= s.ahead_rows)
+        return false;
+    size_t base = s.ahead_next * static_cast<size_t>(ncols_ > 0 ? ncols_ : 0);
+    for (int c = 0; c < ncols_; c++) {
+        int64_t off = s.ahead_cells[base + c];
+        if (off < 0)
+            copied_[c].reset();
+        else
+            copied_[c] = std::string(s.ahead_data.c_str() + off);
+        values[c] = copied_[c] ? copied_[c]->c_str() : nullptr;
+    }
+    s.ahead_next++;
+    s.delivered++;
+    if (s.ahead_next == s.ahead_rows) {
+        std::string().swap(s.ahead_data);
+        std::vector<int64_t>().swap(s.ahead_cells);
+        s.ahead_rows = s.ahead_next = 0;
+    }
+    return true;
+}
+
 bool RowStream::next(const char **values) {
     row_.reset();
     while (current_ < sources_.size()) {
         Source &s = sources_[current_];
-        if (s.whole) {
-            const PGresult *w = s.whole.get();
-            if (s.whole_row < PQntuples(w)) {
-                for (int c = 0; c < ncols_; c++)
-                    values[c] =
-                        PQgetisnull(w, s.whole_row, c) ? nullptr : PQgetvalue(w, s.whole_row, c);
-                s.whole_row++;
-                s.delivered++;
-                return true;
-            }
-            s.whole.reset();
-        }
-        if (s.ahead_next < s.ahead_rows) {
-            size_t base = s.ahead_next * static_cast<size_t>(ncols_ > 0 ? ncols_ : 0);
-            for (int c = 0; c < ncols_; c++) {
-                int64_t off = s.ahead_cells[base + c];
-                if (off < 0)
-                    copied_[c].reset();
-                else
-                    copied_[c] = std::string(s.ahead_data.c_str() + off);
-                values[c] = copied_[c] ? copied_[c]->c_str() : nullptr;
-            }
-            s.ahead_next++;
-            s.delivered++;
-            if (s.ahead_next == s.ahead_rows) {
-                std::string().swap(s.ahead_data);
-                std::vector<int64_t>().swap(s.ahead_cells);
-                s.ahead_rows = s.ahead_next = 0;
-            }
+        if (next_whole_row(s, values) || next_ahead_row(s, values))
             return true;
-        }
         if (s.ahead_end) {
             ResultPtr end = std::move(s.ahead_end);
             rows_in(s, end.get());  // throws for an error

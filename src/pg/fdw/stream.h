@@ -9,7 +9,7 @@
 //   over masters: once more on the same master, then the call fails). After a row was delivered
 //   a failure is final: running it again would return rows twice.
 // - When another statement of the session needs a connection the stream is reading, the stream
-//   first reads the rest of that answer into memory (ConnectionReader::detach), as postgres_fdw
+//   first reads the rest of that answer into memory (ConnectionReader::read_rest), as postgres_fdw
 //   does with its cursors.
 // - Destroyed before the end: an answer that has fully arrived is consumed and the connection
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
@@ -66,6 +66,9 @@ class RowStream final : public ConnectionReader {
 
     // The next result of `s` from its connection: nullptr at its end.
     ResultPtr next_result_of(Source &s);
+    // Hands over the next row of `s.whole` / of the rows read ahead; false when there is none.
+    bool next_whole_row(Source &s, const char **values);
+    bool next_ahead_row(Source &s, const char **values);
     // Checks a result for errors and column count; true when it holds rows.
     bool rows_in(const Source &s, const PGresult *result);
     void release(Source &s) noexcept;
