@@ -172,7 +172,8 @@ BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
     return out;
 }
 
-std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target) {
+std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target,
+                               const std::string &column) {
     if (target.buckets.empty() && target.ranges.empty())
         return sql;
     std::string out = sql + (has_where ? " AND " : " WHERE ");
@@ -187,8 +188,8 @@ std::string with_bucket_filter(const std::string &sql, bool has_where, const Tar
         }
     }
     if (listed.size() == 1)
-        return out + "bucket_id = " + std::to_string(listed[0]);
-    out += "bucket_id IN (";
+        return out + column + " = " + std::to_string(listed[0]);
+    out += column + " IN (";
     for (size_t i = 0; i < listed.size(); i++) {
         if (i > 0)
             out += ", ";

@@ -78,7 +78,9 @@ BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
 // `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; a
 // master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1+)
 // restricts a statement to the owners of the buckets of "bucket_id = N" or "IN (...)" while
-// BETWEEN is only a row filter. No filter when the target has neither.
-std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target);
+// BETWEEN is only a row filter. No filter when the target has neither. `column` names the bucket
+// column (a join's "r1"."bucket_id").
+std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target,
+                               const std::string &column = "bucket_id");
 
 }  // namespace picoroute::route

@@ -150,7 +150,8 @@ bool shippable(Node *node, RelOptInfo *rel) {
     switch (nodeTag(node)) {
         case T_Var: {
             Var *var = reinterpret_cast<Var *>(node);
-            return static_cast<Index>(var->varno) == rel->relid && var->varlevelsup == 0 &&
+            // A column of the table, or of either table of a pushed join (join.cpp).
+            return bms_is_member(var->varno, rel->relids) && var->varlevelsup == 0 &&
                    var->varattno > 0 && shippable_type(var->vartype);
         }
         case T_Const:
@@ -241,6 +242,7 @@ struct Context {
     StringInfo buf;
     Oid relid;
     List **params;
+    PlannerInfo *join_root = nullptr;  // a pushed join: columns are "r<varno>"."name"
 };
 
 void deparse_node(Node *node, Context *cx);
@@ -417,7 +419,12 @@ void deparse_node(Node *node, Context *cx) {
     switch (nodeTag(node)) {
         case T_Var: {
             Var *var = reinterpret_cast<Var *>(node);
-            char *name = get_attname(cx->relid, var->varattno, false);
+            Oid relid = cx->relid;
+            if (cx->join_root != nullptr) {
+                relid = planner_rt_fetch(var->varno, cx->join_root)->relid;
+                appendStringInfo(cx->buf, "\"r%d\".", var->varno);
+            }
+            char *name = get_attname(relid, var->varattno, false);
             appendStringInfoString(cx->buf, quote_remote_identifier(name));
             return;
         }
@@ -535,6 +542,11 @@ const char *quote_remote_identifier(const char *name) {
 
 void deparse_expr(StringInfo buf, Oid relid, Node *expr, List **params) {
     Context cx{buf, relid, params};
+    deparse_node(expr, &cx);
+}
+
+void deparse_join_expr(StringInfo buf, PlannerInfo *root, Node *expr, List **params) {
+    Context cx{buf, InvalidOid, params, root};
     deparse_node(expr, &cx);
 }
 

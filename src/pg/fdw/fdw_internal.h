@@ -127,6 +127,10 @@ void deparse_delete(StringInfo buf, PlannerInfo *root, RelOptInfo *rel, Relation
 void deparse_insert(StringInfo buf, Relation relation, TableInfo *table, List *target_attrs,
                     int nrows);
 const char *quote_remote_identifier(const char *name);
+// Writes one expression over the tables of a pushed join (is_foreign_expr with the join relation
+// accepted it): every column as "r<range table index>"."name". Between set_transmission_modes and
+// reset_transmission_modes.
+void deparse_join_expr(StringInfo buf, PlannerInfo *root, Node *expr, List **params);
 // Writes one expression that is_foreign_expr accepted (columns of `relid`, aggregates included).
 // Call between set_transmission_modes and reset_transmission_modes.
 void deparse_expr(StringInfo buf, Oid relid, Node *expr, List **params);
@@ -146,6 +150,8 @@ struct RoutedStatement {
     Relation rel;
     char *sql;
     char *tail;  // written after the bucket filter (GROUP BY ... LIMIT of a pushed upper relation)
+    const char
+        *bucket_column;  // the bucket filter's column (null: bucket_id; a join's "r1"."bucket_id")
     bool has_where;
     bool is_write;
     int nparams;
@@ -190,6 +196,17 @@ void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *e
 void release_results(RoutedStatement *st);
 
 // ---- upper-relation pushdown (upper.cpp): aggregates, ORDER BY, LIMIT ----------------------
+// Indexes into the fdw_private of a ForeignScan with scanrelid 0: a pushed upper relation, or a
+// pushed join, which adds UP_ANCHOR (the range-table index of the table whose key routes it).
+enum PushedPrivate {
+    UP_SQL,
+    UP_TAIL,
+    UP_NPARAMS,
+    UP_KEY_KINDS,
+    UP_HAS_WHERE,
+    UP_OFFSET,
+    UP_ANCHOR
+};
 // GetForeignUpperPaths. The plan and executor callbacks below serve the ForeignScans it creates
 // (scanrelid 0); scan.cpp hands them over.
 void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
@@ -200,6 +217,11 @@ TupleTableSlot *upper_iterate(ForeignScanState *node);
 void upper_rescan(ForeignScanState *node);
 void upper_end(ForeignScanState *node);
 void upper_explain(ForeignScanState *node, ExplainState *es);
+
+// ---- join pushdown (join.cpp): two tables of one server joined where Picodata needs no motion --
+// Sets GetForeignJoinPaths and wraps GetForeignPlan (call after GetForeignPlan is set): a join
+// relation gets the ForeignScan (scanrelid 0) that upper_begin and the following callbacks run.
+void install_join_callbacks(struct FdwRoutine *routine);
 
 // ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
 void install_modify_callbacks(struct FdwRoutine *routine);

@@ -291,8 +291,9 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
 
 // The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
 std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
-    return with_bucket_filter(st->sql, st->has_where, target) + (st->tail ? st->tail : "") +
-           option_clause(st->table, keyless);
+    return with_bucket_filter(st->sql, st->has_where, target,
+                              st->bucket_column ? st->bucket_column : "bucket_id") +
+           (st->tail ? st->tail : "") + option_clause(st->table, keyless);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
@@ -819,6 +820,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_fdw_handler) {
         return import_foreign_schema(stmt, server);
     };
     install_modify_callbacks(routine);
+    install_join_callbacks(routine);
     routine->AnalyzeForeignTable = analyze_foreign_table;
     PG_RETURN_POINTER(routine);
 }

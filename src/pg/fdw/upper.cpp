@@ -79,9 +79,6 @@ struct UpperInfo {
 constexpr int kOrderDesc = 1;
 constexpr int kOrderNullsFirst = 2;
 
-// Indexes into the ForeignScan's fdw_private of an upper relation.
-enum UpperPrivate { UP_SQL, UP_TAIL, UP_NPARAMS, UP_KEY_KINDS, UP_HAS_WHERE, UP_OFFSET };
-
 // Per-row transfer cost, as the scan estimates it (picoGetForeignPaths).
 constexpr double kRowTransfer = 10;
 
@@ -485,7 +482,10 @@ void upper_begin(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     EState *estate = node->ss.ps.state;
     List *priv = plan->fdw_private;
-    Index rtindex = static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    // A join names the table that routes it (join.cpp); an upper relation has only one.
+    Index rtindex = list_length(priv) > UP_ANCHOR
+                        ? static_cast<Index>(intVal(list_nth(priv, UP_ANCHOR)))
+                        : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
     Relation rel = ExecGetRangeTableRelation(estate, rtindex);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
     // One statement, one answer: never scattered to the masters (such tables are not pushed).
@@ -493,8 +493,15 @@ void upper_begin(ForeignScanState *node, int eflags) {
     // Through a view, the view owner's user mapping (as for scans).
     RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
     Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-        check_declaration_at_first_use(table, userid);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) {
+        // Every table of a join is checked against the cluster at its first use.
+        for (int m = bms_next_member(plan->fs_relids, -1); m >= 0;
+             m = bms_next_member(plan->fs_relids, m))
+            check_declaration_at_first_use(m == static_cast<int>(rtindex)
+                                               ? table
+                                               : get_table_info(exec_rt_fetch(m, estate)->relid),
+                                           userid);
+    }
     UpperState *us = static_cast<UpperState *>(palloc0(sizeof(UpperState)));
     us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
                                    boolVal(list_nth(priv, UP_HAS_WHERE)), false, plan->fdw_exprs,
@@ -502,6 +509,8 @@ void upper_begin(ForeignScanState *node, int eflags) {
                                    static_cast<List *>(list_nth(priv, UP_KEY_KINDS)));
     us->st->userid = userid;
     us->st->tail = strVal(list_nth(priv, UP_TAIL));
+    if (list_length(priv) > UP_ANCHOR)
+        us->st->bucket_column = psprintf("\"r%u\".\"bucket_id\"", rtindex);
     us->offset = intVal(list_nth(priv, UP_OFFSET));
     TupleDesc desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
     us->natts = desc->natts;
