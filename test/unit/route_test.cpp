@@ -209,6 +209,11 @@ TEST(Route, BucketFilters) {
     EXPECT_EQ(route::with_bucket_filter("S", false, m), "S WHERE bucket_id IN (1, 2, 3, 7, 8)");
     m.ranges = {{4, 4}};
     EXPECT_EQ(route::with_bucket_filter("S", false, m), "S WHERE bucket_id = 4");
+    // A join names the bucket column of the table that routes it.
+    EXPECT_EQ(route::with_bucket_filter("S WHERE (a)", true, t, "\"r1\".\"bucket_id\""),
+              "S WHERE (a) AND \"r1\".\"bucket_id\" IN (5, 9)");
+    EXPECT_EQ(route::with_bucket_filter("S", false, m, "\"r2\".\"bucket_id\""),
+              "S WHERE \"r2\".\"bucket_id\" = 4");
 }
 
 }  // namespace picoroute
