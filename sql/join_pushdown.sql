@@ -1,8 +1,25 @@
 -- Join pushdown: two foreign tables of one server joined where Picodata needs no motion (a
 -- co-located join on the whole sharding keys, or a join with a global table), pinned by EXPLAIN
 -- VERBOSE (Remote SQL is the statement as sent). The map is pushed; no statement below reaches an
--- instance. Self-contained: its own tier (its replicasets and instances have their own uuids,
--- whatever other suites left in the map), servers and tables.
+-- instance. Self-contained: it empties the map (the map's capacity is small, see
+-- test/regress.conf), then has its own tier, servers and tables.
+DO $$
+DECLARE events jsonb;
+BEGIN
+  SELECT jsonb_agg(e) INTO events FROM (
+    SELECT jsonb_build_object('op', 'delete', 'map', 'bucket', 'tier', tier, 'bucket_id',
+                              jsonb_build_object('start', bucket_id_start, 'end', bucket_id_end)) AS e
+      FROM picoroute_buckets
+    UNION ALL
+    SELECT jsonb_build_object('op', 'delete', 'map', 'instance', 'instance_uuid', uuid)
+      FROM picoroute_instances
+    UNION ALL
+    SELECT jsonb_build_object('op', 'delete', 'map', 'replicaset', 'replicaset_uuid', uuid)
+      FROM picoroute_replicasets) s;
+  IF events IS NOT NULL THEN
+    PERFORM picoroute_apply_events(events);
+  END IF;
+END $$;
 
 -- Tier "jt": rs_ja owns 1-1500 (master ja1), rs_jb owns 1501-3000 (master jb1).
 SELECT picoroute_apply_events('[
