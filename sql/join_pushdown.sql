@@ -84,8 +84,13 @@ SELECT * FROM join_explain($$SELECT u.id, o.id FROM j_users u LEFT JOIN j_orders
 SELECT * FROM join_explain($$SELECT u.id, o.id FROM j_orders o RIGHT JOIN j_users u ON o.user_id = u.id$$);
 -- Keys of two columns, equated column by column.
 SELECT * FROM join_explain($$SELECT p.v, q.w FROM j_pairs p JOIN j_pairs2 q ON q.a = p.a AND q.b = p.b$$);
--- Nothing of the join is needed but its rows: one key column is fetched; count(*) here.
+-- Nothing of the join is needed but its rows: one key column is fetched.
+SELECT * FROM join_explain($$SELECT 1 FROM j_users u JOIN j_orders o ON o.user_id = u.id$$);
+-- Aggregates, ORDER BY and LIMIT over a pushed join go with it (as over one table).
 SELECT * FROM join_explain($$SELECT count(*) FROM j_users u JOIN j_orders o ON o.user_id = u.id$$);
+SELECT * FROM join_explain($$SELECT u.country, count(*), sum(o.amount) FROM j_users u JOIN j_orders o ON o.user_id = u.id GROUP BY u.country HAVING count(*) > 1$$);
+SELECT * FROM join_explain($$SELECT u.id, o.amount FROM j_users u LEFT JOIN j_orders o ON o.user_id = u.id ORDER BY o.amount DESC, u.id LIMIT 5$$);
+SELECT * FROM join_explain($$SELECT max(u.name), sum(o.amount) FROM j_users u JOIN j_orders o ON o.user_id = u.id WHERE u.id = 7$$);
 
 -- Pushed with a global table (on any shippable join clause): on either side of an INNER join,
 -- as the inner side of a LEFT join.

@@ -79,6 +79,12 @@ my @pushed = (
       . 'WHERE u.id < 1500 AND (o.id IS NULL OR o.id < 3000) ORDER BY 1, 2' ],
     [ 'count(*) over a co-located join',
       'SELECT count(*) FROM %1$s u JOIN %2$s o ON o.user_id = u.id' ],
+    [ 'GROUP BY over a co-located join', 'SELECT u.score, count(*), sum(o.amount), max(u.name) '
+      . 'FROM %1$s u JOIN %2$s o ON o.user_id = u.id GROUP BY u.score ORDER BY u.score' ],
+    [ 'ORDER BY ... LIMIT over a LEFT JOIN', 'SELECT u.id, o.id, o.amount FROM %1$s u '
+      . 'LEFT JOIN %2$s o ON o.user_id = u.id ORDER BY o.amount DESC NULLS LAST, o.id LIMIT 7' ],
+    [ 'aggregates over a join with a global table', 'SELECT c.cname, count(*), min(u.score) '
+      . 'FROM %1$s u JOIN %3$s c ON c.country = u.country GROUP BY c.cname ORDER BY 1' ],
     [ 'INNER JOIN with a global table', 'SELECT u.id, c.cname FROM %1$s u JOIN %3$s c '
       . 'ON c.country = u.country ORDER BY 1' ],
     [ 'global table on the outer side of an INNER JOIN', 'SELECT c.cname, u.score FROM %3$s c '
@@ -99,6 +105,9 @@ sub check_pushed {
         my $plan = $node->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) $query");
         ok($plan =~ /Remote SQL: SELECT .* JOIN / && $plan !~ /Hash|Merge|Nested Loop/,
            "$when$name: the join runs in the cluster") or diag($plan);
+        # Aggregates and LIMIT over the join go with it.
+        ok($plan !~ /Aggregate|Limit/, "$when$name: aggregates and LIMIT pushed too")
+          or diag($plan);
         is($node->safe_psql('postgres', $query),
            $node->safe_psql('postgres', sprintf($sql, 'l_users', 'l_orders', 'l_countries')),
            "$when$name: same result as joined locally");

@@ -222,6 +222,13 @@ void upper_explain(ForeignScanState *node, ExplainState *es);
 // Sets GetForeignJoinPaths and wraps GetForeignPlan (call after GetForeignPlan is set): a join
 // relation gets the ForeignScan (scanrelid 0) that upper_begin and the following callbacks run.
 void install_join_callbacks(struct FdwRoutine *routine);
+// For aggregates, ORDER BY and LIMIT over a pushed join (upper.cpp): whether `rel` is a pushed join
+// whose tables both allow it (pushdown_aggregates); its " FROM ... JOIN ... ON ... [WHERE ...]"
+// (true when WHERE was written); its routing: the key kinds of the table that routes it (NIL: a
+// coordinator), the key expressions, and that table's range-table index.
+bool upper_over_join_ok(RelOptInfo *rel);
+bool deparse_join_from(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel, List **params);
+List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor);
 
 // ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
 void install_modify_callbacks(struct FdwRoutine *routine);

@@ -18,7 +18,8 @@
 // equalities come first in ON, so Picodata sees them even when PostgreSQL derived them. It goes to
 // the owner of the bucket when the WHERE clause fixes a routing table's whole sharding key to one
 // value (then both keys of a co-located join hold that value), with "r<n>"."bucket_id" = N; else
-// to one coordinator. upper.cpp's executor runs it.
+// to one coordinator. upper.cpp's executor runs it, and upper.cpp pushes aggregates, ORDER BY and
+// LIMIT over it as over one table.
 extern "C" {
 #include "postgres.h"
 
@@ -361,13 +362,14 @@ ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, 
     reset_transmission_modes(nestlevel);
     // To the owner when the routing table's key is fixed to one value (see pick_anchor).
     List *key_exprs = NIL;
-    List *key_kinds = single_key(j->anchor, &key_exprs);
+    Index anchor = 0;
+    List *key_kinds = join_routing(rel, &key_exprs, &anchor);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
     List *fdw_private =
         list_make5(makeString(sql.data), makeString(pstrdup("")), makeInteger(list_length(params)),
                    key_kinds, makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeInteger(0));  // UP_OFFSET
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(j->anchor->relid)));
+    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, j->tlist, NIL, outer_plan);
 }
 
@@ -380,6 +382,23 @@ ForeignScan *plan_scan_or_join(PlannerInfo *root, RelOptInfo *rel, Oid relid, Fo
 }
 
 }  // namespace
+
+bool upper_over_join_ok(RelOptInfo *rel) {
+    if (!IS_JOIN_REL(rel) || rel->fdw_private == nullptr)
+        return false;
+    JoinInfo *j = static_cast<JoinInfo *>(rel->fdw_private);
+    return table_of(j->outer)->push_upper && table_of(j->inner)->push_upper;
+}
+
+bool deparse_join_from(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel, List **params) {
+    return deparse_from_where(buf, root, static_cast<JoinInfo *>(joinrel->fdw_private), params);
+}
+
+List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor) {
+    JoinInfo *j = static_cast<JoinInfo *>(joinrel->fdw_private);
+    *anchor = j->anchor->relid;
+    return single_key(j->anchor, key_exprs);
+}
 
 void install_join_callbacks(FdwRoutine *routine) {
     scan_plan = routine->GetForeignPlan;

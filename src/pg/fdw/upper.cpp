@@ -2,7 +2,8 @@
 // LIMIT run in Picodata, which sends back the groups or the first rows instead of the whole table
 // (plain C style at plan time: see fdw_internal.h).
 //
-// A query over one foreign table whose WHERE clauses all go to Picodata can push, in this order:
+// A query over one foreign table whose WHERE clauses all go to Picodata, or over a join pushed to
+// Picodata (join.cpp), can push, in this order:
 //   - grouping (UPPERREL_GROUP_AGG): the grouping expressions must be shippable and every
 //     aggregate one Picodata implements (see shippable_aggregate in deparse.cpp); HAVING goes too,
 //     or nothing is pushed. The select list carries the grouping expressions and the bare
@@ -88,16 +89,19 @@ UpperInfo *copy_info(UpperInfo *from) {
     return u;
 }
 
-// The foreign table alone, with every WHERE clause sent to Picodata.
+// The foreign table alone, with every WHERE clause sent to Picodata, or a join pushed to
+// Picodata (join.cpp) whose tables both allow it.
 bool base_is_pushable(PlannerInfo *root, RelOptInfo *base, RelInfo *info) {
+    Query *parse = root->parse;
+    if (parse->commandType != CMD_SELECT || parse->rowMarks != NIL || parse->hasTargetSRFs)
+        return false;
+    if (IS_JOIN_REL(base))
+        return upper_over_join_ok(base);
     if (info == nullptr || !info->table->push_upper || info->local_conds != NIL)
         return false;
     // A table scattered to the masters keeps its scatter: each master sends its own rows, and
     // partial aggregates or per-master LIMITs are not combined here.
     if (static_cast<Scatter>(info->table->scatter) == Scatter::Masters)
-        return false;
-    Query *parse = root->parse;
-    if (parse->commandType != CMD_SELECT || parse->rowMarks != NIL || parse->hasTargetSRFs)
         return false;
     ListCell *lc;
     foreach (lc, base->baserestrictinfo)
@@ -393,7 +397,8 @@ void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptI
         return;
     UpperInfo *prev = nullptr;
     RelOptInfo *base;
-    if (input_rel->reloptkind == RELOPT_BASEREL) {
+    if (input_rel->reloptkind == RELOPT_BASEREL ||
+        (IS_JOIN_REL(input_rel) && input_rel->fdw_private != nullptr)) {
         base = input_rel;
     } else if (input_rel->reloptkind == RELOPT_UPPER_REL && input_rel->fdw_private != nullptr) {
         prev = static_cast<UpperInfo *>(input_rel->fdw_private);
@@ -401,7 +406,7 @@ void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptI
     } else {
         return;
     }
-    RelInfo *info = static_cast<RelInfo *>(base->fdw_private);
+    RelInfo *info = IS_JOIN_REL(base) ? nullptr : static_cast<RelInfo *>(base->fdw_private);
     if (!base_is_pushable(root, base, info))
         return;
     switch (stage) {
@@ -422,12 +427,46 @@ void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptI
     }
 }
 
+namespace {
+
+// One expression of the statement: a column is "name", or "r<n>"."name" over a pushed join.
+void write_expr(StringInfo buf, PlannerInfo *root, UpperInfo *u, Node *expr, List **params) {
+    if (IS_JOIN_REL(u->base))
+        deparse_join_expr(buf, root, expr, params);
+    else
+        deparse_expr(buf, planner_rt_fetch(u->base->relid, root)->relid, expr, params);
+}
+
+// " FROM <table> [WHERE ...]" or the pushed join's FROM and WHERE; true when WHERE was written.
+// Sets the routing: key kinds (NIL: a coordinator), key expressions and, for a join, the table
+// that routes it.
+bool write_from(StringInfo buf, PlannerInfo *root, UpperInfo *u, List **params, List **key_kinds,
+                List **key_exprs, Index *anchor) {
+    if (IS_JOIN_REL(u->base)) {
+        *key_kinds = join_routing(u->base, key_exprs, anchor);
+        return deparse_join_from(buf, root, u->base, params);
+    }
+    TableInfo *table = u->info->table;
+    appendStringInfo(buf, " FROM %s", quote_remote_identifier(table->remote_table));
+    List *conds = u->info->remote_conds;
+    ListCell *lc;
+    foreach (lc, conds) {
+        appendStringInfoString(buf, lc == list_head(conds) ? " WHERE " : " AND ");
+        write_expr(buf, root, u, reinterpret_cast<Node *>(lfirst_node(RestrictInfo, lc)->clause),
+                   params);
+    }
+    // Routed to the owner when the key is fixed to a single value (lists of keys are not
+    // pushed: see base_is_pushable).
+    *key_kinds = analyze_key_clauses(table, u->base->relid, conds, key_exprs);
+    return conds != NIL;
+}
+
+}  // namespace
+
 ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
     UpperInfo *u = static_cast<UpperInfo *>(rel->fdw_private);
-    RangeTblEntry *rte = planner_rt_fetch(u->base->relid, root);
-    Oid relid = rte->relid;
-    TableInfo *table = u->info->table;
-    List *params = NIL;
+    List *params = NIL, *key_kinds = NIL, *key_exprs = NIL;
+    Index anchor = 0;
     StringInfoData sql, tail;
     initStringInfo(&sql);
     initStringInfo(&tail);
@@ -437,28 +476,22 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
     foreach (lc, u->tlist) {
         if (lc != list_head(u->tlist))
             appendStringInfoString(&sql, ", ");
-        deparse_expr(&sql, relid, reinterpret_cast<Node *>(lfirst_node(TargetEntry, lc)->expr),
-                     &params);
+        write_expr(&sql, root, u, reinterpret_cast<Node *>(lfirst_node(TargetEntry, lc)->expr),
+                   &params);
     }
-    appendStringInfo(&sql, " FROM %s", quote_remote_identifier(table->remote_table));
-    List *conds = u->info->remote_conds;
-    foreach (lc, conds) {
-        appendStringInfoString(&sql, lc == list_head(conds) ? " WHERE " : " AND ");
-        deparse_expr(&sql, relid, reinterpret_cast<Node *>(lfirst_node(RestrictInfo, lc)->clause),
-                     &params);
-    }
+    bool has_where = write_from(&sql, root, u, &params, &key_kinds, &key_exprs, &anchor);
     foreach (lc, u->group_exprs) {
         appendStringInfoString(&tail, lc == list_head(u->group_exprs) ? " GROUP BY " : ", ");
-        deparse_expr(&tail, relid, static_cast<Node *>(lfirst(lc)), &params);
+        write_expr(&tail, root, u, static_cast<Node *>(lfirst(lc)), &params);
     }
     foreach (lc, u->having) {
         appendStringInfoString(&tail, lc == list_head(u->having) ? " HAVING " : " AND ");
-        deparse_expr(&tail, relid, static_cast<Node *>(lfirst(lc)), &params);
+        write_expr(&tail, root, u, static_cast<Node *>(lfirst(lc)), &params);
     }
     ListCell *fc;
     forboth(lc, u->order_exprs, fc, u->order_flags) {
         appendStringInfoString(&tail, lc == list_head(u->order_exprs) ? " ORDER BY " : ", ");
-        deparse_expr(&tail, relid, static_cast<Node *>(lfirst(lc)), &params);
+        write_expr(&tail, root, u, static_cast<Node *>(lfirst(lc)), &params);
         int flags = lfirst_int(fc);
         appendStringInfoString(&tail, (flags & kOrderDesc) ? " DESC" : " ASC");
         appendStringInfoString(&tail, (flags & kOrderNullsFirst) ? " NULLS FIRST" : " NULLS LAST");
@@ -466,15 +499,13 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
     if (u->has_limit)
         appendStringInfo(&tail, " LIMIT " INT64_FORMAT, u->limit);
     reset_transmission_modes(nestlevel);
-    // Routed to the owner when the key is fixed to a single value (lists of keys are not pushed:
-    // see base_is_pushable).
-    List *key_exprs = NIL;
-    List *key_kinds = analyze_key_clauses(table, u->base->relid, conds, &key_exprs);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
     List *fdw_private =
         list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
-                   key_kinds, makeBoolean(conds != NIL));
+                   key_kinds, makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(u->offset)));
+    if (anchor != 0)
+        fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, u->tlist, NIL, outer_plan);
 }
 
