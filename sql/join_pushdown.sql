@@ -1,35 +1,12 @@
 -- Join pushdown: two foreign tables of one server joined where Picodata needs no motion (a
 -- co-located join on the whole sharding keys, or a join with a global table), pinned by EXPLAIN
 -- VERBOSE (Remote SQL is the statement as sent). The map is pushed; no statement below reaches an
--- instance. Self-contained: it empties the map (the map's capacity is small, see
--- test/regress.conf), then has its own tier, servers and tables.
-DO $$
-DECLARE events jsonb;
-BEGIN
-  SELECT jsonb_agg(e) INTO events FROM (
-    SELECT jsonb_build_object('op', 'delete', 'map', 'bucket', 'tier', tier, 'bucket_id',
-                              jsonb_build_object('start', bucket_id_start, 'end', bucket_id_end)) AS e
-      FROM picoroute_buckets
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'instance', 'instance_uuid', uuid)
-      FROM picoroute_instances
-    UNION ALL
-    SELECT jsonb_build_object('op', 'delete', 'map', 'replicaset', 'replicaset_uuid', uuid)
-      FROM picoroute_replicasets) s;
-  IF events IS NOT NULL THEN
-    PERFORM picoroute_apply_events(events);
-  END IF;
-END $$;
-
--- Tier "jt": rs_ja owns 1-1500 (master ja1), rs_jb owns 1501-3000 (master jb1).
-SELECT picoroute_apply_events('[
-  {"op": "replace", "map": "tier", "name": "jt", "bucket_count": 3000},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-ja", "name": "rs_ja", "tier": "jt", "current_master_uuid": "ja1"},
-  {"op": "replace", "map": "replicaset", "replicaset_uuid": "rs-jb", "name": "rs_jb", "tier": "jt", "current_master_uuid": "jb1"},
-  {"op": "replace", "map": "instance", "instance_uuid": "ja1", "name": "ja1", "replicaset_uuid": "rs-ja", "current_state": "Online", "address": "192.0.2.21:4327"},
-  {"op": "replace", "map": "instance", "instance_uuid": "jb1", "name": "jb1", "replicaset_uuid": "rs-jb", "current_state": "Online", "address": "192.0.2.22:4327"},
-  {"op": "replace", "map": "bucket", "tier": "jt", "state": "active", "bucket_id": {"start": 1, "end": 1500}, "current_replicaset_uuid": "rs-ja"},
-  {"op": "replace", "map": "bucket", "tier": "jt", "state": "active", "bucket_id": {"start": 1501, "end": 3000}, "current_replicaset_uuid": "rs-jb"}
+-- instance. Its own tier "jt" (pushed with the setup suite's helpers), servers and tables: rs_ja
+-- owns 1-1500 (master ja1), rs_jb owns 1501-3000 (master jb1).
+SELECT pr_clear_map();
+SELECT pr_push_tier('jt', 3000, '[
+  {"uuid": "rs-ja", "name": "rs_ja", "instances": [["ja1", "ja1", "192.0.2.21:4327"]], "buckets": [[1, 1500]]},
+  {"uuid": "rs-jb", "name": "rs_jb", "instances": [["jb1", "jb1", "192.0.2.22:4327"]], "buckets": [[1501, 3000]]}
 ]') > 0 AS applied;
 
 -- A keyless statement goes to a coordinator chosen per session (ja1 or jb1), and so does a

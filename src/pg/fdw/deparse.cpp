@@ -150,7 +150,6 @@ bool shippable(Node *node, RelOptInfo *rel) {
     switch (nodeTag(node)) {
         case T_Var: {
             Var *var = reinterpret_cast<Var *>(node);
-            // A column of the table, or of either table of a pushed join (join.cpp).
             return bms_is_member(var->varno, rel->relids) && var->varlevelsup == 0 &&
                    var->varattno > 0 && shippable_type(var->vartype);
         }
@@ -246,6 +245,17 @@ struct Context {
 };
 
 void deparse_node(Node *node, Context *cx);
+
+// A column: "name", or "r<range table index>"."name" in a pushed join (of the join's table).
+void deparse_var(Var *var, Context *cx) {
+    Oid relid = cx->relid;
+    if (cx->join_root != nullptr) {
+        relid = planner_rt_fetch(var->varno, cx->join_root)->relid;
+        appendStringInfo(cx->buf, "\"r%d\".", var->varno);
+    }
+    appendStringInfoString(cx->buf,
+                           quote_remote_identifier(get_attname(relid, var->varattno, false)));
+}
 
 void add_param(Node *expr, Context *cx) {
     int index = 1;
@@ -417,17 +427,9 @@ void deparse_array_elements(Node *array, int32 typmod, Context *cx) {
 
 void deparse_node(Node *node, Context *cx) {
     switch (nodeTag(node)) {
-        case T_Var: {
-            Var *var = reinterpret_cast<Var *>(node);
-            Oid relid = cx->relid;
-            if (cx->join_root != nullptr) {
-                relid = planner_rt_fetch(var->varno, cx->join_root)->relid;
-                appendStringInfo(cx->buf, "\"r%d\".", var->varno);
-            }
-            char *name = get_attname(relid, var->varattno, false);
-            appendStringInfoString(cx->buf, quote_remote_identifier(name));
+        case T_Var:
+            deparse_var(reinterpret_cast<Var *>(node), cx);
             return;
-        }
         case T_Const:
             deparse_const(reinterpret_cast<Const *>(node), cx);
             return;
