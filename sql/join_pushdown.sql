@@ -1,29 +1,26 @@
 -- Join pushdown: two foreign tables of one server joined where Picodata needs no motion (a
 -- co-located join on the whole sharding keys, or a join with a global table), pinned by EXPLAIN
 -- VERBOSE (Remote SQL is the statement as sent). The map is pushed; no statement below reaches an
--- instance. Its own tier "jt" (pushed with the setup suite's helpers), servers and tables: rs_ja
--- owns 1-1500 (master ja1), rs_jb owns 1501-3000 (master jb1).
+-- instance. It uses the setup suite's map of tier "dt" (rs_x owns 1-1500, master x1; rs_y owns
+-- 1501-3000, master y1; rs_z owns nothing), and its own servers and tables.
 SELECT pr_clear_map();
-SELECT pr_push_tier('jt', 3000, '[
-  {"uuid": "rs-ja", "name": "rs_ja", "instances": [["ja1", "ja1", "192.0.2.21:4327"]], "buckets": [[1, 1500]]},
-  {"uuid": "rs-jb", "name": "rs_jb", "instances": [["jb1", "jb1", "192.0.2.22:4327"]], "buckets": [[1501, 3000]]}
-]') > 0 AS applied;
+SELECT pr_push_tier_dt() > 0 AS applied;
 
--- A keyless statement goes to a coordinator chosen per session (ja1 or jb1), and so does a
+-- A keyless statement goes to a coordinator chosen per session (x1, y1 or z1), and so does a
 -- statement on a global table alone.
 CREATE FUNCTION join_explain(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE line text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || query LOOP
-    line := regexp_replace(line, 'coordinator 192\.0\.2\.2[12]:4327', 'coordinator <a master>');
-    RETURN NEXT regexp_replace(line, '192\.0\.2\.2[12]:4327 \(coordinator\)', '<a master> (coordinator)');
+    line := regexp_replace(line, 'coordinator 192\.0\.2\.1[134]:4327', 'coordinator <a master>');
+    RETURN NEXT regexp_replace(line, '192\.0\.2\.1[134]:4327 \(coordinator\)', '<a master> (coordinator)');
   END LOOP;
 END $$;
 
-CREATE SERVER jp FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'jt');
-CREATE SERVER jp2 FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'jt');
+CREATE SERVER jp FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
+CREATE SERVER jp2 FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER jp_m FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'jt', scatter 'masters', picodata_version '26.2.1');
+    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1');
 CREATE USER MAPPING FOR CURRENT_USER SERVER jp OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER jp2 OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER jp_m OPTIONS (user 'u', password 'p');
