@@ -50,7 +50,8 @@ include $(PGXS)
 src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
 	$(CXX) $(CXXFLAGS) -DPICOROUTE_CORE -I$(srcdir)/src -c -o $@ $<
 
-$(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/pg/*.h)
+# Every header (coarse, but a changed struct never leaves a stale object behind).
+$(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/pg/*.h) $(wildcard src/pg/fdw/*.h)
 
 # The current version's install script. Refuses to build when a released script was edited, when
 # the current version was already released, or when no update script leads to it.
