@@ -42,6 +42,7 @@ extern "C" {
 #include "pg/fdw/fdw_internal.h"
 
 #include <cstring>
+#include <utility>
 
 namespace picoroute::pg::fdw {
 
@@ -144,9 +145,118 @@ bool shippable_aggregate(Aggref *agg, RelOptInfo *rel) {
     return false;
 }
 
+// What an expression refers to: columns of the scanned relation, columns of other relations of
+// the same query level (values of an outer row), and anything a value computed here cannot hold.
+struct Refs {
+    Relids relids;  // the scanned relation (a base relation, or the tables of a pushed join)
+    bool rel_var = false;
+    bool outer_var = false;
+    bool unfit = false;
+};
+
+bool refs_walker(Node *node, Refs *refs) {
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Var)) {
+        Var *var = reinterpret_cast<Var *>(node);
+        if (var->varlevelsup != 0)
+            refs->unfit = true;
+        else if (bms_is_member(var->varno, refs->relids))
+            refs->rel_var = true;
+        else
+            refs->outer_var = true;
+        return false;
+    }
+    if (IsA(node, PlaceHolderVar) || IsA(node, SubPlan) || IsA(node, SubLink) ||
+        IsA(node, Aggref) || IsA(node, WindowFunc) || IsA(node, GroupingFunc)) {
+        refs->unfit = true;
+        return false;
+    }
+    return expression_tree_walker(
+        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void *>(refs_walker)), refs);
+}
+
+Refs refs_of(Node *node, Relids relids) {
+    Refs refs;
+    refs.relids = relids;
+    refs_walker(node, &refs);
+    return refs;
+}
+
+// A parameter, or a value computed here: Picodata gets it as $n, typed by what surrounds it.
+bool param_like(Node *node, Index relid) {
+    return IsA(node, Param) || is_outer_value(node, relid);
+}
+
+// A binary operator (comparison, LIKE, arithmetic) Picodata can type: it needs one operand that
+// is not a parameter (a "$1 = $2" or "$1 + $2" leaves both types open).
+bool shippable_opexpr(OpExpr *op, RelOptInfo *rel) {
+    int nargs = list_length(op->args);
+    RemoteOp rop = remote_operator(op->opno, nargs);
+    if (rop.kind == OpKind::None)
+        return false;
+    if (op->opresulttype != BOOLOID && !shippable_type(op->opresulttype))
+        return false;
+    if (!deterministic_collation(op->inputcollid))
+        return false;
+    Node *first = static_cast<Node *>(linitial(op->args));
+    Oid argtype = exprType(first);
+    switch (rop.kind) {
+        case OpKind::Order:
+            // Picodata orders strings by their bytes.
+            if (is_text_type(argtype) && !byte_order_collation(op->inputcollid))
+                return false;
+            break;
+        case OpKind::ILike:
+        case OpKind::NotILike:
+            if (!byte_order_collation(op->inputcollid))
+                return false;
+            break;
+        case OpKind::Arith:
+            if (!is_number_type(argtype))
+                return false;
+            break;
+        case OpKind::Negate:
+            // Written (0 - x); -0.0 has no such form, so doubles stay local.
+            if (!is_number_type(argtype) || argtype == FLOAT8OID)
+                return false;
+            break;
+        default:
+            break;
+    }
+    if (nargs == 2 && param_like(first, rel->relid) &&
+        param_like(static_cast<Node *>(lsecond(op->args)), rel->relid))
+        return false;
+    return shippable_args(op->args, rel);
+}
+
+bool shippable_saop(ScalarArrayOpExpr *sa, RelOptInfo *rel) {
+    RemoteOp rop = remote_operator(sa->opno, 2);
+    if (rop.kind != OpKind::Compare || strcmp(rop.spelling, sa->useOr ? "=" : "<>") != 0 ||
+        !deterministic_collation(sa->inputcollid))
+        return false;
+    Node *left = static_cast<Node *>(linitial(sa->args));
+    if (param_like(left, rel->relid) || !shippable(left, rel))
+        return false;
+    Node *array = static_cast<Node *>(lsecond(sa->args));
+    if (IsA(array, Const)) {
+        Const *c = reinterpret_cast<Const *>(array);
+        return !c->constisnull && shippable_type(get_element_type(c->consttype));
+    }
+    if (IsA(array, ArrayExpr)) {
+        ArrayExpr *a = reinterpret_cast<ArrayExpr *>(array);
+        if (a->multidims || a->elements == NIL)
+            return false;
+        return shippable_args(a->elements, rel);
+    }
+    return false;
+}
+
 bool shippable(Node *node, RelOptInfo *rel) {
     if (node == nullptr)
         return false;
+    if (is_outer_value(node, rel->relid))  // computed here for each outer row: a parameter
+        return shippable_type(exprType(node));
     switch (nodeTag(node)) {
         case T_Var: {
             Var *var = reinterpret_cast<Var *>(node);
@@ -167,68 +277,17 @@ bool shippable(Node *node, RelOptInfo *rel) {
                    r->resultcollid == exprCollation(reinterpret_cast<Node *>(r->arg)) &&
                    shippable(reinterpret_cast<Node *>(r->arg), rel);
         }
-        case T_OpExpr: {
-            OpExpr *op = reinterpret_cast<OpExpr *>(node);
-            int nargs = list_length(op->args);
-            RemoteOp rop = remote_operator(op->opno, nargs);
-            if (rop.kind == OpKind::None)
-                return false;
-            if (op->opresulttype != BOOLOID && !shippable_type(op->opresulttype))
-                return false;
-            if (!deterministic_collation(op->inputcollid))
-                return false;
-            Oid argtype = exprType(static_cast<Node *>(linitial(op->args)));
-            switch (rop.kind) {
-                case OpKind::Order:
-                    // Picodata orders strings by their bytes.
-                    if (is_text_type(argtype) && !byte_order_collation(op->inputcollid))
-                        return false;
-                    break;
-                case OpKind::ILike:
-                case OpKind::NotILike:
-                    if (!byte_order_collation(op->inputcollid))
-                        return false;
-                    break;
-                case OpKind::Arith:
-                    if (!is_number_type(argtype))
-                        return false;
-                    break;
-                case OpKind::Negate:
-                    // Written (0 - x); -0.0 has no such form, so doubles stay local.
-                    if (!is_number_type(argtype) || argtype == FLOAT8OID)
-                        return false;
-                    break;
-                default:
-                    break;
-            }
-            return shippable_args(op->args, rel);
-        }
-        case T_ScalarArrayOpExpr: {
-            ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(node);
-            RemoteOp rop = remote_operator(sa->opno, 2);
-            if (rop.kind != OpKind::Compare || strcmp(rop.spelling, sa->useOr ? "=" : "<>") != 0 ||
-                !deterministic_collation(sa->inputcollid))
-                return false;
-            if (!shippable(static_cast<Node *>(linitial(sa->args)), rel))
-                return false;
-            Node *array = static_cast<Node *>(lsecond(sa->args));
-            if (IsA(array, Const)) {
-                Const *c = reinterpret_cast<Const *>(array);
-                return !c->constisnull && shippable_type(get_element_type(c->consttype));
-            }
-            if (IsA(array, ArrayExpr)) {
-                ArrayExpr *a = reinterpret_cast<ArrayExpr *>(array);
-                if (a->multidims || a->elements == NIL)
-                    return false;
-                return shippable_args(a->elements, rel);
-            }
-            return false;
-        }
+        case T_OpExpr:
+            return shippable_opexpr(reinterpret_cast<OpExpr *>(node), rel);
+        case T_ScalarArrayOpExpr:
+            return shippable_saop(reinterpret_cast<ScalarArrayOpExpr *>(node), rel);
         case T_BoolExpr:
             return shippable_args(reinterpret_cast<BoolExpr *>(node)->args, rel);
         case T_NullTest: {
+            // A test of a value alone ($1 IS NOT NULL) is decided here: nothing would type it.
             NullTest *nt = reinterpret_cast<NullTest *>(node);
-            return !nt->argisrow && shippable(reinterpret_cast<Node *>(nt->arg), rel);
+            Node *arg = reinterpret_cast<Node *>(nt->arg);
+            return !nt->argisrow && refs_of(arg, rel->relids).rel_var && shippable(arg, rel);
         }
         case T_Aggref:
             return shippable_aggregate(reinterpret_cast<Aggref *>(node), rel);
@@ -242,7 +301,13 @@ struct Context {
     Oid relid;
     List **params;
     PlannerInfo *join_root = nullptr;  // a pushed join: columns are "r<varno>"."name"
+    Index varno = 0;  // the scanned relation's range-table index; 0: no outer values
 };
+
+// A value sent as $n: a parameter, or a value computed here for each outer row.
+bool sent_as_param(Node *node, Context *cx) {
+    return IsA(node, Param) || (cx->varno != 0 && is_outer_value(node, cx->varno));
+}
 
 void deparse_node(Node *node, Context *cx);
 
@@ -360,7 +425,7 @@ int32 numeric_column_typmod(Node *other) {
 // A value compared with a numeric(p,s) column, given the column's scale when that is exact: a
 // constant is rescaled now; a parameter is marked (a RelabelType carrying the typmod) and
 // rescaled when its value is known (see init_routed_statement).
-Node *with_column_scale(Node *value, int32 typmod) {
+Node *with_column_scale(Node *value, int32 typmod, bool param) {
     if (typmod < 0 || value == nullptr)
         return value;
     if (IsA(value, Const)) {
@@ -371,15 +436,16 @@ Node *with_column_scale(Node *value, int32 typmod) {
         copy->constvalue = numeric_to_typmod(c->constvalue, typmod);
         return reinterpret_cast<Node *>(copy);
     }
-    if (IsA(value, Param) && reinterpret_cast<Param *>(value)->paramtype == NUMERICOID)
+    if (param && exprType(value) == NUMERICOID)
         return reinterpret_cast<Node *>(makeRelabelType(reinterpret_cast<Expr *>(value), NUMERICOID,
                                                         typmod, InvalidOid, COERCE_IMPLICIT_CAST));
     return value;
 }
 
 void deparse_value(Node *value, int32 typmod, Context *cx) {
-    value = with_column_scale(value, typmod);
-    if (IsA(value, RelabelType) && IsA(reinterpret_cast<RelabelType *>(value)->arg, Param))
+    bool param = sent_as_param(value, cx);
+    value = with_column_scale(value, typmod, param);
+    if (param)
         add_param(value, cx);
     else
         deparse_node(value, cx);
@@ -425,7 +491,45 @@ void deparse_array_elements(Node *array, int32 typmod, Context *cx) {
     }
 }
 
+void deparse_opexpr(OpExpr *op, Context *cx) {
+    RemoteOp rop = remote_operator(op->opno, list_length(op->args));
+    if (rop.kind == OpKind::Negate) {
+        // No prefix minus in Picodata's grammar.
+        appendStringInfoString(cx->buf, "(0 - ");
+        deparse_node(static_cast<Node *>(linitial(op->args)), cx);
+        appendStringInfoChar(cx->buf, ')');
+        return;
+    }
+    Node *l = static_cast<Node *>(linitial(op->args));
+    Node *r = static_cast<Node *>(lsecond(op->args));
+    if (rop.kind == OpKind::Compare && sent_as_param(l, cx) && !sent_as_param(r, cx))
+        std::swap(l, r);  // "id" = $1 (= and <> are symmetric), as a reader expects
+    bool negated = rop.kind == OpKind::NotLike || rop.kind == OpKind::NotILike;
+    // Picodata's LIKE has no NOT flag.
+    appendStringInfoString(cx->buf, negated ? "(NOT (" : "(");
+    deparse_value(l, numeric_column_typmod(r), cx);
+    appendStringInfo(cx->buf, " %s ", rop.spelling);
+    deparse_value(r, numeric_column_typmod(l), cx);
+    appendStringInfoString(cx->buf, negated ? "))" : ")");
+}
+
+void deparse_aggref(Aggref *agg, Context *cx) {
+    appendStringInfo(cx->buf, "%s(", get_func_name(agg->aggfnoid));
+    if (agg->aggstar) {
+        appendStringInfoChar(cx->buf, '*');
+    } else {
+        if (agg->aggdistinct != NIL)
+            appendStringInfoString(cx->buf, "DISTINCT ");
+        deparse_node(reinterpret_cast<Node *>(linitial_node(TargetEntry, agg->args)->expr), cx);
+    }
+    appendStringInfoChar(cx->buf, ')');
+}
+
 void deparse_node(Node *node, Context *cx) {
+    if (sent_as_param(node, cx)) {
+        add_param(node, cx);
+        return;
+    }
     switch (nodeTag(node)) {
         case T_Var:
             deparse_var(reinterpret_cast<Var *>(node), cx);
@@ -433,33 +537,12 @@ void deparse_node(Node *node, Context *cx) {
         case T_Const:
             deparse_const(reinterpret_cast<Const *>(node), cx);
             return;
-        case T_Param:
-            add_param(node, cx);
-            return;
         case T_RelabelType:
             deparse_node(reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(node)->arg), cx);
             return;
-        case T_OpExpr: {
-            OpExpr *op = reinterpret_cast<OpExpr *>(node);
-            RemoteOp rop = remote_operator(op->opno, list_length(op->args));
-            if (rop.kind == OpKind::Negate) {
-                // No prefix minus in Picodata's grammar.
-                appendStringInfoString(cx->buf, "(0 - ");
-                deparse_node(static_cast<Node *>(linitial(op->args)), cx);
-                appendStringInfoChar(cx->buf, ')');
-                return;
-            }
-            Node *l = static_cast<Node *>(linitial(op->args));
-            Node *r = static_cast<Node *>(lsecond(op->args));
-            bool negated = rop.kind == OpKind::NotLike || rop.kind == OpKind::NotILike;
-            // Picodata's LIKE has no NOT flag.
-            appendStringInfoString(cx->buf, negated ? "(NOT (" : "(");
-            deparse_value(l, numeric_column_typmod(r), cx);
-            appendStringInfo(cx->buf, " %s ", rop.spelling);
-            deparse_value(r, numeric_column_typmod(l), cx);
-            appendStringInfoString(cx->buf, negated ? "))" : ")");
+        case T_OpExpr:
+            deparse_opexpr(reinterpret_cast<OpExpr *>(node), cx);
             return;
-        }
         case T_ScalarArrayOpExpr: {
             ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(node);
             Node *left = static_cast<Node *>(linitial(sa->args));
@@ -491,20 +574,9 @@ void deparse_node(Node *node, Context *cx) {
                                    nt->nulltesttype == IS_NULL ? " IS NULL)" : " IS NOT NULL)");
             return;
         }
-        case T_Aggref: {
-            Aggref *agg = reinterpret_cast<Aggref *>(node);
-            appendStringInfo(cx->buf, "%s(", get_func_name(agg->aggfnoid));
-            if (agg->aggstar) {
-                appendStringInfoChar(cx->buf, '*');
-            } else {
-                if (agg->aggdistinct != NIL)
-                    appendStringInfoString(cx->buf, "DISTINCT ");
-                deparse_node(reinterpret_cast<Node *>(linitial_node(TargetEntry, agg->args)->expr),
-                             cx);
-            }
-            appendStringInfoChar(cx->buf, ')');
+        case T_Aggref:
+            deparse_aggref(reinterpret_cast<Aggref *>(node), cx);
             return;
-        }
         default:
             elog(ERROR, "picoroute: cannot deparse node type %d", static_cast<int>(nodeTag(node)));
     }
@@ -556,7 +628,14 @@ bool is_foreign_expr(PlannerInfo *, RelOptInfo *rel, Expr *expr) {
     return shippable(reinterpret_cast<Node *>(expr), rel);
 }
 
-void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relation,
+bool is_outer_value(Node *node, Index relid) {
+    if (relid == 0)  // a pushed join: no parameterized paths, no values of an outer row
+        return false;
+    Refs refs = refs_of(node, bms_make_singleton(static_cast<int>(relid)));
+    return refs.outer_var && !refs.rel_var && !refs.unfit && !contain_volatile_functions(node);
+}
+
+void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *rel, Relation relation,
                     TableInfo *table, Bitmapset *attrs_used, List *remote_conds,
                     List **retrieved_attrs, List **params, bool *has_where) {
     TupleDesc desc = RelationGetDescr(relation);
@@ -586,7 +665,7 @@ void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relati
                                                : "NULL");
     }
     appendStringInfo(buf, " FROM %s", quote_remote_identifier(table->remote_table));
-    Context cx{buf, RelationGetRelid(relation), params};
+    Context cx{buf, RelationGetRelid(relation), params, nullptr, rel->relid};
     int nestlevel = set_transmission_modes();
     *has_where = deparse_where(remote_conds, &cx);
     reset_transmission_modes(nestlevel);

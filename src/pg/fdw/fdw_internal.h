@@ -72,6 +72,9 @@ enum PrivateIndex {
     PRIV_HAS_WHERE,
     PRIV_SET_PROCESSED,  // direct modifications only
 };
+// Scans only, at the index direct modifications use for PRIV_SET_PROCESSED: true for a lookup per
+// outer row (a parameterized path whose join clauses fix the sharding key).
+constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
@@ -108,9 +111,13 @@ void refuse_json_value(Relation rel, AttrNumber attnum);
 ConnParams conn_params_for(Oid serverid, Oid userid);
 
 // ---- deparse (deparse.cpp): plain C style -------------------------------------------------
-// True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters and the
-// supported operators).
+// True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters, values
+// of an outer row and the supported operators).
 bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
+// A value computed here for each outer row and sent as a parameter: an expression over columns of
+// other relations of the same query level (the other side of a join clause, a lateral reference),
+// with no column of relation `relid`, no volatile function, no subquery, aggregate or placeholder.
+bool is_outer_value(Node *node, Index relid);
 // SELECT <attrs_used> FROM <table> [WHERE <remote_conds>]; fills retrieved_attrs (attnums in
 // select-list order) and params (expressions sent as $1..$n). *has_where tells whether a WHERE
 // clause was written.

@@ -22,6 +22,7 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
@@ -87,9 +88,10 @@ bool is_key_var(Node *node, Index relid, AttrNumber attnum) {
            var->varattno == attnum;
 }
 
-bool is_value(Node *node) {
+// A constant, a parameter, or a value of the outer row (a join clause of a parameterized scan).
+bool is_value(Node *node, Index relid) {
     node = strip_relabel(node);
-    return node != nullptr && (IsA(node, Const) || IsA(node, Param));
+    return node != nullptr && (IsA(node, Const) || IsA(node, Param) || is_outer_value(node, relid));
 }
 
 bool is_equality(Oid opno) {
@@ -100,23 +102,19 @@ bool is_equality(Oid opno) {
 }
 
 Oid array_element_type(Node *array) {
-    if (IsA(array, Const))
-        return get_element_type(reinterpret_cast<Const *>(array)->consttype);
     if (IsA(array, ArrayExpr))
         return reinterpret_cast<ArrayExpr *>(array)->element_typeid;
-    if (IsA(array, Param))
-        return get_element_type(reinterpret_cast<Param *>(array)->paramtype);
-    return InvalidOid;
+    return get_element_type(exprType(array));
 }
 
-bool array_of_values(Node *array) {
-    if (IsA(array, Const) || IsA(array, Param))
+bool array_of_values(Node *array, Index relid) {
+    if (IsA(array, Const) || IsA(array, Param) || is_outer_value(array, relid))
         return true;
     if (!IsA(array, ArrayExpr) || reinterpret_cast<ArrayExpr *>(array)->multidims)
         return false;
     ListCell *lc;
     foreach (lc, reinterpret_cast<ArrayExpr *>(array)->elements)
-        if (!is_value(static_cast<Node *>(lfirst(lc))))
+        if (!is_value(static_cast<Node *>(lfirst(lc)), relid))
             return false;
     return true;
 }
@@ -151,7 +149,7 @@ KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
         // Hashed as the column stores it: a numeric with the column's scale (1 -> 1.00).
         int32 typmod = st->key_typmods[i];
         if (kind == KEY_SCALAR) {
-            k->n = 1;
+            k->n = isnull ? 0 : 1;  // key = NULL: no row can match
             k->values = static_cast<Datum *>(palloc(sizeof(Datum)));
             k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
             k->values[0] = !isnull && type == NUMERICOID ? numeric_to_typmod(value, typmod) : value;
@@ -298,7 +296,11 @@ std::string statement_for(RoutedStatement *st, const Target &target, bool keyles
 
 void save_description(RoutedStatement *st, const std::string &description) {
     MemoryContext cxt = GetMemoryChunkContext(st);
-    pg_call([&] { st->routing = MemoryContextStrdup(cxt, description.c_str()); });
+    pg_call([&] {
+        if (st->routing != nullptr)  // a rescan's previous decision
+            pfree(st->routing);
+        st->routing = MemoryContextStrdup(cxt, description.c_str());
+    });
 }
 
 // ---- planner callbacks --------------------------------------------------------------------
@@ -348,15 +350,82 @@ void picoGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreignta
     baserel->rows = clamp_row_est(baserel->tuples * sel);
 }
 
-void picoGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
-    Cost startup = 10;
-    Cost total = startup + baserel->rows * cpu_tuple_cost * 10;
-    add_path(baserel, reinterpret_cast<Path *>(create_foreignscan_path(
-                          root, baserel, nullptr, baserel->rows, startup, total, NIL,
-                          baserel->lateral_relids, nullptr, NIL)));
+// The cost model: one remote statement costs as much as fetching 100 rows (a round trip against
+// the transfer and conversion of a row), so a parameterized scan (one statement per outer row)
+// wins over one scan of the table when the outer side has fewer rows than about 1% of the table.
+constexpr Cost kStatementCost = 10;
+Cost row_cost() {
+    return cpu_tuple_cost * 10;
 }
 
-ForeignScan *picoGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid, ForeignPath *,
+// Whether a parameterized scan under `ppi` would fix every sharding-key column (a routed point
+// lookup per outer row): only those are offered; anything else would scan the cluster per row.
+bool ppi_fixes_key(RelOptInfo *baserel, ParamPathInfo *ppi) {
+    RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
+    List *conds = list_concat(list_copy(baserel->baserestrictinfo), ppi->ppi_clauses);
+    List *key_exprs = NIL;
+    return analyze_key_clauses(info->table, baserel->relid, conds, &key_exprs) != NIL;
+}
+
+// Collects in *ppis the parameterizations that a join clause movable to `baserel` asks for.
+void add_ppi_of(PlannerInfo *root, RelOptInfo *baserel, RestrictInfo *ri, List **ppis) {
+    if (!join_clause_is_movable_to(ri, baserel) || !is_foreign_expr(root, baserel, ri->clause))
+        return;
+    Relids outer =
+        bms_del_member(bms_union(ri->clause_relids, baserel->lateral_relids), baserel->relid);
+    if (bms_is_empty(outer))
+        return;
+    ParamPathInfo *ppi = get_baserel_parampathinfo(root, baserel, outer);
+    if (ppi_fixes_key(baserel, ppi))
+        *ppis = list_append_unique_ptr(*ppis, ppi);
+}
+
+// An equivalence-class member that is the sharding-key column `arg` (a Var) of the relation.
+bool ec_member_is_key(PlannerInfo *, RelOptInfo *, EquivalenceClass *, EquivalenceMember *em,
+                      void *arg) {
+    return equal(strip_relabel(reinterpret_cast<Node *>(em->em_expr)), arg);
+}
+
+// Parameterized paths, as postgres_fdw makes them: for each outer relation set that join clauses
+// on the sharding key (ordinary ones, and those an equivalence class implies) need, a path whose
+// scan is a routed lookup per outer row.
+void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel) {
+    RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
+    TableInfo *table = info->table;
+    if (table->global || table->nkeys == 0)
+        return;
+    List *ppis = NIL;
+    ListCell *lc;
+    foreach (lc, baserel->joininfo)
+        add_ppi_of(root, baserel, lfirst_node(RestrictInfo, lc), &ppis);
+    for (int k = 0; k < table->nkeys && baserel->has_eclass_joins; k++) {
+        Oid type, collation;
+        int32 typmod;
+        get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &typmod, &collation);
+        Var *key = makeVar(baserel->relid, table->key_attnums[k], type, typmod, collation, 0);
+        List *clauses = generate_implied_equalities_for_column(root, baserel, ec_member_is_key, key,
+                                                               baserel->lateral_referencers);
+        foreach (lc, clauses)
+            add_ppi_of(root, baserel, lfirst_node(RestrictInfo, lc), &ppis);
+    }
+    foreach (lc, ppis) {
+        ParamPathInfo *ppi = static_cast<ParamPathInfo *>(lfirst(lc));
+        Cost total = kStatementCost + ppi->ppi_rows * row_cost();
+        add_path(baserel, reinterpret_cast<Path *>(create_foreignscan_path(
+                              root, baserel, nullptr, ppi->ppi_rows, kStatementCost, total, NIL,
+                              ppi->ppi_req_outer, nullptr, NIL)));
+    }
+}
+
+void picoGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
+    Cost total = kStatementCost + baserel->rows * row_cost();
+    add_path(baserel, reinterpret_cast<Path *>(create_foreignscan_path(
+                          root, baserel, nullptr, baserel->rows, kStatementCost, total, NIL,
+                          baserel->lateral_relids, nullptr, NIL)));
+    add_parameterized_paths(root, baserel);
+}
+
+ForeignScan *picoGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid, ForeignPath *path,
                                 List *tlist, List *scan_clauses, Plan *outer_plan) {
     if (IS_UPPER_REL(baserel))
         return upper_foreign_plan(root, baserel, tlist, outer_plan);
@@ -395,9 +464,12 @@ ForeignScan *picoGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid, For
     List *key_exprs = NIL;
     List *key_kinds = analyze_key_clauses(info->table, baserel->relid, all_clauses, &key_exprs);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
+    // A lookup per outer row (a parameterized path that fixes the key) reads its few rows whole.
+    bool lookup = path->path.param_info != nullptr && key_kinds != NIL;
     List *fdw_private =
         list_make5(makeString(sql.data), retrieved, makeInteger(list_length(params)), key_kinds,
                    makeBoolean(has_where));
+    fdw_private = lappend(fdw_private, makeBoolean(lookup));
     return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
                             outer_plan);
 }
@@ -437,7 +509,10 @@ void picoBeginForeignScan(ForeignScanState *node, int eflags) {
         AllocSetContextCreate(estate->es_query_cxt, "picoroute tuple", ALLOCSET_SMALL_SIZES);
     // A scan that will be rescanned unchanged (the inner side of a nested loop) keeps whole
     // answers to replay them; every other scan streams its rows.
-    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0;
+    // A lookup per outer row of a parameterized path reads its few rows whole: a semi-join that
+    // stops at the first row would otherwise close a connection whose answer is still coming.
+    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0 &&
+                    !(list_length(priv) > PRIV_LOOKUP && boolVal(list_nth(priv, PRIV_LOOKUP)));
     ss->row = static_cast<const char **>(
         palloc0(sizeof(char *) * (list_length(ss->retrieved_attrs) + 1)));
     node->fdw_state = ss;
@@ -450,10 +525,14 @@ TupleTableSlot *picoIterateForeignScan(ForeignScanState *node) {
     TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
     int expected = list_length(ss->retrieved_attrs);
     if (!ss->executed) {
+        // Parameter and key values live for this execution only (a rescan makes new ones).
+        ExprContext *econtext = node->ss.ps.ps_ExprContext;
+        MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
         if (ss->streaming)
-            stream_routed(ss->st, node->ss.ps.ps_ExprContext, expected);
+            stream_routed(ss->st, econtext, expected);
         else
-            execute_routed(ss->st, node->ss.ps.ps_ExprContext);
+            execute_routed(ss->st, econtext);
+        MemoryContextSwitchTo(old);
         ss->executed = true;
         ss->cur_result = 0;
         ss->cur_row = 0;
@@ -570,9 +649,9 @@ List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key
                 Node *l = static_cast<Node *>(linitial(op->args));
                 Node *r = static_cast<Node *>(lsecond(op->args));
                 Node *value = nullptr;
-                if (is_key_var(l, relid, attnum) && is_value(r))
+                if (is_key_var(l, relid, attnum) && is_value(r, relid))
                     value = r;
-                else if (is_key_var(r, relid, attnum) && is_value(l))
+                else if (is_key_var(r, relid, attnum) && is_value(l, relid))
                     value = l;
                 if (value == nullptr || hash_class(exprType(strip_relabel(value))) != column_class)
                     continue;
@@ -585,7 +664,7 @@ List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key
                     continue;
                 Node *array = static_cast<Node *>(lsecond(sa->args));
                 if (!is_key_var(static_cast<Node *>(linitial(sa->args)), relid, attnum) ||
-                    !array_of_values(array) ||
+                    !array_of_values(array, relid) ||
                     hash_class(array_element_type(array)) != column_class)
                     continue;
                 kinds = lappend_int(kinds, KEY_ARRAY);
@@ -691,6 +770,8 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
+            if (st->results != nullptr)  // a rescan: the previous execution's array
+                pfree(st->results);
             results = static_cast<PGresult **>(
                 MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
         });
