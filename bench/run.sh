@@ -1,7 +1,7 @@
 #!/bin/sh
 # One command for the benchmarks: bench/lookup_bench.py, bench/peers_bench.py,
-# bench/scan_memory.py and bench/upper_bench.py, in that order, and one report with all of them,
-# the date, the core count and the PostgreSQL version.
+# bench/scan_memory.py, bench/upper_bench.py and bench/join_bench.py, in that order, and one
+# report with all of them, the date, the core count and the PostgreSQL version.
 #
 #   bench/run.sh                 full run (about 10 minutes on 2 cores), writes bench/RESULTS.md
 #   bench/run.sh --quick         smoke run (well under 2 minutes); prints the report and writes
@@ -53,11 +53,13 @@ if [ -n "$quick" ]; then
     run_bench python3 bench/peers_bench.py --quick --out "$tmp/peers.md"
     run_bench python3 bench/scan_memory.py --quick --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --quick --out "$tmp/upper.md"
+    run_bench python3 bench/join_bench.py --quick --out "$tmp/join.md"
 else
     run_bench python3 bench/lookup_bench.py --port 29480 --out "$tmp/lookup.md"
     run_bench python3 bench/peers_bench.py --out "$tmp/peers.md"
     run_bench python3 bench/scan_memory.py --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --out "$tmp/upper.md"
+    run_bench python3 bench/join_bench.py --out "$tmp/join.md"
 fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -85,6 +87,8 @@ if [ -n "$(git status --porcelain -- src 2>/dev/null)" ]; then commit="$commit +
     cat "$tmp/scan_memory.md"
     echo
     cat "$tmp/upper.md"
+    echo
+    cat "$tmp/join.md"
     echo
     cat "$tmp/lookup.md"
 } > "$tmp/RESULTS.md"

@@ -17,7 +17,10 @@
 // CAST(1 AS decimal) for an integral value), and a numeric compared with a numeric(p,s) column is
 // first given the column's scale, because Picodata hashes a decimal with its scale. Other
 // constants and all parameters are sent as text parameters ($n), written with fixed settings
-// (set_transmission_modes) and typed by the server from their context.
+// (set_transmission_modes) and typed by the server from their context: so a parameter is only
+// shipped where something fixes its type (a column or constant it is compared with or added to);
+// "$1 IS NULL", "$1 = $2", "$1 + $2" and "$1 IN (...)" stay local. The values of an outer row (a
+// join clause of a parameterized scan, a lateral reference) are parameters too, computed here.
 extern "C" {
 #include "postgres.h"
 
