@@ -26,10 +26,8 @@ Usage: bench/join_bench.py [--rows 100000] [--keys 100] [--runs 7] [--base-port 
 Run as root or as the postgres user, after `make install`.
 """
 
-import argparse
 import os
 import re
-import signal
 import statistics
 import sys
 
@@ -95,65 +93,36 @@ CREATE FOREIGN TABLE fdw_users (id bigint, name text, v bigint) SERVER fdw
 -- {nkeys} keys spread over the table, in a fixed order.
 CREATE TABLE keys AS SELECT (g::bigint * 7919) % {rows} + 1 AS id FROM generate_series(1, {nkeys}) g;
 """)
-    for _ in range(100):
-        if node.psql("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'") != "0":
-            break
-        pb.time.sleep(0.2)
+    pb.wait_for_map(node)
     node.psql("ANALYZE keys; ANALYZE users; ANALYZE fdw_users;", timeout=600)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=100000)
+    ap = pb.small_bench_args(__doc__, 33700, 33790)
     ap.add_argument("--keys", type=int, default=100)
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--base-port", type=int, default=33700)
-    ap.add_argument("--port", type=int, default=33790)
-    ap.add_argument("--out")
-    ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
-    args = ap.parse_args()
-    if args.quick:
-        args.rows, args.runs = 10000, 2
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    emu = pb.Emulator(args.base_port)
-    node = None
-    try:
-        emu.up()
-        emu.cli("create-table", "users", "--columns", "id int8, name text, v int8")
-        emu.cli("load", "users", "--rows", str(args.rows), timeout=1200)
-        st = emu.status()
-        hosts = ",".join(pb.HOST for _ in st["instances"])
-        ports = ",".join(str(i["port"]) for i in st["instances"])
-        conninfo = (f"host={hosts} port={ports} dbname={pb.EMU_DB} user={pb.EMU_USER} "
-                    f"password={pb.EMU_PASSWORD}")
-        node = pb.Node(args.port, conninfo)
-        node.start()
-        setup(node, emu, args.rows, args.keys)
-        # The same answer from every variant (and a warm-up of every connection), and the plans.
-        answers, plans = {}, {}
+    args = pb.parse_small_args(ap)
+    pb.run_small_bench(args, lambda emu, node: bench(args, emu, node))
+
+
+def bench(args, emu, node):
+    setup(node, emu, args.rows, args.keys)
+    # The same answer from every variant (and a warm-up of every connection), and the plans.
+    answers, plans = {}, {}
+    for name, table, setting, query in VARIANTS:
+        answers[name] = node.psql(f"{setting} {query.format(t=table)}", timeout=600)
+        plans[name] = explain(node, setting, query.format(t=table))
+    if len(set(answers.values())) != 1 or answers["parameterized"].startswith("0|"):
+        raise pb.BenchError(f"the variants' answers differ or are empty: {answers}")
+    if join_kind(plans["parameterized"]) != "Nested Loop":
+        raise pb.BenchError(f"the planner did not pick the parameterized plan:\n"
+                            f"{plans['parameterized']}")
+    if join_kind(plans["full_scan"]) == "Nested Loop":
+        raise pb.BenchError(f"enable_nestloop off kept a nested loop:\n{plans['full_scan']}")
+    samples = {name: [] for name, _, _, _ in VARIANTS}
+    for _ in range(args.runs):
         for name, table, setting, query in VARIANTS:
-            answers[name] = node.psql(f"{setting} {query.format(t=table)}", timeout=600)
-            plans[name] = explain(node, setting, query.format(t=table))
-        if len(set(answers.values())) != 1 or answers["parameterized"].startswith("0|"):
-            raise pb.BenchError(f"the variants' answers differ or are empty: {answers}")
-        if join_kind(plans["parameterized"]) != "Nested Loop":
-            raise pb.BenchError(f"the planner did not pick the parameterized plan:\n"
-                                f"{plans['parameterized']}")
-        if join_kind(plans["full_scan"]) == "Nested Loop":
-            raise pb.BenchError(f"enable_nestloop off kept a nested loop:\n{plans['full_scan']}")
-        samples = {name: [] for name, _, _, _ in VARIANTS}
-        for _ in range(args.runs):
-            for name, table, setting, query in VARIANTS:
-                samples[name].append(exec_ms(explain(node, setting, query.format(t=table))))
-        report = render(args, samples, plans)
-        print(report)
-        if args.out:
-            with open(args.out, "w") as out:
-                out.write(report)
-    finally:
-        if node is not None:
-            node.stop()
-        emu.down()
+            samples[name].append(exec_ms(explain(node, setting, query.format(t=table))))
+    return render(args, samples, plans)
 
 
 def render(args, samples, plans):

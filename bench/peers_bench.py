@@ -163,6 +163,68 @@ picoroute.conninfo = '{self.conninfo}'
         return psql_at(self.dsn(), sql, timeout)
 
 
+def small_bench_args(doc, base_port, port):
+    """The command line shared by the single-table benches (upper_bench, join_bench)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=100000)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--base-port", type=int, default=base_port)
+    ap.add_argument("--port", type=int, default=port)
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
+    return ap
+
+
+def parse_small_args(ap):
+    args = ap.parse_args()
+    if args.quick:
+        args.rows, args.runs = 10000, 2
+    return args
+
+
+def run_small_bench(args, body):
+    """Starts the emulated cluster with `users` and a picoroute node, runs body(emu, node), prints
+    the report it returns and writes it to --out; every server is stopped on the way out, a
+    SIGTERM included."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    emu = Emulator(args.base_port)
+    node = None
+    try:
+        emu.up()
+        node = users_node(emu, args.rows, args.port)
+        node.start()
+        report = body(emu, node)
+        print(report)
+        if args.out:
+            with open(args.out, "w") as out:
+                out.write(report)
+    finally:
+        if node is not None:
+            node.stop()
+        emu.down()
+
+
+def users_node(emu, rows, port):
+    """Creates `users` (id int8, name text, v int8) with `rows` generated rows on the emulated
+    cluster (up already) and returns a picoroute node (not started) whose map source lists every
+    instance."""
+    emu.cli("create-table", "users", "--columns", "id int8, name text, v int8")
+    emu.cli("load", "users", "--rows", str(rows), timeout=1200)
+    st = emu.status()
+    hosts = ",".join(HOST for _ in st["instances"])
+    ports = ",".join(str(i["port"]) for i in st["instances"])
+    return Node(port, f"host={hosts} port={ports} dbname={EMU_DB} user={EMU_USER} "
+                      f"password={EMU_PASSWORD}")
+
+
+def wait_for_map(node):
+    """Waits (at most 20 s) until the node's map knows the buckets of tier default."""
+    for _ in range(100):
+        if node.psql("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'") != "0":
+            return
+        time.sleep(0.2)
+
+
 # ---- pgbench ------------------------------------------------------------------------------------
 
 def key_tree(var, values, lo, hi):

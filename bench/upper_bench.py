@@ -17,10 +17,8 @@ Usage: bench/upper_bench.py [--rows 100000] [--runs 7] [--base-port 30700] [--po
 Run as root or as the postgres user, after `make install`.
 """
 
-import argparse
 import os
 import re
-import signal
 import statistics
 import sys
 
@@ -81,32 +79,12 @@ def fmt(samples):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=100000)
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--base-port", type=int, default=30700)
-    ap.add_argument("--port", type=int, default=30790)
-    ap.add_argument("--out")
-    ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
-    args = ap.parse_args()
-    if args.quick:
-        args.rows, args.runs = 10000, 2
-    # A signal stops the servers on the way out (the finally below).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    emu = pb.Emulator(args.base_port)
-    node = None
-    try:
-        emu.up()
-        emu.cli("create-table", "users", "--columns", "id int8, name text, v int8")
-        emu.cli("load", "users", "--rows", str(args.rows), timeout=1200)
-        st = emu.status()
-        hosts = ",".join(pb.HOST for _ in st["instances"])
-        ports = ",".join(str(i["port"]) for i in st["instances"])
-        conninfo = (f"host={hosts} port={ports} dbname={pb.EMU_DB} user={pb.EMU_USER} "
-                    f"password={pb.EMU_PASSWORD}")
-        node = pb.Node(args.port, conninfo)
-        node.start()
-        node.psql(f"""
+    args = pb.parse_small_args(pb.small_bench_args(__doc__, 30700, 30790))
+    pb.run_small_bench(args, lambda emu, node: bench(args, emu, node))
+
+
+def bench(args, emu, node):
+    node.psql(f"""
 CREATE EXTENSION picoroute;
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
@@ -118,65 +96,55 @@ CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico
 CREATE FOREIGN TABLE users_off (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'id', pushdown_aggregates 'off');
 """)
-        for _ in range(100):
-            if node.psql("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'") != "0":
-                break
-            pb.time.sleep(0.2)
-        node.psql(pgfdw_ddl(st))
-        # The floor: the same query run directly on one instance (the emulator's coordinator
-        # reads the other replicaset's rows through postgres_fdw, without pushing the aggregate).
-        # (EXPLAIN ANALYZE is PostgreSQL's, so this floor reads the instance's private port, without
-        # the front's cost.)
-        direct = pb.emu_conninfo(next(i["private_port"] for i in st["instances"] if i["role"] == "master"))
-        samples = {(q, v): [] for q, _ in QUERIES for v in ("pushed", "fetched", "direct", "pg_fdw")}
-        for name, _ in QUERIES:  # the same answers, and a warm-up of every connection
-            a = node.psql(CHECKS[name].format(t="users"))
-            b = node.psql(CHECKS[name].format(t="users_off"))
-            c = node.psql(CHECKS[name].format(t="fdw_users"))
-            if a != b or a != c or not a:
-                raise pb.BenchError(f"{name}: pushed, fetched and postgres_fdw results differ")
-        for _ in range(args.runs):
-            for name, sql in QUERIES:
-                samples[(name, "pushed")].append(exec_ms(node, sql.format(t="users")))
-                samples[(name, "fetched")].append(exec_ms(node, sql.format(t="users_off")))
-                samples[(name, "direct")].append(exec_ms(direct, sql.format(t="users")))
-                samples[(name, "pg_fdw")].append(exec_ms(node, sql.format(t="fdw_users")))
-        lines = [
-            "## Upper-relation pushdown (bench/upper_bench.py)",
-            "",
-            f"{args.rows} rows in `users` on the emulator (2 replicasets x 2 instances); server-side "
-            f"execution time, median (min-max) of {args.runs} interleaved runs. `fetched` is the "
-            "same foreign table with `pushdown_aggregates 'off'` (all rows fetched, computed "
-            "locally: picoroute before the pushdown). `direct` is the query run on one "
-            "instance of the emulator, the floor of `pushed`: the emulator's coordinator reads the "
-            "other replicaset's rows through postgres_fdw and aggregates them itself, where "
-            "Picodata's storages would aggregate their own rows. `postgres_fdw` is a table "
-            "partitioned by bucket range over async foreign partitions on each master's storage "
-            "(private ports, fetch_size 10000, enable_partitionwise_aggregate on): each master "
-            "aggregates its own rows and the node combines them. Target: fetched / pushed >= 20x.",
-            "",
-            "| query | pushed | fetched | postgres_fdw | direct (floor) | fetched / pushed "
-            "| postgres_fdw / pushed | pushed - direct | verdict |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for name, _ in QUERIES:
-            p, f = samples[(name, "pushed")], samples[(name, "fetched")]
-            d, g = samples[(name, "direct")], samples[(name, "pg_fdw")]
-            ratio = statistics.median(f) / statistics.median(p)
-            peer = statistics.median(g) / statistics.median(p)
-            over = statistics.median(p) - statistics.median(d)
-            verdict = "met" if ratio >= 20 else "missed"
-            lines.append(f"| {name} | {fmt(p)} | {fmt(f)} | {fmt(g)} | {fmt(d)} | {ratio:.1f}x | "
-                         f"{peer:.2f}x | {over:.1f} ms | {verdict} |")
-        report = "\n".join(lines) + "\n"
-        print(report)
-        if args.out:
-            with open(args.out, "w") as out:
-                out.write(report)
-    finally:
-        if node is not None:
-            node.stop()
-        emu.down()
+    pb.wait_for_map(node)
+    st = emu.status()
+    node.psql(pgfdw_ddl(st))
+    # The floor: the same query run directly on one instance (the emulator's coordinator
+    # reads the other replicaset's rows through postgres_fdw, without pushing the aggregate).
+    # (EXPLAIN ANALYZE is PostgreSQL's, so this floor reads the instance's private port, without
+    # the front's cost.)
+    direct = pb.emu_conninfo(next(i["private_port"] for i in st["instances"] if i["role"] == "master"))
+    samples = {(q, v): [] for q, _ in QUERIES for v in ("pushed", "fetched", "direct", "pg_fdw")}
+    for name, _ in QUERIES:  # the same answers, and a warm-up of every connection
+        a = node.psql(CHECKS[name].format(t="users"))
+        b = node.psql(CHECKS[name].format(t="users_off"))
+        c = node.psql(CHECKS[name].format(t="fdw_users"))
+        if a != b or a != c or not a:
+            raise pb.BenchError(f"{name}: pushed, fetched and postgres_fdw results differ")
+    for _ in range(args.runs):
+        for name, sql in QUERIES:
+            samples[(name, "pushed")].append(exec_ms(node, sql.format(t="users")))
+            samples[(name, "fetched")].append(exec_ms(node, sql.format(t="users_off")))
+            samples[(name, "direct")].append(exec_ms(direct, sql.format(t="users")))
+            samples[(name, "pg_fdw")].append(exec_ms(node, sql.format(t="fdw_users")))
+    lines = [
+        "## Upper-relation pushdown (bench/upper_bench.py)",
+        "",
+        f"{args.rows} rows in `users` on the emulator (2 replicasets x 2 instances); server-side "
+        f"execution time, median (min-max) of {args.runs} interleaved runs. `fetched` is the "
+        "same foreign table with `pushdown_aggregates 'off'` (all rows fetched, computed "
+        "locally: picoroute before the pushdown). `direct` is the query run on one "
+        "instance of the emulator, the floor of `pushed`: the emulator's coordinator reads the "
+        "other replicaset's rows through postgres_fdw and aggregates them itself, where "
+        "Picodata's storages would aggregate their own rows. `postgres_fdw` is a table "
+        "partitioned by bucket range over async foreign partitions on each master's storage "
+        "(private ports, fetch_size 10000, enable_partitionwise_aggregate on): each master "
+        "aggregates its own rows and the node combines them. Target: fetched / pushed >= 20x.",
+        "",
+        "| query | pushed | fetched | postgres_fdw | direct (floor) | fetched / pushed "
+        "| postgres_fdw / pushed | pushed - direct | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, _ in QUERIES:
+        p, f = samples[(name, "pushed")], samples[(name, "fetched")]
+        d, g = samples[(name, "direct")], samples[(name, "pg_fdw")]
+        ratio = statistics.median(f) / statistics.median(p)
+        peer = statistics.median(g) / statistics.median(p)
+        over = statistics.median(p) - statistics.median(d)
+        verdict = "met" if ratio >= 20 else "missed"
+        lines.append(f"| {name} | {fmt(p)} | {fmt(f)} | {fmt(g)} | {fmt(d)} | {ratio:.1f}x | "
+                     f"{peer:.2f}x | {over:.1f} ms | {verdict} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -22,9 +22,8 @@ start_emulator(base_port => 33500, replicasets => 2, replication_factor => 1);
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('load', 'users', '--rows', '20000');
 
-my $admin_conninfo = emu('conninfo', '--user', 'admin');
-chomp $admin_conninfo;
-my $node = start_picoroute_node(name => 'join', conninfo => $admin_conninfo,
+# The admin user: the test reads the storages' own tables around picoroute.
+my $node = start_picoroute_node(name => 'join', conninfo => emu('conninfo', '--user', 'admin'),
                                 refresh_interval => '300ms');
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 10),
    'map loaded');
@@ -123,29 +122,12 @@ sub emu_shell_command {
     $cmd[2] = File::Spec->rel2abs($cmd[2]);
     return join(' ', @cmd);
 }
-my $move = emu_shell_command('move', 'default', $owner->{bucket_id}, $owner->{bucket_id},
-                            $other->{name});
-$node->safe_psql('postgres', qq{
-CREATE FUNCTION move_at(ord int, at int) RETURNS int LANGUAGE plpgsql AS \$\$
-BEGIN
-  IF ord = at THEN
-    COPY (SELECT 1) TO PROGRAM '$move >/dev/null';
-    PERFORM picoroute_refresh();
-  END IF;
-  RETURN ord;
-END \$\$;
-});
-my $moving = 'SELECT l.ord, u.id, u.name FROM (SELECT move_at(ord, 50) AS ord, k FROM keys OFFSET 0) l '
-  . 'JOIN users u ON u.id = l.k';
-my $moved_plan = $node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $moving");
-like($moved_plan, qr/Nested Loop.*loops=100\).*Routing: bucket $owner->{bucket_id} -> [^\n]*127\.0\.0\.1:$other_port/s,
-     'after the move, the lookup of the moved bucket went to its new owner') or diag($moved_plan);
-is(emu_json('locate', 'users', '--key', "[$last_key]")->{replicaset}, $other->{name},
-   'the bucket did move');
-# And back, while the rows are read: the same rows as before.
-$move = emu_shell_command('move', 'default', $owner->{bucket_id}, $owner->{bucket_id},
-                         $owner->{replicaset});
-$node->safe_psql('postgres', qq{
+# move_at(ord, at): at row `at` of the outer side, moves the bucket of the last key to `rs` and
+# waits for the refreshed map.
+sub define_move_at {
+    my ($rs) = @_;
+    my $move = emu_shell_command('move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $rs);
+    $node->safe_psql('postgres', qq{
 CREATE OR REPLACE FUNCTION move_at(ord int, at int) RETURNS int LANGUAGE plpgsql AS \$\$
 BEGIN
   IF ord = at THEN
@@ -155,6 +137,17 @@ BEGIN
   RETURN ord;
 END \$\$;
 });
+}
+define_move_at($other->{name});
+my $moving = 'SELECT l.ord, u.id, u.name FROM (SELECT move_at(ord, 50) AS ord, k FROM keys OFFSET 0) l '
+  . 'JOIN users u ON u.id = l.k';
+my $moved_plan = $node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $moving");
+like($moved_plan, qr/Nested Loop.*loops=100\).*Routing: bucket $owner->{bucket_id} -> [^\n]*127\.0\.0\.1:$other_port/s,
+     'after the move, the lookup of the moved bucket went to its new owner') or diag($moved_plan);
+is(emu_json('locate', 'users', '--key', "[$last_key]")->{replicaset}, $other->{name},
+   'the bucket did move');
+# And back, while the rows are read: the same rows as before.
+define_move_at($owner->{replicaset});
 is($node->safe_psql('postgres', "$moving ORDER BY 1, 2"),
    $node->safe_psql('postgres', 'SELECT l.ord, u.id, u.name FROM keys l JOIN loc u ON u.id = l.k ORDER BY 1, 2'),
    'rows read across a bucket move: same rows as computed locally');
