@@ -161,8 +161,8 @@ def render(args, samples, plans):
                      f"100,000 rows ({ratio:.1f}x here).")
     full = statistics.median(samples["full_scan"])
     lines.append("")
-    lines.append(f"Per lookup: {par / args.keys:.2f} ms (a round trip through the owner's front, "
-                 "a statement parsed and planned afresh on the instance); per row of the full "
+    lines.append(f"Per lookup: {par / args.keys:.2f} ms (each a statement sent to the owner "
+                 "through its front); per row of the full "
                  f"scan: {full / args.rows * 1000:.2f} us. In-list / parameterized: "
                  f"{statistics.median(samples['in_list']) / par:.2f}.")
     return "\n".join(lines) + "\n"
