@@ -770,8 +770,10 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
-            if (st->results != nullptr)  // a rescan: the previous execution's array
+            if (st->results != nullptr) {  // a rescan: the previous execution's array
                 pfree(st->results);
+                st->results = nullptr;
+            }
             results = static_cast<PGresult **>(
                 MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
         });
