@@ -2,8 +2,9 @@
 -- makes the foreign scan a routed lookup per outer row (nested loop), when the outer side is
 -- small; pinned by EXPLAIN VERBOSE (Remote SQL with the key as a parameter). No statement below
 -- reaches an instance.
--- The map and explain_v() are the upper suite's: tier "dt", rs_x owns 1-1500 (master x1), rs_y
--- 1501-3000 (master y1), rs_z (master z1) none.
+-- The map of tier "dt" and explain_v come from the setup suite.
+SELECT pr_clear_map();
+SELECT pr_push_tier_dt() > 0 AS applied;
 CREATE SERVER j FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE USER MAPPING FOR CURRENT_USER SERVER j OPTIONS (user 'u', password 'p');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER j OPTIONS (sharding_key 'id');

@@ -14,27 +14,17 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
-  qw(emu emu_command emu_json emu_private_psql start_emulator start_picoroute_node wait_for
-  exec_options);
+  qw(emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node
+  create_servers create_foreign_tables);
 
 start_emulator(base_port => 33500, replicasets => 2, replication_factor => 1);
-
-emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
-emu('load', 'users', '--rows', '20000');
+emu_table('users', 'id int8, name text, v int8', rows => 20000);
 
 # The admin user: the test reads the storages' own tables around picoroute.
-my $node = start_picoroute_node(name => 'join', conninfo => emu('conninfo', '--user', 'admin'),
-                                refresh_interval => '300ms');
-ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 10),
-   'map loaded');
-
-my $xo = exec_options();
-$node->safe_psql('postgres', qq{
-CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
-CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
-CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
-CREATE TABLE loc (id bigint, name text, v bigint);
-});
+my $node = start_routing_node(name => 'join', admin => 1, refresh_interval => '300ms');
+create_servers($node, 'pico');
+create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', 'pico');
+$node->safe_psql('postgres', 'CREATE TABLE loc (id bigint, name text, v bigint)');
 # The same rows, read from the storages around picoroute, in a local table.
 for my $rs (@{ emu_json('status', '--json')->{replicasets} }) {
     my @rows = split /\n/,
