@@ -17,6 +17,7 @@ extern char *setting_allowed_hosts;              // picoroute.allowed_hosts (sig
 extern int setting_max_map_memory;               // picoroute.max_map_memory, kilobytes (suset)
 extern int setting_remote_write_in_transaction;  // picoroute.remote_write_in_transaction
 extern char *setting_analyze_option;             // picoroute.analyze_option (superuser)
+extern int setting_remote_statement_cache_size;  // picoroute.remote_statement_cache_size
 
 void define_settings();
 

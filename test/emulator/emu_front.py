@@ -26,6 +26,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import emu_dialect as dialect  # noqa: E402
+import emu_stmts  # noqa: E402
 
 HOST = "127.0.0.1"
 SSL_REQUEST, GSS_REQUEST, CANCEL_REQUEST, PROTO_3 = 80877103, 80877104, 80877102, 196608
@@ -165,6 +166,10 @@ class Settings:
     def vdbe_opcode_max(self):
         return int(self.d.get("sql_vdbe_opcode_max", DEFAULT_VDBE_OPCODE_MAX))
 
+    @property
+    def statement_max(self):
+        return int(self.d.get("pg_statement_max", emu_stmts.DEFAULT_STATEMENT_MAX))
+
     def inst(self):
         for i in self.d.get("instances", []):
             if i["name"] == self.instance:
@@ -231,6 +236,7 @@ class Session:
         self.skip_until_sync = False  # the front refused a message of this batch
         self.conn_opts = {}         # Picodata startup options (typed)
         self.stmts = {}             # statement name -> info dict
+        self.stmt_invalidation = False  # pico_stmt_invalidation=true (26.1+): 42999 at Bind after DDL
         self.portals = {}           # portal name -> info dict
         self.helper = "no"          # helper statement state: no | pending | yes
         self.vdbe_helpers = {}      # the same for the vdbe statements, by name
@@ -437,6 +443,7 @@ class Session:
 
     # ---- client -> server --------------------------------------------------------------------------
     async def run(self):
+        self.front.sessions.add(self)
         try:
             if not await self.startup():
                 return
@@ -453,6 +460,7 @@ class Session:
             self.close()
 
     def close(self):
+        self.front.sessions.discard(self)
         if self.closed:
             return
         self.closed = True
@@ -491,6 +499,9 @@ class Session:
         version = st.version
         try:
             self.conn_opts = parse_startup_options(self.params.pop("options", ""), version)
+            self.stmt_invalidation = self.conn_opts.pop(emu_stmts.OPTION, False)
+            if emu_stmts.OPTION in self.params and emu_stmts.has_stmt_invalidation(version):
+                self.stmt_invalidation = emu_stmts.parse_flag(self.params[emu_stmts.OPTION])
         except ValueError as exc:
             self.cw.write(error_msg("22023", str(exc), "FATAL"))
             await self.cw.drain()
@@ -656,6 +667,8 @@ class Session:
         if v.kind in ("tcl", "set"):
             self.synth(msg(b"C", cstr(v.tag)) + msg(b"Z", b"I"))
             return
+        if v.kind == "deallocate":
+            self.forget_deallocated(sql)
         limit = self.motion_limit(v.options)
         if v.insert_rows is not None and limit and v.insert_rows > limit:
             text = row_limit_text(limit, v.insert_rows)
@@ -689,6 +702,36 @@ class Session:
         self.push(Entry("swallow", ends=(b"Z",), simple=True))
         self.send_server(msg(b"Q", cstr(q)))
 
+    # ---- prepared statements (emu_stmts) -------------------------------------------------------------
+    def statement_room(self, sql):
+        """pg_statement_max: the instance's statements of every client, checked at each Parse."""
+        limit = self.front.settings.statement_max
+        if limit and sum(len(s.stmts) for s in self.front.sessions) >= limit:
+            self.refuse("limit", "XX000", emu_stmts.storage_full_text(limit), sql, extended=True)
+            return False
+        return True
+
+    def invalidated(self, name, info):
+        """42999 at Bind of a statement prepared before DDL, for a session that asked for it."""
+        if not self.stmt_invalidation:
+            return False
+        self.front.settings.refresh()
+        if info.get("gen") in (None, self.front.settings.table_gen):
+            return False
+        log("statement %r of %s invalidated by DDL: %s" % (name, self.peer, info["sql"][:200]))
+        self.synth(error_msg(emu_stmts.INVALIDATED_STATE, emu_stmts.invalidated_text(name)))
+        self.skip_until_sync = True
+        return True
+
+    def forget_deallocated(self, sql):
+        name = emu_stmts.deallocated(sql)
+        if name == "*":
+            for k in [k for k in self.stmts if k]:
+                del self.stmts[k]
+        elif name:
+            self.stmts.pop(name, None)
+            log("named statement %s deallocated" % name)
+
     # ---- extended protocol ---------------------------------------------------------------------------
     async def on_parse(self, body, raw):
         name, pos = read_cstr(body, 0)
@@ -698,8 +741,13 @@ class Session:
         v = self.judge(sql, extended=True)
         if v is None:
             return
+        if not self.statement_room(sql):
+            return
         info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
-                "sql": sql, "types": None, "reads": v.reads}
+                "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen}
+        if name:
+            log("named statement %s prepared (%d named in this session)"
+                % (name, sum(1 for k in self.stmts if k and k != name) + 1))
         if v.kind in ("tcl", "set"):
             self.stmts[name] = info
             self.synth(msg(b"1"))
@@ -743,6 +791,8 @@ class Session:
             if err:
                 self.refuse("bind", err[0], err[1], info["sql"], extended=True)
                 return
+        if info is not None and self.invalidated(stmt, info):
+            return
         self.portals[portal] = info
         if info is not None and info["kind"] in ("tcl", "set"):
             self.synth(msg(b"2"))
@@ -776,6 +826,8 @@ class Session:
         if info is not None and info["kind"] in ("tcl", "set"):
             self.synth(msg(b"C", cstr(info["tag"])))
             return
+        if info is not None and info["kind"] == "deallocate":
+            self.forget_deallocated(info["sql"])
         opts = info["options"] if info else {}
         limit = self.motion_limit(opts)
         if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
@@ -911,6 +963,8 @@ def parse_startup_options(text, version):
                 raise ValueError("invalid value for startup option read_preference: %r (leader, replica, any)"
                                  % value)
             out[name] = value.lower()
+        elif name == emu_stmts.OPTION and emu_stmts.has_stmt_invalidation(version):
+            out[name] = emu_stmts.parse_flag(value)
         elif name == "forward" and dialect.has_forward(version):
             if value.lower() not in dialect.FORWARD_VALUES:
                 raise ValueError("invalid value for startup option forward: %r (on, off, ro_to_rw)" % value)
@@ -929,6 +983,7 @@ class Front:
         self.private_port = inst["port"]
         self.audit = Audit(os.path.join(state_dir, "audit.jsonl"))
         self.type_cache = {}
+        self.sessions = set()  # open sessions (their statements count against pg_statement_max)
         self.verdicts = {}  # (statement text, version) -> Verdict or Reject (statements repeat)
 
     async def cancel(self, packet):

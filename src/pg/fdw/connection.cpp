@@ -9,6 +9,7 @@ extern "C" {
 }
 
 #include "pg/fdw/connection.h"
+#include "pg/fdw/remote_stmt.h"
 
 #include "core/address.h"
 #include "pg/connect_policy.h"
@@ -281,6 +282,7 @@ void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 Connection::~Connection() {
     if (reader != nullptr)
         reader->forget(this);
+    delete_remote_statements(remote_statements);
     release_wait_set(*this);
     if (conn != nullptr)
         PQfinish(conn);

@@ -39,7 +39,12 @@ struct ConnParams {
     // libpq keywords and values, without host, hostaddr and port.
     std::vector<std::pair<std::string, std::string>> options;
     bool require_password = false;  // a non-superuser user mapping: the server must ask for one
+    // The startup options ask Picodata to report prepared statements invalidated by DDL
+    // (pico_stmt_invalidation=true): the connection may keep named statements (remote_stmt.h).
+    bool stmt_invalidation = false;
 };
+
+class RemoteStatements;
 
 class Connection;
 
@@ -74,6 +79,8 @@ class Connection : public KeptWaitSet {
     uint64_t statements = 0;
     bool busy = false;                   // a statement is in flight
     ConnectionReader *reader = nullptr;  // streaming the statement in flight, if any
+    // The named statements prepared on this connection (remote_stmt.h); they end with it.
+    RemoteStatements *remote_statements = nullptr;
 };
 
 // Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached

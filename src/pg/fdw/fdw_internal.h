@@ -79,7 +79,10 @@ constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
-std::string startup_options(const char *execution_options, const char *read_preference);
+// `picodata_version`: the server option (nullptr for the default); from 26.1 on the connection
+// asks for errors on invalidated prepared statements (pico_stmt_invalidation=true).
+std::string startup_options(const char *execution_options, const char *read_preference,
+                            const char *picodata_version);
 // Refuses (ereport) a remote table or column name that Picodata cannot take quoted: one that
 // contains a double quote. `what` names the kind of object in the message.
 void check_remote_name(const char *name, const char *what);

@@ -278,12 +278,18 @@ TableInfo *get_table_info(Oid relid) {
     return t;
 }
 
-std::string startup_options(const char *execution_options, const char *read_preference) {
+std::string startup_options(const char *execution_options, const char *read_preference,
+                            const char *picodata_version) {
     if (execution_options != nullptr && strcmp(execution_options, "off") == 0)
         return {};
-    if (read_preference == nullptr || strcmp(read_preference, "leader") == 0)
-        return {};
-    return std::string("read_preference=") + read_preference;
+    std::string out;
+    if (read_preference != nullptr && strcmp(read_preference, "leader") != 0)
+        out = std::string("read_preference=") + read_preference;
+    // Picodata 26.1 and later report a named statement invalidated by DDL (SQLSTATE 42999) only
+    // when the client asks; older versions ignore the option with a warning in their log.
+    if (parse_version(picodata_version) >= PicodataVersion::V26_1)
+        out += std::string(out.empty() ? "" : ",") + "pico_stmt_invalidation=true";
+    return out;
 }
 
 ConnParams conn_params_for(Oid serverid, Oid userid) {
@@ -300,7 +306,7 @@ ConnParams conn_params_for(Oid serverid, Oid userid) {
     params.userid = userid;
     params.server_name = server->servername;
     bool has_password = false;
-    const char *exec_options = nullptr, *read_preference = nullptr;
+    const char *exec_options = nullptr, *read_preference = nullptr, *version = nullptr;
     ListCell *lc;
     foreach (lc, server->options) {
         DefElem *def = lfirst_node(DefElem, lc);
@@ -310,13 +316,16 @@ ConnParams conn_params_for(Oid serverid, Oid userid) {
             exec_options = strVal(def->arg);
         else if (strcmp(def->defname, "read_preference") == 0)
             read_preference = strVal(def->arg);
+        else if (strcmp(def->defname, "picodata_version") == 0)
+            version = strVal(def->arg);
     }
     // Picodata reads its session options from the startup packet's "options" field, in its own
     // syntax (name=value,name=value). read_preference goes there: it parses on every version,
-    // while OPTION (read_preference = ...) does not parse on 25.5.
-    std::string startup = startup_options(exec_options, read_preference);
+    // while OPTION (read_preference = ...) does not parse on 25.5. pico_stmt_invalidation too.
+    std::string startup = startup_options(exec_options, read_preference, version);
     if (!startup.empty())
         params.options.emplace_back("options", startup);
+    params.stmt_invalidation = startup.find("pico_stmt_invalidation=true") != std::string::npos;
     foreach (lc, um->options) {
         DefElem *def = lfirst_node(DefElem, lc);
         if (strcmp(def->defname, "user") == 0 || strcmp(def->defname, "password") == 0)

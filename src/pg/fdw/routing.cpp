@@ -12,6 +12,8 @@ extern "C" {
 
 #include "pg/fdw/routing.h"
 
+#include "pg/fdw/remote_stmt.h"
+
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/worker_status.h"
@@ -259,8 +261,7 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
             for (size_t i = 0; i < jobs.size(); i++) {
                 try {
                     conns[i] =
-                        send_to(jobs[i].target.address, params, jobs[i].sql.c_str(),
-                                static_cast<int>(jobs[i].values.size()), jobs[i].values.data());
+                        send_routed(jobs[i].target.address, params, jobs[i].sql, jobs[i].values);
                     inflight.add(conns[i]);
                 } catch (const ConnectionFailure &f) {
                     failures.push_back({i, f.address(), f.what(), false});
@@ -270,7 +271,7 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
                 if (conns[i] == nullptr)
                     continue;
                 try {
-                    jobs[i].result.reset(collect_result(conns[i]));
+                    jobs[i].result.reset(collect_routed(conns[i]));
                     inflight.done(conns[i]);
                 } catch (const ConnectionFailure &f) {
                     inflight.done(conns[i]);
@@ -371,10 +372,9 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
         InFlight inflight;
         Connection *c = nullptr;
         try {
-            c = send_to(job.target.address, params, job.sql.c_str(),
-                        static_cast<int>(job.values.size()), job.values.data());
+            c = send_routed(job.target.address, params, job.sql, job.values);
             inflight.add(c);
-            job.result.reset(collect_result(c));
+            job.result.reset(collect_routed(c));
             inflight.done(c);
         } catch (const ConnectionFailure &again) {
             if (c != nullptr) {

@@ -288,10 +288,16 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
 }
 
 // The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
-std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
-    return with_bucket_filter(st->sql, st->has_where, target,
-                              st->bucket_column ? st->bucket_column : "bucket_id") +
-           (st->tail ? st->tail : "") + option_clause(st->table, keyless);
+// With `bucket_param` > 0, a single bucket is the parameter $bucket_param instead of a literal, so
+// that one text, prepared once per connection, serves every bucket (EXPLAIN shows the literal).
+std::string statement_for(RoutedStatement *st, const Target &target, bool keyless,
+                          int bucket_param = 0) {
+    const char *column = st->bucket_column ? st->bucket_column : "bucket_id";
+    std::string sql = bucket_param > 0 && target.buckets.size() == 1 && target.ranges.empty()
+                          ? std::string(st->sql) + (st->has_where ? " AND " : " WHERE ") + column +
+                                " = $" + std::to_string(bucket_param)
+                          : with_bucket_filter(st->sql, st->has_where, target, column);
+    return sql + (st->tail ? st->tail : "") + option_clause(st->table, keyless);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
@@ -317,8 +323,16 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
         jobs[i].target = targets[i];
-        jobs[i].sql = statement_for(st, targets[i], keyless);
+        jobs[i].sql = statement_for(st, targets[i], keyless, st->nparams + 1);
         jobs[i].values.assign(values, values + st->nparams);
+        if (targets[i].buckets.size() == 1 && targets[i].ranges.empty()) {
+            // The bucket's text lives as long as the parameter values (the query's context).
+            std::string bucket = std::to_string(targets[i].buckets[0]);
+            char *copy = nullptr;
+            pg_call(
+                [&] { copy = MemoryContextStrdup(GetMemoryChunkContext(values), bucket.c_str()); });
+            jobs[i].values.push_back(copy);
+        }
     }
     return jobs;
 }

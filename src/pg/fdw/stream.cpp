@@ -7,6 +7,8 @@ extern "C" {
 
 #include "pg/fdw/stream.h"
 
+#include "pg/fdw/remote_stmt.h"
+
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/worker_status.h"
@@ -74,8 +76,7 @@ void RowStream::start() {
     for (Source &s : sources_) {
         Connection *c = nullptr;
         try {
-            c = send_to(s.job.target.address, params_, s.job.sql.c_str(),
-                        static_cast<int>(s.job.values.size()), s.job.values.data());
+            c = send_routed(s.job.target.address, params_, s.job.sql, s.job.values);
         } catch (const ConnectionFailure &) {
             run_buffered(s);  // never sent: run_jobs applies its retry rules
             continue;
@@ -116,6 +117,22 @@ bool RowStream::rows_in(const Source &s, const PGresult *result) {
                            " columns, expected " + std::to_string(ncols_),
                        "Instance: " + describe(s.job.target) + ". Remote SQL: " + s.job.sql);
     return PQntuples(result) > 0;
+}
+
+void RowStream::resend(Source &s) {
+    Connection *c = s.conn;
+    while (next_result_of(s) != nullptr) {
+    }
+    try {
+        resend_invalidated(c);
+    } catch (const ConnectionFailure &) {
+        discard_connection(c);
+        run_buffered(s);
+        return;
+    }
+    c->reader = this;
+    s.conn = c;
+    PQsetSingleRowMode(c->conn);
 }
 
 ResultPtr RowStream::next_result_of(Source &s) {
@@ -175,6 +192,11 @@ bool RowStream::next(const char **values) {
         Source &s = sources_[current_];
         if (next_whole_row(s, values) || next_ahead_row(s, values))
             return true;
+        if (s.invalidated) {
+            s.invalidated = false;
+            run_buffered(s);  // prepared again by the cache
+            continue;
+        }
         if (s.ahead_end) {
             ResultPtr end = std::move(s.ahead_end);
             rows_in(s, end.get());  // throws for an error
@@ -206,6 +228,11 @@ bool RowStream::next(const char **values) {
             current_++;
             continue;
         }
+        if (s.delivered == 0 && statement_invalidated(s.conn, result.get())) {
+            result.reset();
+            resend(s);
+            continue;
+        }
         if (!rows_in(s, result.get()))
             continue;
         if (PQntuples(result.get()) > 1) {  // not in single-row mode: the whole answer at once
@@ -234,6 +261,11 @@ void RowStream::read_rest(Connection *connection) {
                 ExecStatusType status = PQresultStatus(result.get());
                 bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
                 if (!rows || (ncols_ > 0 && PQnfields(result.get()) != ncols_)) {
+                    if (s.ahead_end == nullptr && s.ahead_rows == 0 && s.delivered == 0 &&
+                        statement_invalidated(connection, result.get())) {
+                        s.invalidated = true;  // run again (prepared again) by next()
+                        continue;
+                    }
                     if (s.ahead_end == nullptr)
                         s.ahead_end = std::move(result);  // reported after the rows before it
                     continue;

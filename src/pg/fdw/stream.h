@@ -57,11 +57,12 @@ class RowStream final : public ConnectionReader {
         std::string ahead_data;
         std::vector<int64_t> ahead_cells;
         size_t ahead_rows = 0, ahead_next = 0;
-        ResultPtr ahead_end;    // the result that ended the read-ahead (an error), if any
-        std::string failure;    // a connection failure met by read_rest()
-        ResultPtr whole;        // an answer with several rows (buffered retry, or no single-row
-        int whole_row = 0;      // mode), handed over row by row
-        bool complete = false;  // nothing more comes from the connection
+        ResultPtr ahead_end;       // the result that ended the read-ahead (an error), if any
+        std::string failure;       // a connection failure met by read_rest()
+        ResultPtr whole;           // an answer with several rows (buffered retry, or no single-row
+        int whole_row = 0;         // mode), handed over row by row
+        bool complete = false;     // nothing more comes from the connection
+        bool invalidated = false;  // read_rest() met a prepared statement invalidated by DDL
     };
 
     // The next result of `s` from its connection: nullptr at its end.
@@ -73,6 +74,9 @@ class RowStream final : public ConnectionReader {
     bool rows_in(const Source &s, const PGresult *result);
     void release(Source &s) noexcept;
     void run_buffered(Source &s);
+    // The answer of `s` said its prepared statement was invalidated (42999, before any row):
+    // reads the end of that answer, then prepares and sends the statement again.
+    void resend(Source &s);
 
     std::vector<Source> sources_;
     ConnParams params_;
