@@ -183,7 +183,7 @@ void check_result(const Job &job) {
         return;
     if (status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR)
         throw_remote_error(job.result.get(), job.target.address, job.target.replicaset,
-                           job.sql.c_str());
+                           job.shown_sql().c_str());
     throw SqlError(ERRCODE_FDW_ERROR,
                    std::string("picoroute: unexpected answer from ") + job.target.address + ": " +
                        PQresStatus(status),

@@ -65,8 +65,12 @@ enum class Retry {
 struct Job {
     Target target;
     std::string sql;
+    // The statement as errors show it, when it differs from sql (the routed bucket written out
+    // where sql has it as a parameter).
+    std::string shown;
     std::vector<const char *> values;  // text parameters, nullptr = NULL
     ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
+    const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
 };
 
 // The rows a write statement has had committed so far, by instance address: what the DETAIL of a

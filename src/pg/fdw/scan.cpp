@@ -326,6 +326,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].sql = statement_for(st, targets[i], keyless, st->nparams + 1);
         jobs[i].values.assign(values, values + st->nparams);
         if (targets[i].buckets.size() == 1 && targets[i].ranges.empty()) {
+            jobs[i].shown = statement_for(st, targets[i], keyless);
             // The bucket's text lives as long as the parameter values (the query's context).
             std::string bucket = std::to_string(targets[i].buckets[0]);
             char *copy = nullptr;

@@ -92,6 +92,7 @@ void RowStream::run_buffered(Source &s) {
     std::vector<Job> one(1);
     one[0].target = s.job.target;
     one[0].sql = s.job.sql;
+    one[0].shown = s.job.shown;
     one[0].values = s.job.values;
     run_jobs(one, params_, tier_, pref_, retry_);
     s.job.target = one[0].target;
@@ -105,17 +106,18 @@ bool RowStream::rows_in(const Source &s, const PGresult *result) {
     ExecStatusType status = PQresultStatus(result);
     if (status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR)
         throw_remote_error(result, s.job.target.address, s.job.target.replicaset,
-                           s.job.sql.c_str());
+                           s.job.shown_sql().c_str());
     if (status != PGRES_SINGLE_TUPLE && status != PGRES_TUPLES_OK)
         throw SqlError(ERRCODE_FDW_ERROR,
                        std::string("picoroute: unexpected answer from ") + s.job.target.address +
                            ": " + PQresStatus(status),
-                       "Remote SQL: " + s.job.sql);
+                       "Remote SQL: " + s.job.shown_sql());
     if (ncols_ > 0 && PQnfields(result) != ncols_)
-        throw SqlError(ERRCODE_FDW_ERROR,
-                       "picoroute: the remote query returned " + std::to_string(PQnfields(result)) +
-                           " columns, expected " + std::to_string(ncols_),
-                       "Instance: " + describe(s.job.target) + ". Remote SQL: " + s.job.sql);
+        throw SqlError(
+            ERRCODE_FDW_ERROR,
+            "picoroute: the remote query returned " + std::to_string(PQnfields(result)) +
+                " columns, expected " + std::to_string(ncols_),
+            "Instance: " + describe(s.job.target) + ". Remote SQL: " + s.job.shown_sql());
     return PQntuples(result) > 0;
 }
 
