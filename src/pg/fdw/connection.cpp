@@ -392,12 +392,12 @@ void send_statement(Connection *c, const char *sql, int nparams, const char *con
     c->busy = true;
 }
 
-Connection *send_to(const std::string &address, const ConnParams &params, const char *sql,
-                    int nparams, const char *const *values) {
+Connection *send_reopening(const std::string &address, const ConnParams &params,
+                           const std::function<void(Connection *)> &send) {
     Connection *c = get_connection(address, params);
     bool reused = c->statements > 0;
     try {
-        send_statement(c, sql, nparams, values);
+        send(c);
         return c;
     } catch (const ConnectionFailure &) {
         discard_connection(c);
@@ -405,8 +405,14 @@ Connection *send_to(const std::string &address, const ConnParams &params, const 
             throw;
     }
     c = get_connection(address, params);
-    send_statement(c, sql, nparams, values);
+    send(c);
     return c;
+}
+
+Connection *send_to(const std::string &address, const ConnParams &params, const char *sql,
+                    int nparams, const char *const *values) {
+    return send_reopening(address, params,
+                          [&](Connection *c) { send_statement(c, sql, nparams, values); });
 }
 
 PGresult *collect_result(Connection *c) {

@@ -24,6 +24,7 @@ extern "C" {
 #include "pg/libpq_io.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +119,10 @@ bool cancel_statement(Connection *connection) noexcept;
 // reopened once and the statement sent again: it never left this process.
 Connection *send_to(const std::string &address, const ConnParams &params, const char *sql,
                     int nparams, const char *const *values);
+// The same with another way of sending: `send` throws ConnectionFailure(sent = false) when
+// nothing of the statement left this process.
+Connection *send_reopening(const std::string &address, const ConnParams &params,
+                           const std::function<void(Connection *)> &send);
 
 // Sends one statement; `values` are text parameters (nullptr = NULL). Throws
 // ConnectionFailure(sent = false) when libpq could not even queue it.

@@ -177,19 +177,8 @@ void send_on(Connection *c, bool invalidation, const std::string &sql,
 
 Connection *send_routed(const std::string &address, const ConnParams &params,
                         const std::string &sql, const std::vector<const char *> &values) {
-    Connection *c = get_connection(address, params);
-    bool reused = c->statements > 0;
-    try {
-        send_on(c, params.stmt_invalidation, sql, values);
-        return c;
-    } catch (const ConnectionFailure &) {
-        discard_connection(c);
-        if (!reused)
-            throw;
-    }
-    c = get_connection(address, params);
-    send_on(c, params.stmt_invalidation, sql, values);
-    return c;
+    return send_reopening(
+        address, params, [&](Connection *c) { send_on(c, params.stmt_invalidation, sql, values); });
 }
 
 bool statement_invalidated(Connection *c, const PGresult *result) {
