@@ -250,9 +250,11 @@ std::string WriteLog::summary() const {
            where + "); they are not undone.";
 }
 
-void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
-              Retry retry, WriteLog *log) {
-    sweep_connections();
+namespace {
+
+// Sends every job, then collects every answer; what could not be reached is returned.
+std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &params,
+                                      WriteLog *log) {
     std::vector<Failure> failures;
     {
         InFlight inflight;
@@ -297,11 +299,17 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
             throw;
         }
     }
+    return failures;
+}
+
+// Counts the rows a write committed, then raises the first remote error (an answer: the instance
+// was reachable).
+void check_answers(const std::vector<Job> &jobs, WriteLog *log,
+                   const std::vector<Failure> &failures) {
     if (log != nullptr)
         for (const Job &job : jobs)
             if (job.result && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
                 log->committed[job.target.address] += command_rows(job.result.get());
-    // Remote errors first: they are answers, the instance was reachable.
     for (const Job &job : jobs) {
         if (!job.result)
             continue;
@@ -322,20 +330,12 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
             throw;
         }
     }
-    if (failures.empty())
-        return;
+}
 
-    // An unreachable instance may mean the topology changed: wake the worker, at most once per
-    // refresh interval per session (a storm of failing statements must not become a storm of
-    // refreshes). Failed logins never get here: they are not topology problems.
-    static TimestampTz last_wake = 0;
-    TimestampTz now = GetCurrentTimestamp();
-    const bool wake =
-        last_wake == 0 || TimestampDifferenceExceeds(last_wake, now, setting_refresh_interval);
-    if (wake) {
-        last_wake = now;
-        wake_worker();
-    }
+// Raises for a failure that must not be retried (a scatter over masters, a write that may have
+// been applied).
+void refuse_retry(const std::vector<Job> &jobs, const std::vector<Failure> &failures, Retry retry,
+                  WriteLog *log) {
     for (const Failure &f : failures) {
         const Job &job = jobs[f.job];
         if (retry == Retry::Never)
@@ -354,6 +354,80 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
                            "Picodata commits every statement on its own: check the data before "
                            "running the statement again.");
     }
+}
+
+// Runs a failed job once more on its new owner or a coordinator.
+void retry_job(Job &job, const Failure &f, const ConnParams &params, int32_t tier,
+               const std::string &tier_name, ReadPref pref, WriteLog *log) {
+    Target old = job.target;
+    job.target = reroute(old, tier, tier_name, pref, f.address);
+    InFlight inflight;
+    Connection *c = nullptr;
+    try {
+        c = send_routed(job.target.address, params, job.sql, job.values);
+        inflight.add(c);
+        job.result.reset(collect_routed(c));
+        inflight.done(c);
+    } catch (const ConnectionFailure &again) {
+        if (c != nullptr) {
+            inflight.done(c);
+            discard_connection(c);
+        }
+        throw SqlError(ERRCODE_CONNECTION_FAILURE,
+                       "picoroute: could not reach Picodata instance " + f.address + " (" +
+                           f.message + "), nor " + again.address() + " on retry (" + again.what() +
+                           ")",
+                       "First target: " + describe(old) + "." +
+                           (log != nullptr ? " " + log->summary() : std::string()),
+                       "Check picoroute_instances and picoroute_status.");
+    } catch (PgError &e) {
+        std::vector<Abandoned> abandoned = inflight.abandon();
+        if (log != nullptr) {
+            for (const Abandoned &a : abandoned)
+                if (a.outcome == Abandoned::Applied)
+                    log->committed[a.address] += a.rows;
+            add_detail(e.data(), abandoned_summary(abandoned) + " " + log->summary());
+        }
+        throw;
+    }
+    if (log != nullptr && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
+        log->committed[job.target.address] += command_rows(job.result.get());
+    if (log == nullptr) {
+        check_result(job);
+    } else {
+        try {
+            check_result(job);
+        } catch (PgError &e) {
+            add_detail(e.data(), "The statement failed on instance " + job.target.address +
+                                     " and was not applied there. " + log->summary());
+            throw;
+        }
+    }
+}
+
+}  // namespace
+
+void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
+              Retry retry, WriteLog *log) {
+    sweep_connections();
+    std::vector<Failure> failures = send_and_collect(jobs, params, log);
+    // Remote errors first: they are answers, the instance was reachable.
+    check_answers(jobs, log, failures);
+    if (failures.empty())
+        return;
+
+    // An unreachable instance may mean the topology changed: wake the worker, at most once per
+    // refresh interval per session (a storm of failing statements must not become a storm of
+    // refreshes). Failed logins never get here: they are not topology problems.
+    static TimestampTz last_wake = 0;
+    TimestampTz now = GetCurrentTimestamp();
+    const bool wake =
+        last_wake == 0 || TimestampDifferenceExceeds(last_wake, now, setting_refresh_interval);
+    if (wake) {
+        last_wake = now;
+        wake_worker();
+    }
+    refuse_retry(jobs, failures, retry, log);
     // Give the worker a short chance to notice the change, then run the failed jobs once more.
     int wait_ms = std::min(setting_connect_timeout * 1000, 2000);
     bool refresh_failed = false;
@@ -365,53 +439,8 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
         if (tier != kNone && static_cast<uint32_t>(tier) < map.view->n_tiers())
             tier_name = std::string(map.view->str(map.view->tier(tier).name));
     }
-    for (const Failure &f : failures) {
-        Job &job = jobs[f.job];
-        Target old = job.target;
-        job.target = reroute(old, tier, tier_name, pref, f.address);
-        InFlight inflight;
-        Connection *c = nullptr;
-        try {
-            c = send_routed(job.target.address, params, job.sql, job.values);
-            inflight.add(c);
-            job.result.reset(collect_routed(c));
-            inflight.done(c);
-        } catch (const ConnectionFailure &again) {
-            if (c != nullptr) {
-                inflight.done(c);
-                discard_connection(c);
-            }
-            throw SqlError(ERRCODE_CONNECTION_FAILURE,
-                           "picoroute: could not reach Picodata instance " + f.address + " (" +
-                               f.message + "), nor " + again.address() + " on retry (" +
-                               again.what() + ")",
-                           "First target: " + describe(old) + "." +
-                               (log != nullptr ? " " + log->summary() : std::string()),
-                           "Check picoroute_instances and picoroute_status.");
-        } catch (PgError &e) {
-            std::vector<Abandoned> abandoned = inflight.abandon();
-            if (log != nullptr) {
-                for (const Abandoned &a : abandoned)
-                    if (a.outcome == Abandoned::Applied)
-                        log->committed[a.address] += a.rows;
-                add_detail(e.data(), abandoned_summary(abandoned) + " " + log->summary());
-            }
-            throw;
-        }
-        if (log != nullptr && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
-            log->committed[job.target.address] += command_rows(job.result.get());
-        if (log == nullptr) {
-            check_result(job);
-        } else {
-            try {
-                check_result(job);
-            } catch (PgError &e) {
-                add_detail(e.data(), "The statement failed on instance " + job.target.address +
-                                         " and was not applied there. " + log->summary());
-                throw;
-            }
-        }
-    }
+    for (const Failure &f : failures)
+        retry_job(jobs[f.job], f, params, tier, tier_name, pref, log);
 }
 
 }  // namespace picoroute::pg::fdw
