@@ -57,7 +57,7 @@ EMU_PASSWORD = "admin"
 EMU_DB = "picodata"
 KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
 
-SELECT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed",
+SELECT_VARIANTS = ["picoroute", "picoroute_unnamed", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed",
                    "direct_private"]
 INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_private"]
 SCAN_VARIANTS = ["picoroute", "pg_fdw", "pg_fdw_10k", "direct"]
@@ -406,6 +406,10 @@ CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
   OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters', picodata_version '26.2.1',
            execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
+-- picoroute as before prepared remote statements: a role whose sessions prepare nothing
+CREATE ROLE bench_unnamed SUPERUSER LOGIN;
+ALTER ROLE bench_unnamed SET picoroute.remote_statement_cache_size = 0;
+CREATE USER MAPPING FOR bench_unnamed SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 CREATE FOREIGN TABLE pr_users (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'id');
@@ -466,6 +470,7 @@ ANALYZE;""")
         node = (self.args.node_port, "postgres", "postgres", None)
         return {
             "node": node,
+            "node_unnamed": (self.args.node_port, "postgres", "bench_unnamed", None),
             "owner": (self.owner_port, EMU_DB, EMU_USER, EMU_PASSWORD),
             "other": (self.other_port, EMU_DB, EMU_USER, EMU_PASSWORD),
             "owner_private": (self.owner_private, EMU_DB, EMU_USER, EMU_PASSWORD),
@@ -476,6 +481,10 @@ ANALYZE;""")
         remote = "SELECT id, name, v FROM users WHERE id = :k AND bucket_id = :b;\n"
         return {
             "picoroute": ("node", pre + "SELECT id, name, v FROM pr_users WHERE id = :k;\n"),
+            # The same with picoroute.remote_statement_cache_size = 0 (every remote statement
+            # unnamed, the bucket a parameter): picoroute before prepared remote statements.
+            "picoroute_unnamed": ("node_unnamed",
+                                  pre + "SELECT id, name, v FROM pr_users WHERE id = :k;\n"),
             "pg_fdw": ("node", pre + "SELECT id, name, v FROM fdw_users_owner "
                                "WHERE id = :k AND bucket_id = :b;\n"),
             "plproxy": ("node", pre + "SELECT id, name, v FROM px_get(:k, :b);\n"),
@@ -709,7 +718,7 @@ ANALYZE;""")
         return {"pids": pids, "flat": flat, "dsos": dsos, "split": split, "roles": roles,
                 "pgbench": parse_pgbench(out)}
 
-    CPU_VARIANTS = ["direct", "picoroute", "plproxy", "pg_fdw"]
+    CPU_VARIANTS = ["direct", "picoroute", "picoroute_unnamed", "plproxy", "pg_fdw"]
 
     def cpu_per_statement(self, seconds):
         """For each variant: a point-SELECT load at the bench's client count, `perf record -a`
@@ -861,6 +870,10 @@ ANALYZE;""")
                     say(f"| {label} | {value:.2f} | {text}: {verdict} |")
                 else:
                     say(f"| {label} | {value:.2f} | (no target) |")
+            if "picoroute_unnamed" in tps:
+                say(f"| picoroute / picoroute with every remote statement unnamed "
+                    f"(`remote_statement_cache_size = 0`, as before) | "
+                    f"{p / tps['picoroute_unnamed']:.2f} | (information) |")
             if "direct_unnamed" in tps:
                 say(f"| picoroute / direct with unnamed statements (`-M extended`) | "
                     f"{p / tps['direct_unnamed']:.2f} | (information) |")
