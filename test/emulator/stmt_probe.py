@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Probes an emulated instance's Picodata front for its prepared-statement rules (emu_stmts.py) with
-raw protocol messages, and prints one JSON object of observations (test/t/062_prepared.pl checks them):
+raw protocol messages, and prints one JSON object of observations (test/t/064_prepared.pl checks them):
 
 - a named statement prepared before DDL (picoemu create-table) fails at Bind with 42999 and
   Picodata's text for a session that asked for pico_stmt_invalidation=true (on 26.1 and later), and
