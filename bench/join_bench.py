@@ -84,10 +84,7 @@ CREATE USER MAPPING FOR CURRENT_USER SERVER pico
   OPTIONS (user '{pb.EMU_USER}', password '{pb.EMU_PASSWORD}');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico
   OPTIONS (sharding_key 'id');
-CREATE SERVER fdw FOREIGN DATA WRAPPER postgres_fdw
-  OPTIONS (host '{pb.HOST}', port '{coord_private}', dbname '{pb.EMU_DB}');
-CREATE USER MAPPING FOR CURRENT_USER SERVER fdw
-  OPTIONS (user '{pb.EMU_USER}', password '{pb.EMU_PASSWORD}');
+{pb.pgfdw_server_ddl("fdw", coord_private)}
 CREATE FOREIGN TABLE fdw_users (id bigint, name text, v bigint) SERVER fdw
   OPTIONS (table_name 'users');
 -- {nkeys} keys spread over the table, in a fixed order.

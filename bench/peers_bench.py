@@ -88,6 +88,16 @@ def emu_conninfo(port):
     return f"host={HOST} port={port} dbname={EMU_DB} user={EMU_USER} password={EMU_PASSWORD}"
 
 
+def pgfdw_server_ddl(name, port, extra=""):
+    """A postgres_fdw server on an emulator instance's private port, with the emulator's
+    credentials (postgres_fdw cannot speak Picodata's dialect through a front)."""
+    return f"""
+CREATE SERVER {name} FOREIGN DATA WRAPPER postgres_fdw
+  OPTIONS (host '{HOST}', port '{port}', dbname '{EMU_DB}'{extra});
+CREATE USER MAPPING FOR CURRENT_USER SERVER {name}
+  OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');"""
+
+
 def psql_at(conninfo, sql, timeout=120):
     return run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c", sql],
                timeout).stdout.strip()
@@ -419,11 +429,7 @@ CREATE FOREIGN TABLE pr_events (id bigint, sk bigint, note text) SERVER pico
   OPTIONS (table_name 'events', sharding_key 'sk');
 """]
         for rs in self.rs_names:
-            sql.append(f"""
-CREATE SERVER fdw_{rs} FOREIGN DATA WRAPPER postgres_fdw
-  OPTIONS (host '{HOST}', port '{self.private[rs]}', dbname '{EMU_DB}', async_capable 'true');
-CREATE USER MAPPING FOR CURRENT_USER SERVER fdw_{rs}
-  OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');""")
+            sql.append(pgfdw_server_ddl(f"fdw_{rs}", self.private[rs], ", async_capable 'true'"))
         sql.append(f"""
 -- postgres_fdw routed by hand: the owner's public.users / public.events, as picoroute reaches them
 CREATE FOREIGN TABLE fdw_users_owner (id bigint, name text, v bigint, bucket_id bigint)

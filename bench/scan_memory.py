@@ -136,10 +136,7 @@ CREATE FOREIGN TABLE big_pr (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'big', sharding_key 'id');
 CREATE FOREIGN TABLE big_prm (id bigint, name text, v bigint) SERVER pico_m
   OPTIONS (table_name 'big', sharding_key 'id');
-CREATE SERVER fdw FOREIGN DATA WRAPPER postgres_fdw
-  OPTIONS (host '{HOST}', port '{coord_private}', dbname '{peers.EMU_DB}');
-CREATE USER MAPPING FOR CURRENT_USER SERVER fdw
-  OPTIONS (user '{peers.EMU_USER}', password '{peers.EMU_PASSWORD}');
+{peers.pgfdw_server_ddl("fdw", coord_private)}
 CREATE FOREIGN TABLE big_fdw (id bigint, name text, v bigint) SERVER fdw
   OPTIONS (table_name 'big');
 CREATE FOREIGN TABLE big_fdw10k (id bigint, name text, v bigint) SERVER fdw

@@ -59,12 +59,8 @@ def pgfdw_ddl(st):
     for rs in st["replicasets"]:
         port = next(i["private_port"] for i in st["instances"] if i["name"] == rs["master"])
         name = rs["name"]
-        sql.append(f"""
-CREATE SERVER fdw_{name} FOREIGN DATA WRAPPER postgres_fdw
-  OPTIONS (host '{pb.HOST}', port '{port}', dbname '{pb.EMU_DB}', async_capable 'true',
-           fetch_size '10000');
-CREATE USER MAPPING FOR CURRENT_USER SERVER fdw_{name}
-  OPTIONS (user '{pb.EMU_USER}', password '{pb.EMU_PASSWORD}');""")
+        sql.append(pb.pgfdw_server_ddl(f"fdw_{name}", port,
+                                       ", async_capable 'true', fetch_size '10000'"))
         for i, r in enumerate(r for r in tier["buckets"] if r["replicaset"] == name):
             sql.append(f"""
 CREATE FOREIGN TABLE fdw_users_{name}_{i} PARTITION OF fdw_users
