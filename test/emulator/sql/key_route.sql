@@ -3,7 +3,8 @@
 -- Picodata routes a statement by its sharding-key predicate on every version: this recognises the
 -- simple shape "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and
 -- DELETE FROM t WHERE) in the statement the client sent (current_query()) and computes the bucket
--- the way the storage does. Anything it is not sure about (parameters, OR, joins, subqueries, several
+-- the way the storage does. Parameters ($n) elsewhere in the WHERE clause (a bucket_id filter sent as a
+-- parameter) do not stop it; anything it is not sure about (a key given as a parameter, OR, joins, subqueries, several
 -- statements, a literal whose type differs from the column's, IS NULL, ...) gives NULL: not routed,
 -- every replicaset is asked, which costs more, never less.
 CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
@@ -32,7 +33,8 @@ BEGIN
     q := overlay(q placing '#' || cardinality(lits) || '#' from position(m in q) for length(m));
     EXIT WHEN cardinality(lits) > 100;
   END LOOP;
-  IF q ~ '--|/\*|\$' THEN RETURN NULL; END IF;
+  -- comments and dollar quotes could hide text; parameter placeholders $n cannot
+  IF q ~ '--|/\*' OR regexp_replace(q, '\$[0-9]+', '', 'g') ~ '\$' THEN RETURN NULL; END IF;
   q := regexp_replace(q, ';\s*$', '');
   IF position(';' in q) > 0 THEN RETURN NULL; END IF;
   q := lower(regexp_replace(q, '\s+', ' ', 'g'));
