@@ -29,7 +29,7 @@ extern "C" {
 }
 
 #include "pg/fdw/connection.h"
-#include "pg/fdw/routing.h"
+#include "pg/fdw/remote_exec.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/sql_common.h"

@@ -20,7 +20,7 @@ extern "C" {
 }
 
 #include "pg/fdw/connection.h"
-#include "pg/fdw/routing.h"
+#include "pg/fdw/remote_exec.h"
 #include "pg/key_datum.h"
 #include "pg/sql_common.h"
 

@@ -1,5 +1,5 @@
-// The routing decision: which instance runs a remote statement, and running a set of statements
-// on their instances with the failure rules of picoroute.
+// The routing decision: which instance runs a remote statement (running statements on their
+// instances, with the failure rules below, is remote_exec.h).
 //
 // - A bucket goes to the master of the replicaset that owns it (or, for reads, to a replica or any
 //   member per read_preference). A bucket the map does not know goes to a coordinator: any online
@@ -55,38 +55,5 @@ std::vector<Target> master_targets(const SnapshotView &view, int32_t tier);
 // coordinator). Targets come out in address order; buckets sorted.
 std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
                                   const std::set<uint32_t> &buckets, ReadPref pref);
-
-enum class Retry {
-    Read,   // retried once on a connection failure
-    Write,  // retried once only when it was never sent
-    Never   // scatter over masters: any failure is final
-};
-
-struct Job {
-    Target target;
-    std::string sql;
-    // The statement as errors show it, when it differs from sql (the routed bucket written out
-    // where sql has it as a parameter).
-    std::string shown;
-    std::vector<const char *> values;  // text parameters, nullptr = NULL
-    ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
-    const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
-};
-
-// The rows a write statement has had committed so far, by instance address: what the DETAIL of a
-// failed multi-row write reports (Picodata does not undo them).
-struct WriteLog {
-    std::map<std::string, uint64_t> committed;
-    std::string summary() const;
-};
-
-// Sends every job, then collects every answer (parallel across instances). A remote error is
-// raised with its SQLSTATE and the instance's name; unreachable instances follow `retry`.
-// `tier` and `pref` are used to re-route after a refresh. An interrupted wait (query cancel,
-// statement_timeout) sends a cancel request to every instance still running a job. For a write
-// (`log` given), the rows committed by this and earlier calls are added to `log`, and the DETAIL
-// of any failure says which instances applied, may have applied, or did not apply the write.
-void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
-              Retry retry, WriteLog *log = nullptr);
 
 }  // namespace picoroute::pg::fdw

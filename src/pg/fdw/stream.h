@@ -15,7 +15,7 @@
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
 #pragma once
 
-#include "pg/fdw/routing.h"
+#include "pg/fdw/remote_exec.h"
 
 #include <deque>
 #include <memory>

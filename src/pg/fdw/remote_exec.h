@@ -1,0 +1,47 @@
+// Running a set of routed statements on their instances: sent in parallel, answers collected,
+// remote errors raised with the instance's name, and picoroute's failure rules applied (see
+// routing.h for the rules; the decisions themselves live there and in core/route.h).
+#pragma once
+
+#include "pg/fdw/routing.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace picoroute::pg::fdw {
+
+enum class Retry {
+    Read,   // retried once on a connection failure
+    Write,  // retried once only when it was never sent
+    Never   // scatter over masters: any failure is final
+};
+
+struct Job {
+    Target target;
+    std::string sql;
+    // The statement as errors show it, when it differs from sql (the routed bucket written out
+    // where sql has it as a parameter).
+    std::string shown;
+    std::vector<const char *> values;  // text parameters, nullptr = NULL
+    ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
+    const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
+};
+
+// The rows a write statement has had committed so far, by instance address: what the DETAIL of a
+// failed multi-row write reports (Picodata does not undo them).
+struct WriteLog {
+    std::map<std::string, uint64_t> committed;
+    std::string summary() const;
+};
+
+// Sends every job, then collects every answer (parallel across instances). A remote error is
+// raised with its SQLSTATE and the instance's name; unreachable instances follow `retry`.
+// `tier` and `pref` are used to re-route after a refresh. An interrupted wait (query cancel,
+// statement_timeout) sends a cancel request to every instance still running a job. For a write
+// (`log` given), the rows committed by this and earlier calls are added to `log`, and the DETAIL
+// of any failure says which instances applied, may have applied, or did not apply the write.
+void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
+              Retry retry, WriteLog *log = nullptr);
+
+}  // namespace picoroute::pg::fdw
