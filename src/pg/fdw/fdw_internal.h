@@ -19,12 +19,19 @@ extern "C" {
 #include "lib/stringinfo.h"
 }
 
-#include "pg/fdw/connection.h"
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/remote_exec.h"
 #include "pg/key_datum.h"
 #include "pg/sql_common.h"
 
+namespace picoroute::pg::remote {
+class RowStream;
+}
+
 namespace picoroute::pg::fdw {
+
+// The FDW runs its statements through the remote layer (pg/remote/).
+using namespace picoroute::pg::remote;
 
 enum class Scatter { Coordinator = 0, Masters = 1 };
 
@@ -153,8 +160,6 @@ enum KeyKind { KEY_SCALAR = 1, KEY_ARRAY = 2, KEY_NULL = 3 };
 List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs);
 
 // ---- routed execution shared by scans and direct modifications (scan.cpp) --------------------
-class RowStream;
-
 struct RoutedStatement {
     TableInfo *table;
     Relation rel;

@@ -35,7 +35,7 @@ extern "C" {
 }
 
 #include "pg/fdw/fdw_internal.h"
-#include "pg/fdw/stream.h"
+#include "pg/remote/stream.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 

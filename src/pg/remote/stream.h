@@ -15,7 +15,7 @@
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
 #pragma once
 
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/remote_exec.h"
 
 #include <deque>
 #include <memory>
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 class RowStream final : public ConnectionReader {
   public:
@@ -89,4 +89,4 @@ class RowStream final : public ConnectionReader {
     std::vector<std::optional<std::string>> copied_;  // a read-ahead row handed over last
 };
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

@@ -11,9 +11,9 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/remote_exec.h"
 
-#include "pg/fdw/remote_stmt.h"
+#include "pg/remote/remote_stmt.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -25,7 +25,7 @@ extern "C" {
 #include <map>
 #include <optional>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 namespace {
 
 struct Failure {
@@ -326,4 +326,4 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
         retry_job(jobs[f.job], f, params, tier, tier_name, pref, log);
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

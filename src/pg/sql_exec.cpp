@@ -28,8 +28,8 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
-#include "pg/fdw/connection.h"
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/remote_exec.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/sql_common.h"
@@ -41,7 +41,7 @@ extern "C" {
 
 using namespace picoroute;
 using namespace picoroute::pg;
-using namespace picoroute::pg::fdw;
+using namespace picoroute::pg::remote;
 
 namespace {
 

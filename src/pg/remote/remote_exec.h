@@ -3,13 +3,13 @@
 // routing.h for the rules; the decisions themselves live there and in core/route.h).
 #pragma once
 
-#include "pg/fdw/routing.h"
+#include "pg/remote/routing.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 enum class Retry {
     Read,   // retried once on a connection failure
@@ -44,4 +44,4 @@ struct WriteLog {
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
               Retry retry, WriteLog *log = nullptr);
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote
