@@ -504,6 +504,7 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
         list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
                    key_kinds, makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(u->offset)));
+    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Upper)));
     if (anchor != 0)
         fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, u->tlist, NIL, outer_plan);
