@@ -122,7 +122,7 @@ void refuse_json_value(Relation rel, AttrNumber attnum);
 // guarded().
 ConnParams conn_params_for(Oid serverid, Oid userid);
 
-// ---- deparse (deparse.cpp): plain C style -------------------------------------------------
+// ---- what Picodata can evaluate (shippable.cpp): plain C style -------------------------------
 // True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters, values
 // of an outer row and the supported operators).
 bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
@@ -130,6 +130,17 @@ bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 // other relations of the same query level (the other side of a join clause, a lateral reference),
 // with no column of relation `relid`, no volatile function, no subquery, aggregate or placeholder.
 bool is_outer_value(Node *node, Index relid);
+enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
+
+struct RemoteOp {
+    OpKind kind = OpKind::None;
+    const char *spelling = nullptr;
+};
+// The remote form of a builtin operator with `nargs` arguments (the allow-list); kind None when
+// Picodata has no operator with its meaning.
+RemoteOp remote_operator(Oid opno, int nargs);
+
+// ---- deparse (deparse.cpp): plain C style -------------------------------------------------
 // SELECT <attrs_used> FROM <table> [WHERE <remote_conds>]; fills retrieved_attrs (attnums in
 // select-list order) and params (expressions sent as $1..$n). *has_where tells whether a WHERE
 // clause was written.
