@@ -241,7 +241,7 @@ void release_results(RoutedStatement *st);
 // ---- what a ForeignScan of picoroute reads (handler.cpp dispatches on it) --------------------
 // Base: one foreign table (scanrelid > 0, scan.cpp). Join: a pushed join (join.cpp). Upper:
 // aggregates, ORDER BY or LIMIT pushed over one table or over a pushed join (upper.cpp). Join and
-// Upper scans have scanrelid 0; their plan records the kind (UP_KIND below) and upper.cpp's
+// Upper scans have scanrelid 0; their plan records the kind (UP_KIND below) and pushed_scan.cpp's
 // executor callbacks run both.
 enum class ScanKind { Base = 0, Join = 1, Upper = 2 };
 
@@ -269,20 +269,23 @@ enum PushedPrivate {
     UP_KIND,  // ScanKind::Join or ScanKind::Upper
     UP_ANCHOR
 };
-// GetForeignUpperPaths. The plan and executor callbacks below serve the ForeignScans it creates
-// (scanrelid 0) and those of pushed joins; handler.cpp hands them over.
+// GetForeignUpperPaths, and the plan of the ForeignScans (scanrelid 0) it creates.
 void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
                              RelOptInfo *output_rel, void *extra);
 ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan);
-void upper_begin(ForeignScanState *node, int eflags);
-TupleTableSlot *upper_iterate(ForeignScanState *node);
-void upper_rescan(ForeignScanState *node);
-void upper_end(ForeignScanState *node);
-void upper_explain(ForeignScanState *node, ExplainState *es);
+
+// ---- executing pushed joins and upper relations (pushed_scan.cpp) -----------------------------
+// The executor callbacks of a ForeignScan with scanrelid 0 (ScanKind Join or Upper); handler.cpp
+// hands them over.
+void pushed_begin(ForeignScanState *node, int eflags);
+TupleTableSlot *pushed_iterate(ForeignScanState *node);
+void pushed_rescan(ForeignScanState *node);
+void pushed_end(ForeignScanState *node);
+void pushed_explain(ForeignScanState *node, ExplainState *es);
 
 // ---- join pushdown (join.cpp): two tables of one server joined where Picodata needs no motion --
 // GetForeignJoinPaths, and the plan of a pushed join: a ForeignScan (scanrelid 0) that
-// upper_begin and the following callbacks run.
+// pushed_begin and the following callbacks run.
 void get_foreign_join_paths(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
                             RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra);
 ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan);

@@ -1,7 +1,7 @@
 // picoroute_fdw_handler: the FdwRoutine of the picoroute foreign data wrapper, and the one place
 // where a foreign scan is dispatched by what it reads (ScanKind): one foreign table (scan.cpp), a
-// pushed join (join.cpp) or aggregates, ORDER BY and LIMIT pushed over either (upper.cpp; its
-// executor callbacks run pushed joins too). Modifications (modify.cpp), IMPORT FOREIGN SCHEMA
+// pushed join (join.cpp) or aggregates, ORDER BY and LIMIT pushed over either (upper.cpp); the
+// last two run through pushed_scan.cpp. Modifications (modify.cpp), IMPORT FOREIGN SCHEMA
 // (import.cpp) and ANALYZE (analyze.cpp) have callbacks of their own.
 extern "C" {
 #include "postgres.h"
@@ -42,31 +42,31 @@ ScanKind scan_kind(ForeignScanState *node) {
 void begin_foreign_scan(ForeignScanState *node, int eflags) {
     if (scan_kind(node) == ScanKind::Base)
         return scan_begin(node, eflags);
-    return upper_begin(node, eflags);
+    return pushed_begin(node, eflags);
 }
 
 TupleTableSlot *iterate_foreign_scan(ForeignScanState *node) {
     if (scan_kind(node) == ScanKind::Base)
         return scan_iterate(node);
-    return upper_iterate(node);
+    return pushed_iterate(node);
 }
 
 void rescan_foreign_scan(ForeignScanState *node) {
     if (scan_kind(node) == ScanKind::Base)
         return scan_rescan(node);
-    return upper_rescan(node);
+    return pushed_rescan(node);
 }
 
 void end_foreign_scan(ForeignScanState *node) {
     if (scan_kind(node) == ScanKind::Base)
         return scan_end(node);
-    return upper_end(node);
+    return pushed_end(node);
 }
 
 void explain_foreign_scan(ForeignScanState *node, ExplainState *es) {
     if (scan_kind(node) == ScanKind::Base)
         return scan_explain(node, es);
-    return upper_explain(node, es);
+    return pushed_explain(node, es);
 }
 
 }  // namespace
