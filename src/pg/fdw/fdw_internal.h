@@ -297,8 +297,17 @@ bool upper_over_join_ok(RelOptInfo *rel);
 bool deparse_join_from(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel, List **params);
 List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor);
 
-// ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
+// ---- modifications (modify.cpp, direct_modify.cpp) and IMPORT FOREIGN SCHEMA (import.cpp) ----
+// INSERT and the row-by-row UPDATE / DELETE callbacks.
 void install_modify_callbacks(struct FdwRoutine *routine);
+// UPDATE and DELETE run remotely as one statement.
+void install_direct_modify_callbacks(struct FdwRoutine *routine);
+// Refuses (ereport) an UPDATE that would change a sharding-key column: the row would belong to
+// another bucket.
+void refuse_key_update(TableInfo *table, List *target_attrs);
+// The user whose user mapping a statement uses: the owner of the view it came through
+// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
+Oid user_for_rte(RangeTblEntry *rte);
 List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid);
 
 // ---- ANALYZE (analyze.cpp): AnalyzeForeignTable ---------------------------------------------
