@@ -246,11 +246,8 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             bool found = false;
             uint32_t bucket = 0;
             if (routed) {
-                KeyEncoder encoder;
-                for (int k = 0; k < t->nkeys; k++)
-                    add_key_datum(encoder, s->key_types[k], keys[r * t->nkeys + k],
-                                  key_nulls[r * t->nkeys + k]);
-                bucket = bucket_id_for_bytes(encoder.bytes(), count);
+                bucket = key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
+                                    &key_nulls[r * t->nkeys], count);
                 found = bucket_target(view, tier, bucket, ReadPref::Leader, &target);
             }
             if (!found) {

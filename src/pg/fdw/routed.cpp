@@ -98,11 +98,10 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
             std::set<uint32_t> buckets;
             std::vector<int> index(nkeys, 0);
             for (size_t c = 0; c < combos; c++) {
-                KeyEncoder encoder;
+                KeyHasher key;
                 for (int i = 0; i < nkeys; i++)
-                    add_key_datum(encoder, keys[i].type, keys[i].values[index[i]],
-                                  keys[i].nulls[index[i]]);
-                buckets.insert(bucket_id_for_bytes(encoder.bytes(), count));
+                    key.add(keys[i].type, keys[i].values[index[i]], keys[i].nulls[index[i]]);
+                buckets.insert(key.bucket(count));
                 for (int i = nkeys - 1; i >= 0; i--) {
                     if (++index[i] < keys[i].n)
                         break;
