@@ -83,7 +83,7 @@ struct UpperInfo {
 constexpr int kOrderDesc = 1;
 constexpr int kOrderNullsFirst = 2;
 
-// Per-row transfer cost, as the scan estimates it (picoGetForeignPaths).
+// Per-row transfer cost, as the scan estimates it (scan_paths in scan.cpp).
 constexpr double kRowTransfer = 10;
 
 UpperInfo *copy_info(UpperInfo *from) {
