@@ -286,7 +286,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                     job.values.push_back(values[r * s->nattrs + c]);
             jobs.push_back(std::move(job));
         }
-        run_jobs(jobs, conn_params_for(t->serverid, s->userid), tier, ReadPref::Leader,
+        run_jobs(jobs, conn_params_for(t->serverid, s->userid), t->tier, ReadPref::Leader,
                  Retry::Write, s->log);
     });
 }

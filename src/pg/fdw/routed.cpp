@@ -174,10 +174,11 @@ void save_description(RoutedStatement *st, const std::string &description) {
 // target's statement as sent and the parameter values (C++: inside guarded()). Shared by
 // execute_routed and stream_routed.
 std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **values,
-                             int32_t *tier, Retry *retry) {
+                             Retry *retry) {
     std::string description;
     bool keyless = true;
-    std::vector<Target> targets = decide_targets(st, keys, tier, retry, &description, &keyless);
+    int32_t tier = kNone;  // an index into the map of the decision only
+    std::vector<Target> targets = decide_targets(st, keys, &tier, retry, &description, &keyless);
     save_description(st, description);
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
@@ -268,15 +269,14 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     if (st->is_write)
         before_remote_write(RelationGetRelationName(st->rel));
     guarded([&] {
-        int32_t tier = kNone;
         Retry retry = Retry::Read;
-        std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
         WriteLog log;
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
-        run_jobs(jobs, conn_params_for(st->table->serverid, userid), tier, pref, retry,
+        run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref, retry,
                  st->is_write ? &log : nullptr);
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
@@ -301,13 +301,12 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
     KeyValues *keys = evaluate_keys(st, econtext);
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     guarded([&] {
-        int32_t tier = kNone;
         Retry retry = Retry::Read;
-        std::vector<Job> jobs = routed_jobs(st, keys, values, &tier, &retry);
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
         auto stream = std::make_unique<RowStream>(
-            std::move(jobs), conn_params_for(st->table->serverid, userid), tier,
+            std::move(jobs), conn_params_for(st->table->serverid, userid), st->table->tier,
             static_cast<ReadPref>(st->table->read_pref), retry, ncols);
         stream->start();
         st->stream = stream.release();

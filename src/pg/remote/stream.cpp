@@ -30,11 +30,11 @@ namespace {
 
 }  // namespace
 
-RowStream::RowStream(std::vector<Job> jobs, ConnParams params, int32_t tier, ReadPref pref,
+RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
                      Retry retry, int ncols)
     : sources_(jobs.size()),
       params_(std::move(params)),
-      tier_(tier),
+      tier_(std::move(tier)),
       pref_(pref),
       retry_(retry),
       ncols_(ncols) {

@@ -30,8 +30,8 @@ class RowStream final : public ConnectionReader {
     // `ncols`: the number of columns each answer must have (0: any, and no values are handed
     // over). `retry`: Read, or Never for a scatter over masters (see run_jobs). The jobs'
     // parameter values are copied.
-    RowStream(std::vector<Job> jobs, ConnParams params, int32_t tier, ReadPref pref, Retry retry,
-              int ncols);
+    RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
+              Retry retry, int ncols);
     ~RowStream();
     RowStream(const RowStream &) = delete;
     RowStream &operator=(const RowStream &) = delete;
@@ -80,7 +80,7 @@ class RowStream final : public ConnectionReader {
 
     std::vector<Source> sources_;
     ConnParams params_;
-    int32_t tier_;
+    std::string tier_;  // by name: a refresh may shift the indexes of tiers
     ReadPref pref_;
     Retry retry_;
     int ncols_;
