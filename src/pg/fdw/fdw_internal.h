@@ -1,5 +1,5 @@
-// Shared pieces of the picoroute foreign data wrapper (handler, options, deparse, keys, routed,
-// scan, join, upper, modify, import, analyze, declcheck, dialect).
+// Shared pieces of the picoroute foreign data wrapper: what the files of src/pg/fdw/ give each
+// other (the README's "Layout" says what each file does).
 //
 // Planning code is written in plain C style (palloc, List, StringInfo) and holds no C++ objects, so
 // a PostgreSQL error may leave it at any point. Execution code that routes and talks to instances
@@ -130,6 +130,8 @@ bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 // other relations of the same query level (the other side of a join clause, a lateral reference),
 // with no column of relation `relid`, no volatile function, no subquery, aggregate or placeholder.
 bool is_outer_value(Node *node, Index relid);
+// The kinds of operators Picodata implements with PostgreSQL's meaning (shippable.cpp decides,
+// deparse.cpp writes them).
 enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
 
 struct RemoteOp {
