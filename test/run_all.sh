@@ -40,6 +40,10 @@ step "function length (no function in src/ longer than 80 lines)"
 python3 test/tools/function_length.py --self-test
 python3 test/tools/function_length.py --max 80 src
 
+step "include loops (no module of src/ includes itself through others)"
+python3 test/tools/include_cycles.py --self-test
+python3 test/tools/include_cycles.py src
+
 step "core library and unit tests (CMake + ctest)"
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/cmake -j "$JOBS"

@@ -242,4 +242,16 @@ void add_key_datum(KeyEncoder &key, Oid type, Datum value, bool isnull, int posi
     }
 }
 
+uint32_t KeyHasher::bucket(uint32_t bucket_count) const {
+    return bucket_id_for_bytes(key_.bytes(), bucket_count);
+}
+
+uint32_t key_bucket(int nparts, const Oid *types, const Datum *values, const bool *nulls,
+                    uint32_t bucket_count) {
+    KeyHasher key;
+    for (int i = 0; i < nparts; i++)
+        key.add(types[i], values[i], nulls[i]);
+    return key.bucket(bucket_count);
+}
+
 }  // namespace picoroute::pg

@@ -55,6 +55,26 @@ bool is_number_type(Oid type);  // smallint, integer, bigint, double precision, 
 // ("key part 2: ...").
 void add_key_datum(KeyEncoder &key, Oid type, Datum value, bool isnull, int position = 0);
 
+// Key -> bucket, the one place on the PostgreSQL side that does it (the bucket-id SQL functions,
+// the routing of scans and direct modifications, the grouping of inserted rows): a sharding key
+// is hashed part by part in hashing order, as Picodata does, then reduced to a bucket id.
+class KeyHasher {
+  public:
+    // Appends one part; errors as add_key_datum (a `position` > 0 names the part in them).
+    void add(Oid type, Datum value, bool isnull, int position = 0) {
+        add_key_datum(key_, type, value, isnull, position);
+    }
+    // The bucket (1..bucket_count) of the key made of the parts added so far.
+    uint32_t bucket(uint32_t bucket_count) const;
+
+  private:
+    KeyEncoder key_;
+};
+
+// The bucket of a key whose `nparts` parts are given as arrays in hashing order.
+uint32_t key_bucket(int nparts, const Oid *types, const Datum *values, const bool *nulls,
+                    uint32_t bucket_count);
+
 // format_type_be() as a std::string.
 std::string type_name(Oid type);
 

@@ -50,7 +50,7 @@ Oid argument_type(FunctionCallInfo fcinfo, int argno) {
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
                             bool *key_is_null) {
     *key_is_null = false;
-    KeyEncoder key;
+    KeyHasher key;
     if (get_fn_expr_variadic(fcinfo->flinfo)) {
         // VARIADIC ARRAY[...]: the key parts are the array's elements.
         if (PG_ARGISNULL(first_argno)) {
@@ -82,15 +82,14 @@ uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t b
                            "picoroute: a sharding key needs at least one value", {},
                            "The VARIADIC array is empty.");
         for (int i = 0; i < count; i++)
-            add_key_datum(key, type, elements[i], nulls[i], i + 1);
+            key.add(type, elements[i], nulls[i], i + 1);
     } else {
         for (int argno = first_argno; argno < PG_NARGS(); argno++) {
             Oid type = key_type(argument_type(fcinfo, argno));
-            add_key_datum(key, type, PG_GETARG_DATUM(argno), PG_ARGISNULL(argno),
-                          argno - first_argno + 1);
+            key.add(type, PG_GETARG_DATUM(argno), PG_ARGISNULL(argno), argno - first_argno + 1);
         }
     }
-    return bucket_id_for_bytes(key.bytes(), bucket_count);
+    return key.bucket(bucket_count);
 }
 
 }  // namespace picoroute::pg

@@ -96,7 +96,7 @@ std::vector<uint32_t> random_buckets(uint32_t count, uint32_t k) {
 }
 
 ResultPtr run_one(const Target &target, const std::string &sql, const ConnParams &params,
-                  int32_t tier) {
+                  const std::string &tier) {
     std::vector<Job> jobs(1);
     jobs[0].target = target;
     jobs[0].sql = sql;
@@ -196,6 +196,7 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
     std::string columns = select_list(desc, &attnums);
     std::string from = " FROM " + picodata_name(table->remote_table, "table");
     std::string option = analyze_option_clause(table);
+    const std::string tier_name = table->tier;
 
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
@@ -204,7 +205,7 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
     Target coordinator = coordinator_target(view);
     ConnParams params = conn_params_for(table->serverid, GetUserId());
 
-    ResultPtr counted = run_one(coordinator, "SELECT count(*)" + from + option, params, tier);
+    ResultPtr counted = run_one(coordinator, "SELECT count(*)" + from + option, params, tier_name);
     if (PQntuples(counted.get()) != 1 || PQnfields(counted.get()) != 1 ||
         PQgetisnull(counted.get(), 0, 0))
         throw SqlError(
@@ -223,13 +224,14 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
     long limit = 2L * targrows;
     std::string where = bucket_filter(table, bucket_count, total, targrows, report);
     std::string select = "SELECT " + columns + from;
-    ResultPtr sample = run_one(
-        coordinator, select + where + " LIMIT " + std::to_string(limit) + option, params, tier);
+    ResultPtr sample =
+        run_one(coordinator, select + where + " LIMIT " + std::to_string(limit) + option, params,
+                tier_name);
     // Keys concentrated in a few buckets can leave the chosen ones nearly empty: then read the
     // first rows of the whole table instead (not random, but a sample of the right size).
     if (!where.empty() && PQntuples(sample.get()) < std::min<double>(total, targrows) / 4) {
         sample = run_one(coordinator, select + " LIMIT " + std::to_string(targrows) + option,
-                         params, tier);
+                         params, tier_name);
         report->buckets = 0;
     }
     const PGresult *res = sample.get();

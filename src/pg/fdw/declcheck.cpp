@@ -130,7 +130,7 @@ Remote read_remote(const Declared &d, Oid serverid, Oid userid) {
     }
     jobs[0].sql = "SELECT \"distribution\", \"format\" FROM \"_pico_table\" WHERE \"name\" = $1";
     jobs[0].values.push_back(d.remote.c_str());
-    run_jobs(jobs, params, kNone, ReadPref::Leader, Retry::Never);
+    run_jobs(jobs, params, "", ReadPref::Leader, Retry::Never);
     const PGresult *res = jobs[0].result.get();
     if (PQntuples(res) == 0)
         return r;

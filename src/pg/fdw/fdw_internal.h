@@ -1,4 +1,5 @@
-// Shared pieces of the picoroute foreign data wrapper (options, deparse, scan, modify, import).
+// Shared pieces of the picoroute foreign data wrapper: what the files of src/pg/fdw/ give each
+// other (the README's "Layout" says what each file does).
 //
 // Planning code is written in plain C style (palloc, List, StringInfo) and holds no C++ objects, so
 // a PostgreSQL error may leave it at any point. Execution code that routes and talks to instances
@@ -19,12 +20,19 @@ extern "C" {
 #include "lib/stringinfo.h"
 }
 
-#include "pg/fdw/connection.h"
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/remote_exec.h"
 #include "pg/key_datum.h"
 #include "pg/sql_common.h"
 
+namespace picoroute::pg::remote {
+class RowStream;
+}
+
 namespace picoroute::pg::fdw {
+
+// The FDW runs its statements through the remote layer (pg/remote/).
+using namespace picoroute::pg::remote;
 
 enum class Scatter { Coordinator = 0, Masters = 1 };
 
@@ -98,7 +106,7 @@ int insert_row_limit(const TableInfo *table);
 // table's sharding key, tier, distribution or key column types disagree with _pico_table.
 void check_declaration_at_first_use(TableInfo *table, Oid userid);
 
-// ---- values in Picodata's format (values.cpp) ----------------------------------------------
+// ---- values in Picodata's format (dialect.cpp) ---------------------------------------------
 // Sets DateStyle ISO, IntervalStyle postgres, extra_float_digits 3 and TimeZone UTC for the
 // output functions that write values sent to Picodata, like postgres_fdw's
 // set_transmission_modes; returns the GUC nest level to pass to reset_transmission_modes.
@@ -110,10 +118,11 @@ Datum numeric_to_typmod(Datum value, int32 typmod);
 // Refuses a non-NULL value for a json/jsonb column (a Picodata map, array or any column): Picodata
 // cannot take such values as parameters.
 void refuse_json_value(Relation rel, AttrNumber attnum);
-// Connection parameters of the server's user mapping for `userid`. C++: call inside guarded().
+// Connection parameters of the server's user mapping for `userid` (options.cpp). C++: call inside
+// guarded().
 ConnParams conn_params_for(Oid serverid, Oid userid);
 
-// ---- deparse (deparse.cpp): plain C style -------------------------------------------------
+// ---- what Picodata can evaluate (shippable.cpp): plain C style -------------------------------
 // True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters, values
 // of an outer row and the supported operators).
 bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
@@ -121,6 +130,19 @@ bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 // other relations of the same query level (the other side of a join clause, a lateral reference),
 // with no column of relation `relid`, no volatile function, no subquery, aggregate or placeholder.
 bool is_outer_value(Node *node, Index relid);
+// The kinds of operators Picodata implements with PostgreSQL's meaning (shippable.cpp decides,
+// deparse.cpp writes them).
+enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
+
+struct RemoteOp {
+    OpKind kind = OpKind::None;
+    const char *spelling = nullptr;
+};
+// The remote form of a builtin operator with `nargs` arguments (the allow-list); kind None when
+// Picodata has no operator with its meaning.
+RemoteOp remote_operator(Oid opno, int nargs);
+
+// ---- deparse (deparse.cpp): plain C style -------------------------------------------------
 // SELECT <attrs_used> FROM <table> [WHERE <remote_conds>]; fills retrieved_attrs (attnums in
 // select-list order) and params (expressions sent as $1..$n). *has_where tells whether a WHERE
 // clause was written.
@@ -145,16 +167,29 @@ void deparse_join_expr(StringInfo buf, PlannerInfo *root, Node *expr, List **par
 // Call between set_transmission_modes and reset_transmission_modes.
 void deparse_expr(StringInfo buf, Oid relid, Node *expr, List **params);
 
-// ---- routing at plan time (scan.cpp) ---------------------------------------------------------
+// ---- key analysis (keys.cpp) -----------------------------------------------------------------
 enum KeyKind { KEY_SCALAR = 1, KEY_ARRAY = 2, KEY_NULL = 3 };
 // When the AND-ed `conds` fix every sharding-key column (=, = ANY, IS NULL with constants or
 // parameters), returns one KeyKind per key column and appends the value expressions (one per
 // scalar/array key; none for IS NULL) to *key_exprs. Otherwise NIL.
 List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs);
+// `node` without the RelabelTypes around it.
+Node *strip_relabel(Node *node);
 
-// ---- routed execution shared by scans and direct modifications (scan.cpp) --------------------
-class RowStream;
+struct RoutedStatement;
+// Evaluated sharding-key values of one execution.
+struct KeyValues {
+    int n;
+    Datum *values;
+    bool *nulls;
+    Oid type;
+};
+// Evaluates the key expressions of `st`, one KeyValues per key column (nullptr when the statement
+// has no key kinds). Plain: may ereport.
+KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext);
 
+// ---- routed execution shared by scans, pushed joins and upper relations, and direct
+// modifications (routed.cpp) ------------------------------------------------------------------
 struct RoutedStatement {
     TableInfo *table;
     Relation rel;
@@ -205,6 +240,24 @@ void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *e
 // Frees the results and ends the stream (closing a connection whose answer is still coming).
 void release_results(RoutedStatement *st);
 
+// ---- what a ForeignScan of picoroute reads (handler.cpp dispatches on it) --------------------
+// Base: one foreign table (scanrelid > 0, scan.cpp). Join: a pushed join (join.cpp). Upper:
+// aggregates, ORDER BY or LIMIT pushed over one table or over a pushed join (upper.cpp). Join and
+// Upper scans have scanrelid 0; their plan records the kind (UP_KIND below) and pushed_scan.cpp's
+// executor callbacks run both.
+enum class ScanKind { Base = 0, Join = 1, Upper = 2 };
+
+// ---- scans of one foreign table (scan.cpp) ------------------------------------------------------
+void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
+void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
+ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
+                               List *tlist, List *scan_clauses, Plan *outer_plan);
+void scan_begin(ForeignScanState *node, int eflags);
+TupleTableSlot *scan_iterate(ForeignScanState *node);
+void scan_rescan(ForeignScanState *node);
+void scan_end(ForeignScanState *node);
+void scan_explain(ForeignScanState *node, ExplainState *es);
+
 // ---- upper-relation pushdown (upper.cpp): aggregates, ORDER BY, LIMIT ----------------------
 // Indexes into the fdw_private of a ForeignScan with scanrelid 0: a pushed upper relation, or a
 // pushed join, which adds UP_ANCHOR (the range-table index of the table whose key routes it).
@@ -215,23 +268,29 @@ enum PushedPrivate {
     UP_KEY_KINDS,
     UP_HAS_WHERE,
     UP_OFFSET,
+    UP_KIND,  // ScanKind::Join or ScanKind::Upper
     UP_ANCHOR
 };
-// GetForeignUpperPaths. The plan and executor callbacks below serve the ForeignScans it creates
-// (scanrelid 0); scan.cpp hands them over.
+// GetForeignUpperPaths, and the plan of the ForeignScans (scanrelid 0) it creates.
 void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
                              RelOptInfo *output_rel, void *extra);
 ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan);
-void upper_begin(ForeignScanState *node, int eflags);
-TupleTableSlot *upper_iterate(ForeignScanState *node);
-void upper_rescan(ForeignScanState *node);
-void upper_end(ForeignScanState *node);
-void upper_explain(ForeignScanState *node, ExplainState *es);
+
+// ---- executing pushed joins and upper relations (pushed_scan.cpp) -----------------------------
+// The executor callbacks of a ForeignScan with scanrelid 0 (ScanKind Join or Upper); handler.cpp
+// hands them over.
+void pushed_begin(ForeignScanState *node, int eflags);
+TupleTableSlot *pushed_iterate(ForeignScanState *node);
+void pushed_rescan(ForeignScanState *node);
+void pushed_end(ForeignScanState *node);
+void pushed_explain(ForeignScanState *node, ExplainState *es);
 
 // ---- join pushdown (join.cpp): two tables of one server joined where Picodata needs no motion --
-// Sets GetForeignJoinPaths and wraps GetForeignPlan (call after GetForeignPlan is set): a join
-// relation gets the ForeignScan (scanrelid 0) that upper_begin and the following callbacks run.
-void install_join_callbacks(struct FdwRoutine *routine);
+// GetForeignJoinPaths, and the plan of a pushed join: a ForeignScan (scanrelid 0) that
+// pushed_begin and the following callbacks run.
+void get_foreign_join_paths(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+                            RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra);
+ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan);
 // For aggregates, ORDER BY and LIMIT over a pushed join (upper.cpp): whether `rel` is a pushed join
 // whose tables both allow it (pushdown_aggregates); its " FROM ... JOIN ... ON ... [WHERE ...]"
 // (true when WHERE was written); its routing: the key kinds of the table that routes it (NIL: a
@@ -240,8 +299,17 @@ bool upper_over_join_ok(RelOptInfo *rel);
 bool deparse_join_from(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel, List **params);
 List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor);
 
-// ---- callbacks implemented in modify.cpp and import.cpp -------------------------------------
+// ---- modifications (modify.cpp, direct_modify.cpp) and IMPORT FOREIGN SCHEMA (import.cpp) ----
+// INSERT and the row-by-row UPDATE / DELETE callbacks.
 void install_modify_callbacks(struct FdwRoutine *routine);
+// UPDATE and DELETE run remotely as one statement.
+void install_direct_modify_callbacks(struct FdwRoutine *routine);
+// Refuses (ereport) an UPDATE that would change a sharding-key column: the row would belong to
+// another bucket.
+void refuse_key_update(TableInfo *table, List *target_attrs);
+// The user whose user mapping a statement uses: the owner of the view it came through
+// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
+Oid user_for_rte(RangeTblEntry *rte);
 List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid);
 
 // ---- ANALYZE (analyze.cpp): AnalyzeForeignTable ---------------------------------------------

@@ -100,7 +100,7 @@ List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid) {
         std::vector<Job> jobs(1);
         jobs[0].target = coordinator_target(*map.view);
         jobs[0].sql = "SELECT \"name\", \"distribution\", \"format\" FROM \"_pico_table\"";
-        run_jobs(jobs, conn_params_for(serverOid, userid), kNone, ReadPref::Leader, Retry::Read);
+        run_jobs(jobs, conn_params_for(serverOid, userid), "", ReadPref::Leader, Retry::Read);
         const PGresult *res = jobs[0].result.get();
         std::vector<std::string> statements;
         for (int r = 0; r < PQntuples(res); r++) {

@@ -17,7 +17,7 @@
 // (every name quoted, each table aliased "r<range table index>"); for a co-located join the key
 // equalities come first in ON, so Picodata sees them even when PostgreSQL derived them. It goes to
 // the owner of the bucket when the WHERE clause fixes a routing table's whole sharding key to one
-// value (then both keys of a co-located join hold that value), with "r<n>"."bucket_id" = N; else
+// value (then both keys of a co-located join hold that value), with "r<n>"."bucket_id" = $n; else
 // to one coordinator. upper.cpp's executor runs it, and upper.cpp pushes aggregates, ORDER BY and
 // LIMIT over it as over one table.
 extern "C" {
@@ -60,10 +60,8 @@ struct JoinInfo {
     List *tlist;         // TargetEntries: the remote select list, also fdw_scan_tlist
 };
 
-// Per-row transfer cost, as the scan estimates it (picoGetForeignPaths).
+// Per-row transfer cost, as the scan estimates it (scan_paths in scan.cpp).
 constexpr double kRowTransfer = 10;
-
-GetForeignPlan_function scan_plan = nullptr;
 
 RelInfo *rel_info(RelOptInfo *rel) {
     return static_cast<RelInfo *>(rel->fdw_private);
@@ -252,45 +250,6 @@ RelOptInfo *pick_anchor(JoinInfo *j) {
     return j->outer;
 }
 
-void get_foreign_join_paths(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
-                            RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra) {
-    if (joinrel->fdw_private != nullptr || !bms_is_empty(joinrel->lateral_relids))
-        return;
-    // Row locks and modifications re-check joined rows locally (EvalPlanQual): not pushed.
-    if (root->parse->commandType != CMD_SELECT || root->rowMarks != NIL)
-        return;
-    if (jointype == JOIN_RIGHT) {
-        std::swap(outerrel, innerrel);
-        jointype = JOIN_LEFT;
-    }
-    if ((jointype != JOIN_INNER && jointype != JOIN_LEFT) || !side_is_pushable(outerrel) ||
-        !side_is_pushable(innerrel))
-        return;
-    JoinInfo *j = static_cast<JoinInfo *>(palloc0(sizeof(JoinInfo)));
-    j->outer = outerrel;
-    j->inner = innerrel;
-    j->relids = joinrel->relids;
-    j->type = jointype;
-    if (!runs_in_place(root, j, extra->restrictlist) ||
-        !place_clauses(root, joinrel, j, extra->restrictlist))
-        return;
-    j->anchor = pick_anchor(j);
-    if (!join_tlist(root, joinrel, j))
-        return;
-    // Picodata joins where the rows are and only the joined rows travel. A join on a sharding
-    // key (by default the primary key) or with a small global table matches a row at most once
-    // or a few times; without statistics the planner's estimate of such a join is several times
-    // too high, so the rows that travel are counted as at most both tables'.
-    double inputs = outerrel->rows + innerrel->rows;
-    double fetched = Min(joinrel->rows, inputs);
-    Cost startup = 10;
-    Cost total = startup + inputs * cpu_operator_cost + fetched * cpu_tuple_cost * kRowTransfer;
-    joinrel->fdw_private = j;
-    add_path(joinrel, reinterpret_cast<Path *>(
-                          create_foreign_join_path(root, joinrel, nullptr, joinrel->rows, startup,
-                                                   total, NIL, nullptr, nullptr, NIL)));
-}
-
 // Writes `cond` (a RestrictInfo or an expression) after " AND " unless it is the first.
 void append_cond(StringInfo buf, PlannerInfo *root, Node *cond, bool *first, List **params) {
     if (IsA(cond, RestrictInfo))
@@ -344,6 +303,47 @@ bool deparse_from_where(StringInfo buf, PlannerInfo *root, JoinInfo *j, List **p
     return !none;
 }
 
+}  // namespace
+
+void get_foreign_join_paths(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+                            RelOptInfo *innerrel, JoinType jointype, JoinPathExtraData *extra) {
+    if (joinrel->fdw_private != nullptr || !bms_is_empty(joinrel->lateral_relids))
+        return;
+    // Row locks and modifications re-check joined rows locally (EvalPlanQual): not pushed.
+    if (root->parse->commandType != CMD_SELECT || root->rowMarks != NIL)
+        return;
+    if (jointype == JOIN_RIGHT) {
+        std::swap(outerrel, innerrel);
+        jointype = JOIN_LEFT;
+    }
+    if ((jointype != JOIN_INNER && jointype != JOIN_LEFT) || !side_is_pushable(outerrel) ||
+        !side_is_pushable(innerrel))
+        return;
+    JoinInfo *j = static_cast<JoinInfo *>(palloc0(sizeof(JoinInfo)));
+    j->outer = outerrel;
+    j->inner = innerrel;
+    j->relids = joinrel->relids;
+    j->type = jointype;
+    if (!runs_in_place(root, j, extra->restrictlist) ||
+        !place_clauses(root, joinrel, j, extra->restrictlist))
+        return;
+    j->anchor = pick_anchor(j);
+    if (!join_tlist(root, joinrel, j))
+        return;
+    // Picodata joins where the rows are and only the joined rows travel. A join on a sharding
+    // key (by default the primary key) or with a small global table matches a row at most once
+    // or a few times; without statistics the planner's estimate of such a join is several times
+    // too high, so the rows that travel are counted as at most both tables'.
+    double inputs = outerrel->rows + innerrel->rows;
+    double fetched = Min(joinrel->rows, inputs);
+    Cost startup = 10;
+    Cost total = startup + inputs * cpu_operator_cost + fetched * cpu_tuple_cost * kRowTransfer;
+    joinrel->fdw_private = j;
+    add_path(joinrel, reinterpret_cast<Path *>(
+                          create_foreign_join_path(root, joinrel, nullptr, joinrel->rows, startup,
+                                                   total, NIL, nullptr, nullptr, NIL)));
+}
+
 ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
     JoinInfo *j = static_cast<JoinInfo *>(rel->fdw_private);
     List *params = NIL;
@@ -369,19 +369,10 @@ ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, 
         list_make5(makeString(sql.data), makeString(pstrdup("")), makeInteger(list_length(params)),
                    key_kinds, makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeInteger(0));  // UP_OFFSET
+    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Join)));
     fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, j->tlist, NIL, outer_plan);
 }
-
-// GetForeignPlan: a pushed join here, anything else to the scan's (or upper relation's) planner.
-ForeignScan *plan_scan_or_join(PlannerInfo *root, RelOptInfo *rel, Oid relid, ForeignPath *path,
-                               List *tlist, List *scan_clauses, Plan *outer_plan) {
-    if (IS_JOIN_REL(rel))
-        return join_foreign_plan(root, rel, tlist, outer_plan);
-    return scan_plan(root, rel, relid, path, tlist, scan_clauses, outer_plan);
-}
-
-}  // namespace
 
 bool upper_over_join_ok(RelOptInfo *rel) {
     if (!IS_JOIN_REL(rel) || rel->fdw_private == nullptr)
@@ -398,12 +389,6 @@ List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor) {
     JoinInfo *j = static_cast<JoinInfo *>(joinrel->fdw_private);
     *anchor = j->anchor->relid;
     return single_key(j->anchor, key_exprs);
-}
-
-void install_join_callbacks(FdwRoutine *routine) {
-    scan_plan = routine->GetForeignPlan;
-    routine->GetForeignPlan = plan_scan_or_join;
-    routine->GetForeignJoinPaths = get_foreign_join_paths;
 }
 
 }  // namespace picoroute::pg::fdw

@@ -1,4 +1,5 @@
-// INSERT, UPDATE and DELETE on picoroute foreign tables.
+// INSERT, UPDATE and DELETE on picoroute foreign tables (the remote UPDATE or DELETE statement of
+// a direct modification is direct_modify.cpp).
 //
 // INSERT: each row's bucket is computed from its sharding-key values; rows are grouped by the
 // instance that owns their bucket and sent as one multi-row INSERT per instance and batch
@@ -73,33 +74,6 @@ struct InsertState {
     MemoryContextCallback free_log;
 };
 
-// Executor state of a direct UPDATE / DELETE.
-struct DirectState {
-    RoutedStatement *st;
-    bool set_processed;
-    bool executed;
-    uint64 processed;
-};
-
-void refuse_key_update(TableInfo *table, List *target_attrs) {
-    ListCell *lc;
-    foreach (lc, target_attrs) {
-        AttrNumber attnum = lfirst_int(lc);
-        for (int k = 0; k < table->nkeys; k++) {
-            if (table->key_attnums[k] == attnum)
-                ereport(
-                    ERROR,
-                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                     errmsg("picoroute: cannot update sharding key column \"%s\" of foreign "
-                            "table \"%s\"",
-                            get_attname(table->relid, attnum, false), get_rel_name(table->relid)),
-                     errdetail("A new sharding key value moves the row to another bucket, "
-                               "which Picodata does not do in an UPDATE."),
-                     errhint("DELETE the row and INSERT it with the new key.")));
-        }
-    }
-}
-
 List *insert_target_attrs(Relation rel) {
     TupleDesc desc = RelationGetDescr(rel);
     List *attrs = NIL;
@@ -155,12 +129,6 @@ void free_write_log(void *arg) {
     InsertState *s = static_cast<InsertState *>(arg);
     delete s->log;
     s->log = nullptr;
-}
-
-// The user whose user mapping a statement uses: the owner of the view it came through
-// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
-Oid user_for_rte(RangeTblEntry *rte) {
-    return rte != nullptr && OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }
 
 InsertState *create_insert_state(EState *estate, Relation rel, List *target_attrs, Oid userid) {
@@ -278,11 +246,8 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             bool found = false;
             uint32_t bucket = 0;
             if (routed) {
-                KeyEncoder encoder;
-                for (int k = 0; k < t->nkeys; k++)
-                    add_key_datum(encoder, s->key_types[k], keys[r * t->nkeys + k],
-                                  key_nulls[r * t->nkeys + k]);
-                bucket = bucket_id_for_bytes(encoder.bytes(), count);
+                bucket = key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
+                                    &key_nulls[r * t->nkeys], count);
                 found = bucket_target(view, tier, bucket, ReadPref::Leader, &target);
             }
             if (!found) {
@@ -321,7 +286,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                     job.values.push_back(values[r * s->nattrs + c]);
             jobs.push_back(std::move(job));
         }
-        run_jobs(jobs, conn_params_for(t->serverid, s->userid), tier, ReadPref::Leader,
+        run_jobs(jobs, conn_params_for(t->serverid, s->userid), t->tier, ReadPref::Leader,
                  Retry::Write, s->log);
     });
 }
@@ -463,123 +428,34 @@ TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTa
     return nullptr;
 }
 
-// ---- direct modification ------------------------------------------------------------------
-
-bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
-                          int subplan_index) {
-    CmdType op = plan->operation;
-    if (op != CMD_UPDATE && op != CMD_DELETE)
-        return false;
-    RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
-    TableInfo *table = get_table_info(rte->relid);
-    List *processed_tlist = NIL, *target_attrs = NIL;
-    if (op == CMD_UPDATE) {
-        get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
-        refuse_key_update(table, target_attrs);
-    }
-    if (list_length(plan->resultRelations) > 1 || plan->returningLists != NIL)
-        return false;
-    Plan *subplan = outerPlan(plan);
-    if (subplan == nullptr || !IsA(subplan, ForeignScan))
-        return false;
-    ForeignScan *fscan = reinterpret_cast<ForeignScan *>(subplan);
-    if (!bms_is_member(resultRelation, fscan->fs_relids) || fscan->scan.plan.qual != NIL)
-        return false;
-    (void)subplan_index;
-    RelOptInfo *foreignrel = root->simple_rel_array[resultRelation];
-    RelInfo *info = static_cast<RelInfo *>(foreignrel->fdw_private);
-    List *target_exprs = NIL;
-    ListCell *lc, *la;
-    // The first entries of the processed tlist are the new values, one per target_attrs entry;
-    // junk entries (wholerow) follow.
-    forboth(lc, processed_tlist, la, target_attrs) {
-        TargetEntry *tle = lfirst_node(TargetEntry, lc);
-        if (!is_foreign_expr(root, foreignrel, tle->expr))
-            return false;
-        target_exprs = lappend(target_exprs, tle->expr);
-    }
-    Relation rel = table_open(rte->relid, NoLock);
-    StringInfoData sql;
-    initStringInfo(&sql);
-    List *params = NIL;
-    bool has_where = false;
-    if (op == CMD_UPDATE)
-        deparse_update(&sql, root, foreignrel, rel, table, target_attrs, target_exprs,
-                       info->remote_conds, &params, &has_where);
-    else
-        deparse_delete(&sql, root, foreignrel, rel, table, info->remote_conds, &params, &has_where);
-    table_close(rel, NoLock);
-    List *clauses = NIL;
-    foreach (lc, info->remote_conds)
-        clauses = lappend(clauses, lfirst_node(RestrictInfo, lc)->clause);
-    List *key_exprs = NIL;
-    List *key_kinds = analyze_key_clauses(table, resultRelation, clauses, &key_exprs);
-    fscan->operation = op;
-    fscan->resultRelation = resultRelation;
-    fscan->fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *priv = list_make5(makeString(sql.data), NIL, makeInteger(list_length(params)), key_kinds,
-                            makeBoolean(has_where));
-    fscan->fdw_private = lappend(priv, makeBoolean(plan->canSetTag));
-    fscan->scan.plan.async_capable = false;
-    return true;
-}
-
-void picoBeginDirectModify(ForeignScanState *node, int eflags) {
-    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
-    EState *estate = node->ss.ps.state;
-    Relation rel = node->ss.ss_currentRelation;
-    if (plan->scan.scanrelid == 0)
-        rel = ExecOpenScanRelation(estate, node->resultRelInfo->ri_RangeTableIndex, 0);
-    TableInfo *table = get_table_info(RelationGetRelid(rel));
-    Oid userid = user_for_rte(exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate));
-    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-        check_declaration_at_first_use(table, userid);
-    List *priv = plan->fdw_private;
-    DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
-    ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
-                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
-                                   intVal(list_nth(priv, PRIV_NPARAMS)),
-                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
-    ds->st->userid = userid;
-    ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
-    node->fdw_state = ds;
-}
-
-TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
-    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
-    EState *estate = node->ss.ps.state;
-    if (!ds->executed) {
-        execute_routed(ds->st, node->ss.ps.ps_ExprContext);
-        ds->executed = true;
-        uint64 total = 0;
-        for (int i = 0; i < ds->st->nresults; i++) {
-            const char *n = PQcmdTuples(ds->st->results[i]);
-            if (n != nullptr && n[0] != '\0')
-                total += strtoull(n, nullptr, 10);
-        }
-        release_results(ds->st);
-        ds->processed = total;
-        if (ds->set_processed)
-            estate->es_processed += total;
-        if (node->ss.ps.instrument)
-            node->ss.ps.instrument->tuplecount += total;
-    }
-    return ExecClearTuple(node->ss.ss_ScanTupleSlot);
-}
-
-void picoEndDirectModify(ForeignScanState *node) {
-    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
-    if (ds != nullptr)
-        release_results(ds->st);
-}
-
-void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
-    explain_remote(static_cast<DirectState *>(node->fdw_state)->st, node, es);
-}
-
 }  // namespace
 
 namespace picoroute::pg::fdw {
+
+void refuse_key_update(TableInfo *table, List *target_attrs) {
+    ListCell *lc;
+    foreach (lc, target_attrs) {
+        AttrNumber attnum = lfirst_int(lc);
+        for (int k = 0; k < table->nkeys; k++) {
+            if (table->key_attnums[k] == attnum)
+                ereport(
+                    ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("picoroute: cannot update sharding key column \"%s\" of foreign "
+                            "table \"%s\"",
+                            get_attname(table->relid, attnum, false), get_rel_name(table->relid)),
+                     errdetail("A new sharding key value moves the row to another bucket, "
+                               "which Picodata does not do in an UPDATE."),
+                     errhint("DELETE the row and INSERT it with the new key.")));
+        }
+    }
+}
+
+// The user whose user mapping a statement uses: the owner of the view it came through
+// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
+Oid user_for_rte(RangeTblEntry *rte) {
+    return rte != nullptr && OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+}
 
 void install_modify_callbacks(FdwRoutine *routine) {
     routine->PlanForeignModify = picoPlanForeignModify;
@@ -593,11 +469,6 @@ void install_modify_callbacks(FdwRoutine *routine) {
     routine->EndForeignInsert = picoEndForeignInsert;
     routine->ExecForeignUpdate = picoExecForeignRowChange;
     routine->ExecForeignDelete = picoExecForeignRowChange;
-    routine->PlanDirectModify = picoPlanDirectModify;
-    routine->BeginDirectModify = picoBeginDirectModify;
-    routine->IterateDirectModify = picoIterateDirectModify;
-    routine->EndDirectModify = picoEndDirectModify;
-    routine->ExplainDirectModify = picoExplainDirectModify;
 }
 
 }  // namespace picoroute::pg::fdw

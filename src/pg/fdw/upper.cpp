@@ -5,8 +5,8 @@
 // A query over one foreign table whose WHERE clauses all go to Picodata, or over a join pushed to
 // Picodata (join.cpp), can push, in this order:
 //   - grouping (UPPERREL_GROUP_AGG): the grouping expressions must be shippable and every
-//     aggregate one Picodata implements (see shippable_aggregate in deparse.cpp); HAVING goes too,
-//     or nothing is pushed. The select list carries the grouping expressions and the bare
+//     aggregate one Picodata implements (see shippable_aggregate in shippable.cpp); HAVING goes
+//     too, or nothing is pushed. The select list carries the grouping expressions and the bare
 //     aggregates; expressions over them are computed locally, and every value Picodata returns
 //     is read into the local result type (count is an integer there, sum of integers and avg
 //     decimals);
@@ -21,6 +21,9 @@
 // keys (key IN (...)) is not pushed (the scan routes its rows from each owner). A table
 // whose server scatters to the masters (scatter 'masters') keeps all of this local, as does
 // server or table option pushdown_aggregates 'off'.
+//
+// This file plans; pushed_scan.cpp executes the ForeignScans planned here and those of pushed
+// joins.
 extern "C" {
 #include "postgres.h"
 
@@ -80,7 +83,7 @@ struct UpperInfo {
 constexpr int kOrderDesc = 1;
 constexpr int kOrderNullsFirst = 2;
 
-// Per-row transfer cost, as the scan estimates it (picoGetForeignPaths).
+// Per-row transfer cost, as the scan estimates it (scan_paths in scan.cpp).
 constexpr double kRowTransfer = 10;
 
 UpperInfo *copy_info(UpperInfo *from) {
@@ -353,40 +356,6 @@ void add_final_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, UpperIn
                          u->total, u->pathkeys, nullptr, NIL)));
 }
 
-// ---- execution ------------------------------------------------------------------------------
-
-struct UpperState {
-    RoutedStatement *st;
-    int64 offset;
-    bool executed;
-    int cur_result;
-    int cur_row;
-    int64 skipped;
-    int natts;
-    FmgrInfo *in;
-    Oid *ioparams;
-    Oid *types;
-    int32 *typmods;
-    MemoryContext tuple_cxt;
-};
-
-// A value Picodata returned, in the local result type. Integers may come back as decimals
-// (sum of integers is a decimal in Picodata): those go through numeric.
-Datum read_value(UpperState *us, int i, char *text) {
-    Oid type = us->types[i];
-    if ((type == INT2OID || type == INT4OID || type == INT8OID) &&
-        strpbrk(text, ".eE") != nullptr) {
-        Datum n = DirectFunctionCall3(numeric_in, CStringGetDatum(text),
-                                      ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-        if (type == INT8OID)
-            return DirectFunctionCall1(numeric_int8, n);
-        if (type == INT4OID)
-            return DirectFunctionCall1(numeric_int4, n);
-        return DirectFunctionCall1(numeric_int2, n);
-    }
-    return InputFunctionCall(&us->in[i], text, us->ioparams[i], us->typmods[i]);
-}
-
 }  // namespace
 
 void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
@@ -504,144 +473,10 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
         list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
                    key_kinds, makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(u->offset)));
+    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Upper)));
     if (anchor != 0)
         fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, u->tlist, NIL, outer_plan);
-}
-
-void upper_begin(ForeignScanState *node, int eflags) {
-    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
-    EState *estate = node->ss.ps.state;
-    List *priv = plan->fdw_private;
-    // A join names the table that routes it (join.cpp); an upper relation has only one.
-    Index rtindex = list_length(priv) > UP_ANCHOR
-                        ? static_cast<Index>(intVal(list_nth(priv, UP_ANCHOR)))
-                        : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
-    Relation rel = ExecGetRangeTableRelation(estate, rtindex);
-    TableInfo *table = get_table_info(RelationGetRelid(rel));
-    // One statement, one answer: never scattered to the masters (such tables are not pushed).
-    table->scatter = static_cast<int>(Scatter::Coordinator);
-    // Through a view, the view owner's user mapping (as for scans).
-    RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
-    Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) {
-        // Every table of a join is checked against the cluster at its first use.
-        for (int m = bms_next_member(plan->fs_relids, -1); m >= 0;
-             m = bms_next_member(plan->fs_relids, m))
-            check_declaration_at_first_use(m == static_cast<int>(rtindex)
-                                               ? table
-                                               : get_table_info(exec_rt_fetch(m, estate)->relid),
-                                           userid);
-    }
-    UpperState *us = static_cast<UpperState *>(palloc0(sizeof(UpperState)));
-    us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
-                                   boolVal(list_nth(priv, UP_HAS_WHERE)), false, plan->fdw_exprs,
-                                   intVal(list_nth(priv, UP_NPARAMS)),
-                                   static_cast<List *>(list_nth(priv, UP_KEY_KINDS)));
-    us->st->userid = userid;
-    us->st->tail = strVal(list_nth(priv, UP_TAIL));
-    if (list_length(priv) > UP_ANCHOR)
-        us->st->bucket_column = psprintf("\"r%u\".\"bucket_id\"", rtindex);
-    us->offset = intVal(list_nth(priv, UP_OFFSET));
-    TupleDesc desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
-    us->natts = desc->natts;
-    us->in = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (desc->natts + 1)));
-    us->ioparams = static_cast<Oid *>(palloc0(sizeof(Oid) * (desc->natts + 1)));
-    us->types = static_cast<Oid *>(palloc0(sizeof(Oid) * (desc->natts + 1)));
-    us->typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (desc->natts + 1)));
-    for (int i = 0; i < desc->natts; i++) {
-        Form_pg_attribute attr = TupleDescAttr(desc, i);
-        Oid input;
-        getTypeInputInfo(attr->atttypid, &input, &us->ioparams[i]);
-        fmgr_info(input, &us->in[i]);
-        us->types[i] = attr->atttypid;
-        us->typmods[i] = attr->atttypmod;
-    }
-    us->tuple_cxt =
-        AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
-    node->fdw_state = us;
-}
-
-TupleTableSlot *upper_iterate(ForeignScanState *node) {
-    UpperState *us = static_cast<UpperState *>(node->fdw_state);
-    TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-    RoutedStatement *st = us->st;
-    if (!us->executed) {
-        execute_routed(st, node->ss.ps.ps_ExprContext);
-        us->executed = true;
-        us->cur_result = 0;
-        us->cur_row = 0;
-        us->skipped = 0;
-        for (int i = 0; i < st->nresults; i++) {
-            PGresult *res = st->results[i];
-            if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != us->natts)
-                ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
-                                errmsg("picoroute: the remote query returned %d columns, "
-                                       "expected %d",
-                                       PQnfields(res), us->natts),
-                                errcontext("remote SQL: %s%s", st->sql, st->tail)));
-        }
-    }
-    for (;;) {
-        while (us->cur_result < st->nresults &&
-               us->cur_row >= PQntuples(st->results[us->cur_result])) {
-            us->cur_result++;
-            us->cur_row = 0;
-        }
-        if (us->cur_result >= st->nresults)
-            return ExecClearTuple(slot);
-        if (us->skipped >= us->offset)
-            break;
-        // OFFSET is not in Picodata's grammar: the statement asked for n + m rows.
-        us->skipped++;
-        us->cur_row++;
-    }
-    PGresult *res = st->results[us->cur_result];
-    ExecClearTuple(slot);
-    MemoryContextReset(us->tuple_cxt);
-    MemoryContext old = MemoryContextSwitchTo(us->tuple_cxt);
-    for (int i = 0; i < us->natts; i++) {
-        bool isnull = PQgetisnull(res, us->cur_row, i);
-        slot->tts_isnull[i] = isnull;
-        slot->tts_values[i] =
-            isnull ? (Datum)0 : read_value(us, i, PQgetvalue(res, us->cur_row, i));
-    }
-    MemoryContextSwitchTo(old);
-    ExecStoreVirtualTuple(slot);
-    us->cur_row++;
-    return slot;
-}
-
-void upper_rescan(ForeignScanState *node) {
-    UpperState *us = static_cast<UpperState *>(node->fdw_state);
-    if (node->ss.ps.chgParam != nullptr || !us->executed) {
-        release_results(us->st);
-        us->executed = false;
-    }
-    us->cur_result = 0;
-    us->cur_row = 0;
-    us->skipped = 0;
-}
-
-void upper_end(ForeignScanState *node) {
-    UpperState *us = static_cast<UpperState *>(node->fdw_state);
-    if (us != nullptr)
-        release_results(us->st);
-}
-
-void upper_explain(ForeignScanState *node, ExplainState *es) {
-    UpperState *us = static_cast<UpperState *>(node->fdw_state);
-    RoutedStatement *st = us->st;
-    const char *sql = psprintf("%s%s", st->sql, st->tail);
-    const char *routing = st->routing;
-    if (routing == nullptr) {
-        ExprContext *econtext = node->ss.ps.ps_ExprContext;
-        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
-    }
-    ExplainPropertyText("Remote SQL", sql, es);
-    ExplainPropertyText("Routing", routing, es);
-    if (us->offset > 0)
-        ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
 }
 
 }  // namespace picoroute::pg::fdw

@@ -11,9 +11,9 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/remote_exec.h"
 
-#include "pg/fdw/remote_stmt.h"
+#include "pg/remote/remote_stmt.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -25,7 +25,7 @@ extern "C" {
 #include <map>
 #include <optional>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 namespace {
 
 struct Failure {
@@ -240,8 +240,8 @@ void refuse_retry(const std::vector<Job> &jobs, const std::vector<Failure> &fail
 }
 
 // Runs a failed job once more on its new owner or a coordinator.
-void retry_job(Job &job, const Failure &f, const ConnParams &params, int32_t tier,
-               const std::string &tier_name, ReadPref pref, WriteLog *log) {
+void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::string &tier_name,
+               ReadPref pref, WriteLog *log) {
     Target old = job.target;
     job.target = reroute(old, tier_name, pref, f.address);
     InFlight inflight;
@@ -290,8 +290,8 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, int32_t tie
 
 }  // namespace
 
-void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
-              Retry retry, WriteLog *log) {
+void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::string &tier,
+              ReadPref pref, Retry retry, WriteLog *log) {
     sweep_connections();
     std::vector<Failure> failures = send_and_collect(jobs, params, log);
     // Remote errors first: they are answers, the instance was reachable.
@@ -316,14 +316,8 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, Re
     bool refresh_failed = false;
     if (wake)
         pg_call([&] { (void)request_refresh_and_wait(wait_ms, &refresh_failed); });
-    std::string tier_name;
-    {
-        MapRef map = current_map();
-        if (tier != kNone && static_cast<uint32_t>(tier) < map.view->n_tiers())
-            tier_name = std::string(map.view->str(map.view->tier(tier).name));
-    }
     for (const Failure &f : failures)
-        retry_job(jobs[f.job], f, params, tier, tier_name, pref, log);
+        retry_job(jobs[f.job], f, params, tier, pref, log);
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

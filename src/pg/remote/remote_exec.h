@@ -3,13 +3,13 @@
 // routing.h for the rules; the decisions themselves live there and in core/route.h).
 #pragma once
 
-#include "pg/fdw/routing.h"
+#include "pg/remote/routing.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 enum class Retry {
     Read,   // retried once on a connection failure
@@ -37,11 +37,13 @@ struct WriteLog {
 
 // Sends every job, then collects every answer (parallel across instances). A remote error is
 // raised with its SQLSTATE and the instance's name; unreachable instances follow `retry`.
-// `tier` and `pref` are used to re-route after a refresh. An interrupted wait (query cancel,
+// `tier` (the tier's name, "" for none) and `pref` are used to re-route after a refresh: a tier is
+// named, never given by its index, because the refreshed map may hold other tiers (sorted by name,
+// a new one shifts the indexes). An interrupted wait (query cancel,
 // statement_timeout) sends a cancel request to every instance still running a job. For a write
 // (`log` given), the rows committed by this and earlier calls are added to `log`, and the DETAIL
 // of any failure says which instances applied, may have applied, or did not apply the write.
-void run_jobs(std::vector<Job> &jobs, const ConnParams &params, int32_t tier, ReadPref pref,
-              Retry retry, WriteLog *log = nullptr);
+void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::string &tier,
+              ReadPref pref, Retry retry, WriteLog *log = nullptr);
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

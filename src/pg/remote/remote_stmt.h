@@ -17,17 +17,12 @@
 //   serves every bucket.
 #pragma once
 
-#include "pg/fdw/connection.h"
+#include "pg/remote/connection.h"
 
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
-
-// The per-connection statement cache (a Connection owns one; it dies with the connection, and
-// with it the statements the instance holds for that connection).
-class RemoteStatements;
-void delete_remote_statements(RemoteStatements *statements) noexcept;
+namespace picoroute::pg::remote {
 
 // Like send_to: a cached connection to `address` (reopened once if the send fails at once on a
 // reused connection), the statement sent named or unnamed as above. Throws ConnectionFailure
@@ -46,4 +41,4 @@ void resend_invalidated(Connection *c);
 // collect_result, with the re-prepare and second execution after an invalidation.
 PGresult *collect_routed(Connection *c);
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

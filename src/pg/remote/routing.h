@@ -17,14 +17,14 @@ extern "C" {
 
 #include "core/route.h"
 #include "core/snapshot.h"
-#include "pg/fdw/connection.h"
+#include "pg/remote/connection.h"
 
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 // The decisions themselves are pure functions in core/route.h; these wrappers give them the
 // session (its pid spreads sessions over candidates) and turn their outcomes into errors.
@@ -56,4 +56,4 @@ std::vector<Target> master_targets(const SnapshotView &view, int32_t tier);
 std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
                                   const std::set<uint32_t> &buckets, ReadPref pref);
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

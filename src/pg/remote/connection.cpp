@@ -1,4 +1,5 @@
-// The connection cache and statement execution over the libpq layer (see connection.h).
+// The connection cache and statement execution over the libpq layer (see connection.h); opening a
+// connection is connect.cpp.
 extern "C" {
 #include "postgres.h"
 
@@ -8,8 +9,8 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "pg/fdw/connection.h"
-#include "pg/fdw/remote_stmt.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/connect.h"
 
 #include "core/address.h"
 #include "pg/connect_policy.h"
@@ -23,7 +24,7 @@ extern "C" {
 #include <set>
 #include <tuple>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 namespace {
 
@@ -48,66 +49,6 @@ std::string fingerprint_of(const ConnParams &params) {
     return out;
 }
 
-void ignore_notice(void *, const char *) {}
-
-// A failed login, told apart from an unreachable instance: the server's SQLSTATE (class 28, from
-// the verbose form of libpq's message) or a password the server asked for and did not get.
-// Returns the SQLSTATE, or 0 when the failure is not an authentication failure.
-int authentication_failure(PGconn *conn, const std::string &message) {
-    if (PQconnectionNeedsPassword(conn))
-        return ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
-    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
-        size_t at = message.find(severity);
-        if (at == std::string::npos)
-            continue;
-        std::string code = message.substr(at + strlen(severity), 7);
-        if (code.size() == 7 && code.compare(0, 2, "28") == 0 && code.compare(5, 2, ": ") == 0)
-            return MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]);
-    }
-    return 0;
-}
-
-// libpq's message as the default verbosity writes it: no SQLSTATE after the severity, no
-// LOCATION line.
-std::string without_verbose_parts(const std::string &message) {
-    std::string out;
-    size_t begin = 0;
-    while (begin <= message.size()) {
-        size_t end = message.find('\n', begin);
-        if (end == std::string::npos)
-            end = message.size();
-        std::string line = message.substr(begin, end - begin);
-        begin = end + 1;
-        if (line.compare(0, 9, "LOCATION:") == 0)
-            continue;
-        for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
-            size_t at = line.find(severity);
-            size_t code = at + strlen(severity);
-            if (at != std::string::npos && line.size() > code + 7 &&
-                line.compare(code + 5, 2, ": ") == 0)
-                line.erase(code, 7);
-        }
-        out += (out.empty() ? "" : "\n") + line;
-    }
-    return libpq_message(out.c_str());
-}
-
-// The server's message without libpq's prefix, SQLSTATE and LOCATION line.
-std::string server_message(const std::string &message) {
-    std::string out = message;
-    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
-        size_t at = out.find(severity);
-        if (at != std::string::npos) {
-            out = out.substr(at + strlen(severity));
-            if (out.size() > 7 && out.compare(5, 2, ": ") == 0)
-                out = out.substr(7);
-            break;
-        }
-    }
-    size_t newline = out.find('\n');
-    return newline == std::string::npos ? out : out.substr(0, newline);
-}
-
 // How a backend waits on a cached connection: on its kept wait event set, checking for interrupts
 // (a query cancel or statement_timeout becomes a PgError that unwinds C++ frames), no deadline.
 Waiter waiter_of(Connection *c) {
@@ -124,101 +65,6 @@ void statement_done(Connection *c) {
     c->busy = false;
     c->statements++;
     c->last_used = GetCurrentTimestamp();
-}
-
-struct ConnCloser {
-    PGconn *conn;
-    ~ConnCloser() {
-        if (conn != nullptr)
-            PQfinish(conn);
-    }
-};
-
-// The address comes from the map: a TCP host:port where picoroute may connect, or nothing.
-TcpAddress connect_target(const std::string &address) {
-    TcpAddress target;
-    std::string refusal = connect_refusal(address, &target);
-    if (!refusal.empty())
-        throw SqlError(
-            ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "picoroute: refused to connect to Picodata instance " + utf8_truncate(address, 100),
-            "The " + refusal + ".",
-            "picoroute connects only to TCP addresses host:port allowed by "
-            "picoroute.allowed_hosts; check the topology (picoroute_instances) and the "
-            "setting.");
-    return target;
-}
-
-// A failed attempt to connect: an authentication error (not a topology problem: no worker
-// wake-up, no retry elsewhere), or else a ConnectionFailure.
-[[noreturn]] void connect_failed(PGconn *conn, const std::string &address,
-                                 const ConnParams &params) {
-    std::string message = libpq_message(PQerrorMessage(conn));
-    if (int code = authentication_failure(conn, message)) {
-        std::string user;
-        for (const auto &[keyword, value] : params.options)
-            if (keyword == "user")
-                user = value;
-        if (user.empty() && PQuser(conn) != nullptr)
-            user = PQuser(conn);
-        throw SqlError(code,
-                       "picoroute: authentication failed for user \"" + user +
-                           "\" at Picodata instance " + address,
-                       server_message(message),
-                       params.server_name.empty()
-                           ? "Check the user and password of picoroute.conninfo."
-                           : "Check the user mapping of server \"" + params.server_name + "\".");
-    }
-    throw ConnectionFailure(address, without_verbose_parts(message), false);
-}
-
-PGconn *open_connection(const std::string &address, const ConnParams &params) {
-    TcpAddress target = connect_target(address);
-    std::string host = target.host, port = std::to_string(target.port);
-    std::vector<const char *> keywords, values;
-    for (const auto &[keyword, value] : params.options) {
-        keywords.push_back(keyword.c_str());
-        values.push_back(value.c_str());
-    }
-    keywords.push_back("host");
-    values.push_back(host.c_str());
-    keywords.push_back("port");
-    values.push_back(port.c_str());
-    keywords.push_back(nullptr);
-    values.push_back(nullptr);
-
-    TimestampTz deadline = deadline_in(setting_connect_timeout * 1000);
-    ConnCloser closer{PQconnectStartParams(keywords.data(), values.data(), 0)};
-    if (closer.conn == nullptr)
-        throw std::bad_alloc();
-    PQsetNoticeProcessor(closer.conn, ignore_notice, nullptr);
-    // Verbose messages carry the server's SQLSTATE, to tell a failed login from a failed
-    // connection.
-    PQsetErrorVerbosity(closer.conn, PQERRORS_VERBOSE);
-    if (PQstatus(closer.conn) == CONNECTION_BAD)
-        throw ConnectionFailure(address, libpq_message(PQerrorMessage(closer.conn)), false);
-    IoOutcome connected =
-        finish_connect(Waiter{closer.conn, latch_checks_interrupts, deadline, nullptr});
-    if (connected == IoOutcome::Failed)
-        connect_failed(closer.conn, address, params);
-    if (connected != IoOutcome::Done)
-        throw ConnectionFailure(address,
-                                "timeout after " + std::to_string(setting_connect_timeout) +
-                                    " s (picoroute.connect_timeout) while connecting",
-                                false);
-    if (params.require_password && !PQconnectionUsedPassword(closer.conn))
-        throw SqlError(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
-                       "picoroute: password is required",
-                       "Non-superusers must connect with a password that the Picodata instance "
-                       "asks for (server \"" +
-                           params.server_name + "\").",
-                       "Add a password to the user mapping.");
-    PQsetErrorVerbosity(closer.conn, PQERRORS_DEFAULT);
-    if (PQsetnonblocking(closer.conn, 1) != 0)
-        throw ConnectionFailure(address, libpq_message(PQerrorMessage(closer.conn)), false);
-    PGconn *conn = closer.conn;
-    closer.conn = nullptr;
-    return conn;
 }
 
 // A cached connection that is idle must have nothing to read; if it has, the server spoke while
@@ -282,7 +128,7 @@ void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, vo
 Connection::~Connection() {
     if (reader != nullptr)
         reader->forget(this);
-    delete_remote_statements(remote_statements);
+    statement_cache.reset();
     release_wait_set(*this);
     if (conn != nullptr)
         PQfinish(conn);
@@ -583,33 +429,6 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     throw SqlError(code, message);  // not reached
 }
 
-ConnParams conninfo_params() {
-    ConnParams params;
-    params.userid = GetUserId();
-    const char *conninfo = setting_conninfo ? setting_conninfo : "";
-    char *error = nullptr;
-    PQconninfoOption *options = PQconninfoParse(conninfo, &error);
-    if (options == nullptr) {
-        // libpq's message quotes the text around the problem, a password possibly: not shown.
-        if (error)
-            PQfreemem(error);
-        throw SqlError(ERRCODE_INVALID_PARAMETER_VALUE, "picoroute.conninfo could not be parsed",
-                       {},
-                       "Write it as keyword=value pairs, quoting values that contain blanks or "
-                       "quotes ('...'); prefer a password file (passfile) to a password in it.");
-    }
-    for (PQconninfoOption *o = options; o->keyword != nullptr; o++) {
-        if (o->val == nullptr || o->val[0] == '\0')
-            continue;
-        std::string keyword = o->keyword;
-        if (keyword == "host" || keyword == "hostaddr" || keyword == "port")
-            continue;
-        params.options.emplace_back(keyword, o->val);
-    }
-    PQconninfoFree(options);
-    return params;
-}
-
 std::vector<ConnectionInfo> list_connections() {
     std::vector<ConnectionInfo> out;
     for (const auto &[key, c] : cache) {
@@ -638,4 +457,4 @@ int disconnect(const std::string &address) {
     return closed;
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

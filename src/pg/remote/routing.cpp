@@ -10,7 +10,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "pg/fdw/routing.h"
+#include "pg/remote/routing.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -22,7 +22,7 @@ extern "C" {
 #include <map>
 #include <optional>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 ReadPref parse_read_pref(const char *value) {
     if (value == nullptr || strcmp(value, "leader") == 0)
@@ -140,4 +140,4 @@ std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
     return std::move(groups.targets);
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

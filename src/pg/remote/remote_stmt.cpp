@@ -3,19 +3,21 @@ extern "C" {
 #include "postgres.h"
 }
 
-#include "pg/fdw/remote_stmt.h"
+#include "pg/remote/remote_stmt.h"
 
 #include "pg/settings.h"
 
 #include <algorithm>
 #include <cstring>
 #include <list>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
-class RemoteStatements {
+// The per-connection statement cache: the StatementCache a Connection owns (connection.h).
+class RemoteStatements final : public StatementCache {
   public:
     struct Entry {
         std::string name;     // the statement's name on the instance, "" until prepared
@@ -34,19 +36,20 @@ class RemoteStatements {
     bool retried = false;
 };
 
-void delete_remote_statements(RemoteStatements *statements) noexcept {
-    delete statements;
-}
-
 namespace {
 
 // Picodata's SQLSTATE for a prepared statement invalidated by DDL (not a PostgreSQL code).
 constexpr const char *kInvalidatedState = "42999";
 
+// The cache of `c`, nullptr when none was made yet.
+RemoteStatements *cache_of(Connection *c) {
+    return static_cast<RemoteStatements *>(c->statement_cache.get());
+}
+
 RemoteStatements *statements_of(Connection *c) {
-    if (c->remote_statements == nullptr)
-        c->remote_statements = new RemoteStatements();
-    return c->remote_statements;
+    if (c->statement_cache == nullptr)
+        c->statement_cache = std::make_unique<RemoteStatements>();
+    return cache_of(c);
 }
 
 void forget_in_flight(RemoteStatements *rs, const std::string *key) {
@@ -182,7 +185,7 @@ Connection *send_routed(const std::string &address, const ConnParams &params,
 }
 
 bool statement_invalidated(Connection *c, const PGresult *result) {
-    RemoteStatements *rs = c->remote_statements;
+    RemoteStatements *rs = cache_of(c);
     if (rs == nullptr || rs->sql == nullptr || rs->name.empty() || result == nullptr ||
         PQresultStatus(result) != PGRES_FATAL_ERROR)
         return false;
@@ -196,7 +199,7 @@ bool statement_invalidated(Connection *c, const PGresult *result) {
 }
 
 void resend_invalidated(Connection *c) {
-    RemoteStatements *rs = c->remote_statements;
+    RemoteStatements *rs = cache_of(c);
     std::string sql = *rs->sql;
     std::vector<std::optional<std::string>> copies = std::move(rs->values);
     std::vector<const char *> values;
@@ -216,4 +219,4 @@ PGresult *collect_routed(Connection *c) {
     return result.release();
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

@@ -15,7 +15,7 @@
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
 #pragma once
 
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/remote_exec.h"
 
 #include <deque>
 #include <memory>
@@ -23,15 +23,15 @@
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 class RowStream final : public ConnectionReader {
   public:
     // `ncols`: the number of columns each answer must have (0: any, and no values are handed
     // over). `retry`: Read, or Never for a scatter over masters (see run_jobs). The jobs'
     // parameter values are copied.
-    RowStream(std::vector<Job> jobs, ConnParams params, int32_t tier, ReadPref pref, Retry retry,
-              int ncols);
+    RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
+              Retry retry, int ncols);
     ~RowStream();
     RowStream(const RowStream &) = delete;
     RowStream &operator=(const RowStream &) = delete;
@@ -80,7 +80,7 @@ class RowStream final : public ConnectionReader {
 
     std::vector<Source> sources_;
     ConnParams params_;
-    int32_t tier_;
+    std::string tier_;  // by name: a refresh may shift the indexes of tiers
     ReadPref pref_;
     Retry retry_;
     int ncols_;
@@ -89,4 +89,4 @@ class RowStream final : public ConnectionReader {
     std::vector<std::optional<std::string>> copied_;  // a read-ahead row handed over last
 };
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

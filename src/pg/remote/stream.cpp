@@ -5,15 +5,15 @@ extern "C" {
 #include "utils/elog.h"
 }
 
-#include "pg/fdw/stream.h"
+#include "pg/remote/stream.h"
 
-#include "pg/fdw/remote_stmt.h"
+#include "pg/remote/remote_stmt.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/worker_status.h"
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::remote {
 
 namespace {
 
@@ -30,11 +30,11 @@ namespace {
 
 }  // namespace
 
-RowStream::RowStream(std::vector<Job> jobs, ConnParams params, int32_t tier, ReadPref pref,
+RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
                      Retry retry, int ncols)
     : sources_(jobs.size()),
       params_(std::move(params)),
-      tier_(tier),
+      tier_(std::move(tier)),
       pref_(pref),
       retry_(retry),
       ncols_(ncols) {
@@ -306,4 +306,4 @@ void RowStream::forget(Connection *connection) noexcept {
     }
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

@@ -22,6 +22,7 @@ extern "C" {
 }
 
 #include "pg/libpq_io.h"
+#include "pg/remote/connect.h"
 
 #include <cstdint>
 #include <functional>
@@ -29,25 +30,17 @@ extern "C" {
 #include <string>
 #include <vector>
 
-namespace picoroute::pg::fdw {
-
-// Who opens the connection and with which credentials. Host and port never come from here: they
-// come from the topology.
-struct ConnParams {
-    Oid umid = InvalidOid;    // user mapping, or InvalidOid for the picoroute.conninfo credentials
-    Oid userid = InvalidOid;  // local user
-    std::string server_name;  // foreign server name, "" for picoroute.conninfo
-    // libpq keywords and values, without host, hostaddr and port.
-    std::vector<std::pair<std::string, std::string>> options;
-    bool require_password = false;  // a non-superuser user mapping: the server must ask for one
-    // The startup options ask Picodata to report prepared statements invalidated by DDL
-    // (pico_stmt_invalidation=true): the connection may keep named statements (remote_stmt.h).
-    bool stmt_invalidation = false;
-};
-
-class RemoteStatements;
+namespace picoroute::pg::remote {
 
 class Connection;
+
+// What a connection keeps about the statements prepared on it (implemented by remote_stmt.cpp). The
+// connection owns it and destroys it when it closes; the statements the instance holds for the
+// connection end with the connection itself.
+class StatementCache {
+  public:
+    virtual ~StatementCache() = default;
+};
 
 // Something that keeps a statement in flight on a connection between calls (a streaming scan).
 // Before the cache hands the connection to another statement it calls read_rest(): the reader
@@ -81,22 +74,7 @@ class Connection : public KeptWaitSet {
     bool busy = false;                   // a statement is in flight
     ConnectionReader *reader = nullptr;  // streaming the statement in flight, if any
     // The named statements prepared on this connection (remote_stmt.h); they end with it.
-    RemoteStatements *remote_statements = nullptr;
-};
-
-// Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached
-// the server (then it must not be retried if it writes).
-class ConnectionFailure : public std::exception {
-  public:
-    ConnectionFailure(std::string address, std::string message, bool sent)
-        : address_(std::move(address)), message_(std::move(message)), sent_(sent) {}
-    const char *what() const noexcept override { return message_.c_str(); }
-    const std::string &address() const { return address_; }
-    bool sent() const { return sent_; }
-
-  private:
-    std::string address_, message_;
-    bool sent_;
+    std::unique_ptr<StatementCache> statement_cache;
 };
 
 // Returns a ready connection to `address` for `params`, opening or reopening it as needed. A cached
@@ -179,9 +157,6 @@ constexpr int kCancelWaitMs = 2000;
 [[noreturn]] void throw_remote_error(const PGresult *result, const std::string &address,
                                      const std::string &replicaset, const char *sql);
 
-// Credentials of picoroute.conninfo without host, hostaddr and port (picoroute_exec).
-ConnParams conninfo_params();
-
 // One row of picoroute_connections().
 struct ConnectionInfo {
     std::string address, remote_user, server_name;
@@ -201,4 +176,4 @@ void ensure_callbacks();
 // write so that PREPARE TRANSACTION is refused.
 void before_remote_write(const char *relation);
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::remote

@@ -28,8 +28,8 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
-#include "pg/fdw/connection.h"
-#include "pg/fdw/remote_exec.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/remote_exec.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/sql_common.h"
@@ -41,7 +41,7 @@ extern "C" {
 
 using namespace picoroute;
 using namespace picoroute::pg;
-using namespace picoroute::pg::fdw;
+using namespace picoroute::pg::remote;
 
 namespace {
 
@@ -352,7 +352,7 @@ void exec_on_bucket(FunctionCallInfo fcinfo, const ExecArgs &args, int32 bucket,
     jobs[0].sql = args.query;
     jobs[0].values = value_pointers(args.values);
     WriteLog log;
-    run_jobs(jobs, conninfo_params(), tier, pref, read_only ? Retry::Read : Retry::Write,
+    run_jobs(jobs, conninfo_params(), args.tier, pref, read_only ? Retry::Read : Retry::Write,
              read_only ? nullptr : &log);
     store_results(fcinfo, jobs);
 }
@@ -376,7 +376,7 @@ void exec_on_masters(FunctionCallInfo fcinfo, const ExecArgs &args,
         job.values = value_pointers(args.values);
         jobs.push_back(std::move(job));
     }
-    run_jobs(jobs, conninfo_params(), tier, ReadPref::Leader, Retry::Never);
+    run_jobs(jobs, conninfo_params(), args.tier, ReadPref::Leader, Retry::Never);
     store_results(fcinfo, jobs);
 }
 

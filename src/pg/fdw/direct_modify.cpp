@@ -1,0 +1,174 @@
+// Direct modification of picoroute foreign tables: an UPDATE or DELETE runs remotely as one
+// statement, routed like a scan (routed.cpp) when its WHERE clause fixes the sharding key, else
+// through a coordinator or over every master. Picodata commits it on its own: a local ROLLBACK
+// does not undo it.
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/sysattr.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
+#include "pg/map_store.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace picoroute;
+using namespace picoroute::pg;
+using namespace picoroute::pg::fdw;
+namespace {
+
+// Executor state of a direct UPDATE / DELETE.
+struct DirectState {
+    RoutedStatement *st;
+    bool set_processed;
+    bool executed;
+    uint64 processed;
+};
+
+bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                          int subplan_index) {
+    CmdType op = plan->operation;
+    if (op != CMD_UPDATE && op != CMD_DELETE)
+        return false;
+    RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+    TableInfo *table = get_table_info(rte->relid);
+    List *processed_tlist = NIL, *target_attrs = NIL;
+    if (op == CMD_UPDATE) {
+        get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
+        refuse_key_update(table, target_attrs);
+    }
+    if (list_length(plan->resultRelations) > 1 || plan->returningLists != NIL)
+        return false;
+    Plan *subplan = outerPlan(plan);
+    if (subplan == nullptr || !IsA(subplan, ForeignScan))
+        return false;
+    ForeignScan *fscan = reinterpret_cast<ForeignScan *>(subplan);
+    if (!bms_is_member(resultRelation, fscan->fs_relids) || fscan->scan.plan.qual != NIL)
+        return false;
+    (void)subplan_index;
+    RelOptInfo *foreignrel = root->simple_rel_array[resultRelation];
+    RelInfo *info = static_cast<RelInfo *>(foreignrel->fdw_private);
+    List *target_exprs = NIL;
+    ListCell *lc, *la;
+    // The first entries of the processed tlist are the new values, one per target_attrs entry;
+    // junk entries (wholerow) follow.
+    forboth(lc, processed_tlist, la, target_attrs) {
+        TargetEntry *tle = lfirst_node(TargetEntry, lc);
+        if (!is_foreign_expr(root, foreignrel, tle->expr))
+            return false;
+        target_exprs = lappend(target_exprs, tle->expr);
+    }
+    Relation rel = table_open(rte->relid, NoLock);
+    StringInfoData sql;
+    initStringInfo(&sql);
+    List *params = NIL;
+    bool has_where = false;
+    if (op == CMD_UPDATE)
+        deparse_update(&sql, root, foreignrel, rel, table, target_attrs, target_exprs,
+                       info->remote_conds, &params, &has_where);
+    else
+        deparse_delete(&sql, root, foreignrel, rel, table, info->remote_conds, &params, &has_where);
+    table_close(rel, NoLock);
+    List *clauses = NIL;
+    foreach (lc, info->remote_conds)
+        clauses = lappend(clauses, lfirst_node(RestrictInfo, lc)->clause);
+    List *key_exprs = NIL;
+    List *key_kinds = analyze_key_clauses(table, resultRelation, clauses, &key_exprs);
+    fscan->operation = op;
+    fscan->resultRelation = resultRelation;
+    fscan->fdw_exprs = list_concat(list_copy(params), key_exprs);
+    List *priv = list_make5(makeString(sql.data), NIL, makeInteger(list_length(params)), key_kinds,
+                            makeBoolean(has_where));
+    fscan->fdw_private = lappend(priv, makeBoolean(plan->canSetTag));
+    fscan->scan.plan.async_capable = false;
+    return true;
+}
+
+void picoBeginDirectModify(ForeignScanState *node, int eflags) {
+    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
+    EState *estate = node->ss.ps.state;
+    Relation rel = node->ss.ss_currentRelation;
+    if (plan->scan.scanrelid == 0)
+        rel = ExecOpenScanRelation(estate, node->resultRelInfo->ri_RangeTableIndex, 0);
+    TableInfo *table = get_table_info(RelationGetRelid(rel));
+    Oid userid = user_for_rte(exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate));
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        check_declaration_at_first_use(table, userid);
+    List *priv = plan->fdw_private;
+    DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
+    ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
+                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
+                                   intVal(list_nth(priv, PRIV_NPARAMS)),
+                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
+    ds->st->userid = userid;
+    ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
+    node->fdw_state = ds;
+}
+
+TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
+    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
+    EState *estate = node->ss.ps.state;
+    if (!ds->executed) {
+        execute_routed(ds->st, node->ss.ps.ps_ExprContext);
+        ds->executed = true;
+        uint64 total = 0;
+        for (int i = 0; i < ds->st->nresults; i++) {
+            const char *n = PQcmdTuples(ds->st->results[i]);
+            if (n != nullptr && n[0] != '\0')
+                total += strtoull(n, nullptr, 10);
+        }
+        release_results(ds->st);
+        ds->processed = total;
+        if (ds->set_processed)
+            estate->es_processed += total;
+        if (node->ss.ps.instrument)
+            node->ss.ps.instrument->tuplecount += total;
+    }
+    return ExecClearTuple(node->ss.ss_ScanTupleSlot);
+}
+
+void picoEndDirectModify(ForeignScanState *node) {
+    DirectState *ds = static_cast<DirectState *>(node->fdw_state);
+    if (ds != nullptr)
+        release_results(ds->st);
+}
+
+void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
+    explain_remote(static_cast<DirectState *>(node->fdw_state)->st, node, es);
+}
+
+}  // namespace
+
+namespace picoroute::pg::fdw {
+
+void install_direct_modify_callbacks(FdwRoutine *routine) {
+    routine->PlanDirectModify = picoPlanDirectModify;
+    routine->BeginDirectModify = picoBeginDirectModify;
+    routine->IterateDirectModify = picoIterateDirectModify;
+    routine->EndDirectModify = picoEndDirectModify;
+    routine->ExplainDirectModify = picoExplainDirectModify;
+}
+
+}  // namespace picoroute::pg::fdw

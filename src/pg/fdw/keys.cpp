@@ -1,0 +1,188 @@
+// Key analysis: which clauses fix every sharding-key column of a table (at plan time, for scans,
+// parameterized paths, joins, upper relations and direct modifications), and the key values they
+// give at execution time (constants, parameters, values of an outer row), ready to be hashed.
+extern "C" {
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+
+#include <cstring>
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+bool is_key_var(Node *node, Index relid, AttrNumber attnum) {
+    node = strip_relabel(node);
+    if (node == nullptr || !IsA(node, Var))
+        return false;
+    Var *var = reinterpret_cast<Var *>(node);
+    return static_cast<Index>(var->varno) == relid && var->varlevelsup == 0 &&
+           var->varattno == attnum;
+}
+
+// A constant, a parameter, or a value of the outer row (a join clause of a parameterized scan).
+bool is_value(Node *node, Index relid) {
+    node = strip_relabel(node);
+    return node != nullptr && (IsA(node, Const) || IsA(node, Param) || is_outer_value(node, relid));
+}
+
+bool is_equality(Oid opno) {
+    if (opno >= FirstGenbkiObjectId)
+        return false;
+    char *name = get_opname(opno);
+    return name != nullptr && strcmp(name, "=") == 0;
+}
+
+Oid array_element_type(Node *array) {
+    if (IsA(array, ArrayExpr))
+        return reinterpret_cast<ArrayExpr *>(array)->element_typeid;
+    return get_element_type(exprType(array));
+}
+
+bool array_of_values(Node *array, Index relid) {
+    if (IsA(array, Const) || IsA(array, Param) || is_outer_value(array, relid))
+        return true;
+    if (!IsA(array, ArrayExpr) || reinterpret_cast<ArrayExpr *>(array)->multidims)
+        return false;
+    ListCell *lc;
+    foreach (lc, reinterpret_cast<ArrayExpr *>(array)->elements)
+        if (!is_value(static_cast<Node *>(lfirst(lc)), relid))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+Node *strip_relabel(Node *node) {
+    while (node != nullptr && IsA(node, RelabelType))
+        node = reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(node)->arg);
+    return node;
+}
+
+List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs) {
+    *key_exprs = NIL;
+    if (table->global || table->nkeys == 0)
+        return NIL;
+    List *kinds = NIL, *exprs = NIL;
+    for (int k = 0; k < table->nkeys; k++) {
+        AttrNumber attnum = table->key_attnums[k];
+        HashClass column_class = hash_class(get_atttype(table->relid, attnum));
+        if (column_class == HashClass::None)
+            return NIL;
+        bool found = false;
+        ListCell *lc;
+        foreach (lc, conds) {
+            Node *cond = static_cast<Node *>(lfirst(lc));
+            if (IsA(cond, RestrictInfo))
+                cond = reinterpret_cast<Node *>(reinterpret_cast<RestrictInfo *>(cond)->clause);
+            if (IsA(cond, OpExpr)) {
+                OpExpr *op = reinterpret_cast<OpExpr *>(cond);
+                if (list_length(op->args) != 2 || !is_equality(op->opno))
+                    continue;
+                Node *l = static_cast<Node *>(linitial(op->args));
+                Node *r = static_cast<Node *>(lsecond(op->args));
+                Node *value = nullptr;
+                if (is_key_var(l, relid, attnum) && is_value(r, relid))
+                    value = r;
+                else if (is_key_var(r, relid, attnum) && is_value(l, relid))
+                    value = l;
+                if (value == nullptr || hash_class(exprType(strip_relabel(value))) != column_class)
+                    continue;
+                kinds = lappend_int(kinds, KEY_SCALAR);
+                exprs = lappend(exprs, strip_relabel(value));
+                found = true;
+            } else if (IsA(cond, ScalarArrayOpExpr)) {
+                ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(cond);
+                if (!sa->useOr || !is_equality(sa->opno))
+                    continue;
+                Node *array = static_cast<Node *>(lsecond(sa->args));
+                if (!is_key_var(static_cast<Node *>(linitial(sa->args)), relid, attnum) ||
+                    !array_of_values(array, relid) ||
+                    hash_class(array_element_type(array)) != column_class)
+                    continue;
+                kinds = lappend_int(kinds, KEY_ARRAY);
+                exprs = lappend(exprs, array);
+                found = true;
+            } else if (IsA(cond, NullTest)) {
+                NullTest *nt = reinterpret_cast<NullTest *>(cond);
+                if (nt->nulltesttype != IS_NULL ||
+                    !is_key_var(reinterpret_cast<Node *>(nt->arg), relid, attnum))
+                    continue;
+                kinds = lappend_int(kinds, KEY_NULL);
+                found = true;
+            }
+            if (found)
+                break;
+        }
+        if (!found)
+            return NIL;
+    }
+    *key_exprs = exprs;
+    return kinds;
+}
+
+// Evaluates the key expressions (plain: may ereport).
+KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
+    if (st->key_kinds == NIL)
+        return nullptr;
+    int nkeys = list_length(st->key_kinds);
+    KeyValues *keys = static_cast<KeyValues *>(palloc0(sizeof(KeyValues) * nkeys));
+    ListCell *expr_cell = list_head(st->key_states);
+    for (int i = 0; i < nkeys; i++) {
+        int kind = list_nth_int(st->key_kinds, i);
+        KeyValues *k = &keys[i];
+        if (kind == KEY_NULL) {
+            k->n = 1;
+            k->values = static_cast<Datum *>(palloc0(sizeof(Datum)));
+            k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
+            k->nulls[0] = true;
+            k->type = st->key_types[i];
+            continue;
+        }
+        ExprState *es = static_cast<ExprState *>(lfirst(expr_cell));
+        expr_cell = lnext(st->key_states, expr_cell);
+        bool isnull = false;
+        Datum value = ExecEvalExpr(es, econtext, &isnull);
+        Oid type = exprType(strip_relabel(reinterpret_cast<Node *>(es->expr)));
+        // Hashed as the column stores it: a numeric with the column's scale (1 -> 1.00).
+        int32 typmod = st->key_typmods[i];
+        if (kind == KEY_SCALAR) {
+            k->n = isnull ? 0 : 1;  // key = NULL: no row can match
+            k->values = static_cast<Datum *>(palloc(sizeof(Datum)));
+            k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
+            k->values[0] = !isnull && type == NUMERICOID ? numeric_to_typmod(value, typmod) : value;
+            k->nulls[0] = isnull;
+            k->type = type;
+            continue;
+        }
+        k->type = get_element_type(type);
+        if (isnull) {
+            k->n = 0;  // = ANY(NULL): no row can match
+            continue;
+        }
+        ArrayType *array = DatumGetArrayTypeP(value);
+        int16 typlen;
+        bool typbyval;
+        char typalign;
+        get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+        deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &k->values,
+                          &k->nulls, &k->n);
+        k->type = ARR_ELEMTYPE(array);
+        if (k->type == NUMERICOID)
+            for (int v = 0; v < k->n; v++)
+                if (!k->nulls[v])
+                    k->values[v] = numeric_to_typmod(k->values[v], typmod);
+    }
+    return keys;
+}
+
+}  // namespace picoroute::pg::fdw

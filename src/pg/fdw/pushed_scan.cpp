@@ -1,0 +1,199 @@
+// Executing a ForeignScan pushed to Picodata with scanrelid 0: aggregates, ORDER BY and LIMIT
+// over one table or over a join (planned by upper.cpp), and pushed joins (planned by join.cpp).
+// The statement is routed like a scan's (routed.cpp), its answers read whole; values come back
+// into the local result types, and OFFSET, which Picodata's grammar lacks, is skipped here.
+extern "C" {
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+
+#include <cstring>
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+struct PushedState {
+    RoutedStatement *st;
+    int64 offset;
+    bool executed;
+    int cur_result;
+    int cur_row;
+    int64 skipped;
+    int natts;
+    FmgrInfo *in;
+    Oid *ioparams;
+    Oid *types;
+    int32 *typmods;
+    MemoryContext tuple_cxt;
+};
+
+// A value Picodata returned, in the local result type. Integers may come back as decimals
+// (sum of integers is a decimal in Picodata): those go through numeric.
+Datum read_value(PushedState *us, int i, char *text) {
+    Oid type = us->types[i];
+    if ((type == INT2OID || type == INT4OID || type == INT8OID) &&
+        strpbrk(text, ".eE") != nullptr) {
+        Datum n = DirectFunctionCall3(numeric_in, CStringGetDatum(text),
+                                      ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+        if (type == INT8OID)
+            return DirectFunctionCall1(numeric_int8, n);
+        if (type == INT4OID)
+            return DirectFunctionCall1(numeric_int4, n);
+        return DirectFunctionCall1(numeric_int2, n);
+    }
+    return InputFunctionCall(&us->in[i], text, us->ioparams[i], us->typmods[i]);
+}
+
+}  // namespace
+
+void pushed_begin(ForeignScanState *node, int eflags) {
+    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
+    EState *estate = node->ss.ps.state;
+    List *priv = plan->fdw_private;
+    // A join names the table that routes it (join.cpp); an upper relation has only one.
+    Index rtindex = list_length(priv) > UP_ANCHOR
+                        ? static_cast<Index>(intVal(list_nth(priv, UP_ANCHOR)))
+                        : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    Relation rel = ExecGetRangeTableRelation(estate, rtindex);
+    TableInfo *table = get_table_info(RelationGetRelid(rel));
+    // One statement, one answer: never scattered to the masters (such tables are not pushed).
+    table->scatter = static_cast<int>(Scatter::Coordinator);
+    // Through a view, the view owner's user mapping (as for scans).
+    RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
+    Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) {
+        // Every table of a join is checked against the cluster at its first use.
+        for (int m = bms_next_member(plan->fs_relids, -1); m >= 0;
+             m = bms_next_member(plan->fs_relids, m))
+            check_declaration_at_first_use(m == static_cast<int>(rtindex)
+                                               ? table
+                                               : get_table_info(exec_rt_fetch(m, estate)->relid),
+                                           userid);
+    }
+    PushedState *us = static_cast<PushedState *>(palloc0(sizeof(PushedState)));
+    us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
+                                   boolVal(list_nth(priv, UP_HAS_WHERE)), false, plan->fdw_exprs,
+                                   intVal(list_nth(priv, UP_NPARAMS)),
+                                   static_cast<List *>(list_nth(priv, UP_KEY_KINDS)));
+    us->st->userid = userid;
+    us->st->tail = strVal(list_nth(priv, UP_TAIL));
+    if (list_length(priv) > UP_ANCHOR)
+        us->st->bucket_column = psprintf("\"r%u\".\"bucket_id\"", rtindex);
+    us->offset = intVal(list_nth(priv, UP_OFFSET));
+    TupleDesc desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+    us->natts = desc->natts;
+    us->in = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (desc->natts + 1)));
+    us->ioparams = static_cast<Oid *>(palloc0(sizeof(Oid) * (desc->natts + 1)));
+    us->types = static_cast<Oid *>(palloc0(sizeof(Oid) * (desc->natts + 1)));
+    us->typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (desc->natts + 1)));
+    for (int i = 0; i < desc->natts; i++) {
+        Form_pg_attribute attr = TupleDescAttr(desc, i);
+        Oid input;
+        getTypeInputInfo(attr->atttypid, &input, &us->ioparams[i]);
+        fmgr_info(input, &us->in[i]);
+        us->types[i] = attr->atttypid;
+        us->typmods[i] = attr->atttypmod;
+    }
+    us->tuple_cxt =
+        AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
+    node->fdw_state = us;
+}
+
+TupleTableSlot *pushed_iterate(ForeignScanState *node) {
+    PushedState *us = static_cast<PushedState *>(node->fdw_state);
+    TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+    RoutedStatement *st = us->st;
+    if (!us->executed) {
+        execute_routed(st, node->ss.ps.ps_ExprContext);
+        us->executed = true;
+        us->cur_result = 0;
+        us->cur_row = 0;
+        us->skipped = 0;
+        for (int i = 0; i < st->nresults; i++) {
+            PGresult *res = st->results[i];
+            if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != us->natts)
+                ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
+                                errmsg("picoroute: the remote query returned %d columns, "
+                                       "expected %d",
+                                       PQnfields(res), us->natts),
+                                errcontext("remote SQL: %s%s", st->sql, st->tail)));
+        }
+    }
+    for (;;) {
+        while (us->cur_result < st->nresults &&
+               us->cur_row >= PQntuples(st->results[us->cur_result])) {
+            us->cur_result++;
+            us->cur_row = 0;
+        }
+        if (us->cur_result >= st->nresults)
+            return ExecClearTuple(slot);
+        if (us->skipped >= us->offset)
+            break;
+        // OFFSET is not in Picodata's grammar: the statement asked for n + m rows.
+        us->skipped++;
+        us->cur_row++;
+    }
+    PGresult *res = st->results[us->cur_result];
+    ExecClearTuple(slot);
+    MemoryContextReset(us->tuple_cxt);
+    MemoryContext old = MemoryContextSwitchTo(us->tuple_cxt);
+    for (int i = 0; i < us->natts; i++) {
+        bool isnull = PQgetisnull(res, us->cur_row, i);
+        slot->tts_isnull[i] = isnull;
+        slot->tts_values[i] =
+            isnull ? (Datum)0 : read_value(us, i, PQgetvalue(res, us->cur_row, i));
+    }
+    MemoryContextSwitchTo(old);
+    ExecStoreVirtualTuple(slot);
+    us->cur_row++;
+    return slot;
+}
+
+void pushed_rescan(ForeignScanState *node) {
+    PushedState *us = static_cast<PushedState *>(node->fdw_state);
+    if (node->ss.ps.chgParam != nullptr || !us->executed) {
+        release_results(us->st);
+        us->executed = false;
+    }
+    us->cur_result = 0;
+    us->cur_row = 0;
+    us->skipped = 0;
+}
+
+void pushed_end(ForeignScanState *node) {
+    PushedState *us = static_cast<PushedState *>(node->fdw_state);
+    if (us != nullptr)
+        release_results(us->st);
+}
+
+void pushed_explain(ForeignScanState *node, ExplainState *es) {
+    PushedState *us = static_cast<PushedState *>(node->fdw_state);
+    RoutedStatement *st = us->st;
+    const char *sql = psprintf("%s%s", st->sql, st->tail);
+    const char *routing = st->routing;
+    if (routing == nullptr) {
+        ExprContext *econtext = node->ss.ps.ps_ExprContext;
+        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
+    }
+    ExplainPropertyText("Remote SQL", sql, es);
+    ExplainPropertyText("Routing", routing, es);
+    if (us->offset > 0)
+        ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
+}
+
+}  // namespace picoroute::pg::fdw

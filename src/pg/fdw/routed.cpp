@@ -1,0 +1,397 @@
+// The routed statement shared by scans, pushed joins and upper relations, and direct
+// modifications: its parameters and key values evaluated per execution, the routing decision (the
+// owner of each bucket the key gives; a global table, a scatter through a coordinator or over
+// every master otherwise), the statement as each target gets it, and its execution (whole answers
+// or a stream) through the remote layer; EXPLAIN's "Remote SQL" and "Routing".
+//
+// A single bucket is sent as a parameter, "bucket_id = $n" after the statement's own parameters,
+// so that one text, prepared once per connection, serves every bucket; several buckets, and the
+// ranges of a master, go as the literal list "bucket_id IN (...)" (core/route.h). EXPLAIN shows
+// the bucket written out. The bucket is computed at execution time from constants and
+// parameter values, so a prepared statement follows the map of the moment it runs.
+extern "C" {
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+}
+
+#include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
+#include "pg/map_store.h"
+#include "pg/remote/stream.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+void cleanup_results(void *arg) {
+    release_results(static_cast<RoutedStatement *>(arg));
+}
+
+// Text values of the $n parameters, written in Picodata's format whatever the session's
+// DateStyle or extra_float_digits (plain: may ereport). The values are computed first, under the
+// session's settings (an InitPlan may run here), and only their output uses the fixed ones.
+const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
+    const char **values = static_cast<const char **>(palloc0(sizeof(char *) * (st->nparams + 1)));
+    Datum *datums = static_cast<Datum *>(palloc0(sizeof(Datum) * (st->nparams + 1)));
+    bool *nulls = static_cast<bool *>(palloc0(sizeof(bool) * (st->nparams + 1)));
+    int n = 0;
+    ListCell *lc;
+    foreach (lc, st->param_states) {
+        ExprState *es = static_cast<ExprState *>(lfirst(lc));
+        datums[n] = ExecEvalExpr(es, econtext, &nulls[n]);
+        if (!nulls[n] && st->param_typmods[n] >= 0)
+            datums[n] = numeric_to_typmod(datums[n], st->param_typmods[n]);
+        n++;
+    }
+    if (n == 0)
+        return values;
+    int nestlevel = set_transmission_modes();
+    for (int i = 0; i < n; i++)
+        values[i] = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
+    reset_transmission_modes(nestlevel);
+    return values;
+}
+
+constexpr size_t kMaxKeyCombinations = 4096;
+
+// The routing decision: targets, retry policy and a description (C++: inside guarded()).
+// *keyless tells whether the statement goes out without a sharding key (scatter, global table).
+std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
+                                   Retry *retry, std::string *description, bool *keyless) {
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    TableInfo *t = st->table;
+    int32_t tier = require_tier(view, map.generation, t->tier);
+    *tier_out = tier;
+    *keyless = true;
+    ReadPref pref = st->is_write ? ReadPref::Leader : static_cast<ReadPref>(t->read_pref);
+    *retry = st->is_write ? Retry::Write : Retry::Read;
+    if (t->global) {
+        Target c = spread_target(view, tier, pref, st->is_write);
+        *description = "global table: " + describe(c);
+        return {c};
+    }
+    if (keys != nullptr) {
+        int nkeys = list_length(st->key_kinds);
+        size_t combos = 1;
+        for (int i = 0; i < nkeys && combos <= kMaxKeyCombinations; i++)
+            combos *= static_cast<size_t>(keys[i].n);
+        uint32_t count = view.tier(tier).bucket_count;
+        if (combos == 0) {
+            *description = "no row can match the sharding key condition: nothing sent";
+            return {};
+        }
+        if (combos <= kMaxKeyCombinations && count > 0) {
+            std::set<uint32_t> buckets;
+            std::vector<int> index(nkeys, 0);
+            for (size_t c = 0; c < combos; c++) {
+                KeyHasher key;
+                for (int i = 0; i < nkeys; i++)
+                    key.add(keys[i].type, keys[i].values[index[i]], keys[i].nulls[index[i]]);
+                buckets.insert(key.bucket(count));
+                for (int i = nkeys - 1; i >= 0; i--) {
+                    if (++index[i] < keys[i].n)
+                        break;
+                    index[i] = 0;
+                }
+            }
+            std::vector<Target> targets = group_buckets(view, tier, buckets, pref);
+            *keyless = false;
+            for (const Target &target : targets) {
+                if (!description->empty())
+                    *description += "; ";
+                *description += target.buckets.size() == 1 ? "bucket " : "buckets ";
+                for (size_t i = 0; i < target.buckets.size(); i++)
+                    *description += (i ? ", " : "") + std::to_string(target.buckets[i]);
+                *description += " -> " + describe(target);
+            }
+            return targets;
+        }
+    }
+    std::string note;
+    if (static_cast<Scatter>(t->scatter) == Scatter::Masters &&
+        static_cast<PicodataVersion>(t->version) < PicodataVersion::V26_2_1) {
+        // Before 26.2.1 a bucket_id filter does not restrict a statement: every master would run
+        // a cluster-wide query (N x N storage queries), so one coordinator does it once.
+        note =
+            "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
+            "restrict a statement before); ";
+    } else if (static_cast<Scatter>(t->scatter) == Scatter::Masters) {
+        std::vector<Target> masters = master_targets(view, tier);
+        *retry = Retry::Never;
+        *description = "scatter to the " + std::to_string(masters.size()) + " masters of tier \"" +
+                       std::string(t->tier) + "\":";
+        for (size_t i = 0; i < masters.size(); i++) {
+            *description += (i ? ", " : " ") + masters[i].address + " (buckets";
+            for (size_t r = 0; r < masters[i].ranges.size(); r++)
+                *description += (r ? ", " : " ") + std::to_string(masters[i].ranges[r].first) +
+                                "-" + std::to_string(masters[i].ranges[r].second);
+            *description += ")";
+        }
+        return masters;
+    }
+    Target c = spread_target(view, tier, pref, st->is_write);
+    *description = note + "scatter through coordinator " + c.address;
+    return {c};
+}
+
+// The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
+// With `bucket_param` > 0, a single bucket is the parameter $bucket_param instead of a literal, so
+// that one text, prepared once per connection, serves every bucket (EXPLAIN shows the literal).
+std::string statement_for(RoutedStatement *st, const Target &target, bool keyless,
+                          int bucket_param = 0) {
+    const char *column = st->bucket_column ? st->bucket_column : "bucket_id";
+    std::string sql = bucket_param > 0 && target.buckets.size() == 1 && target.ranges.empty()
+                          ? std::string(st->sql) + (st->has_where ? " AND " : " WHERE ") + column +
+                                " = $" + std::to_string(bucket_param)
+                          : with_bucket_filter(st->sql, st->has_where, target, column);
+    return sql + (st->tail ? st->tail : "") + option_clause(st->table, keyless);
+}
+
+void save_description(RoutedStatement *st, const std::string &description) {
+    MemoryContext cxt = GetMemoryChunkContext(st);
+    pg_call([&] {
+        if (st->routing != nullptr)  // a rescan's previous decision
+            pfree(st->routing);
+        st->routing = MemoryContextStrdup(cxt, description.c_str());
+    });
+}
+
+// The jobs of one execution: the routing decision (saved for EXPLAIN ANALYZE and errors), each
+// target's statement as sent and the parameter values (C++: inside guarded()). Shared by
+// execute_routed and stream_routed.
+std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **values,
+                             Retry *retry) {
+    std::string description;
+    bool keyless = true;
+    int32_t tier = kNone;  // an index into the map of the decision only
+    std::vector<Target> targets = decide_targets(st, keys, &tier, retry, &description, &keyless);
+    save_description(st, description);
+    std::vector<Job> jobs(targets.size());
+    for (size_t i = 0; i < targets.size(); i++) {
+        jobs[i].target = targets[i];
+        jobs[i].sql = statement_for(st, targets[i], keyless, st->nparams + 1);
+        jobs[i].values.assign(values, values + st->nparams);
+        if (targets[i].buckets.size() == 1 && targets[i].ranges.empty()) {
+            jobs[i].shown = statement_for(st, targets[i], keyless);
+            // The bucket's text lives as long as the parameter values (the query's context).
+            std::string bucket = std::to_string(targets[i].buckets[0]);
+            char *copy = nullptr;
+            pg_call(
+                [&] { copy = MemoryContextStrdup(GetMemoryChunkContext(values), bucket.c_str()); });
+            jobs[i].values.push_back(copy);
+        }
+    }
+    return jobs;
+}
+
+}  // namespace
+
+RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
+                                       bool has_where, bool is_write, List *fdw_exprs, int nparams,
+                                       List *key_kinds) {
+    EState *estate = ps->state;
+    MemoryContext cxt =
+        AllocSetContextCreate(estate->es_query_cxt, "picoroute statement", ALLOCSET_SMALL_SIZES);
+    RoutedStatement *st =
+        static_cast<RoutedStatement *>(MemoryContextAllocZero(cxt, sizeof(RoutedStatement)));
+    st->table = table;
+    st->rel = rel;
+    st->sql = sql;
+    st->has_where = has_where;
+    st->is_write = is_write;
+    st->nparams = nparams;
+    st->key_kinds = key_kinds;
+    List *param_exprs = list_copy_head(fdw_exprs, nparams);
+    List *key_exprs = list_copy_tail(fdw_exprs, nparams);
+    st->param_states = ExecInitExprList(param_exprs, ps);
+    st->key_states = ExecInitExprList(key_exprs, ps);
+    st->param_out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
+    st->param_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nparams + 1)));
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, param_exprs) {
+        Node *expr = static_cast<Node *>(lfirst(lc));
+        Oid out;
+        bool varlena;
+        getTypeOutputInfo(exprType(expr), &out, &varlena);
+        // A parameter compared with a numeric(p,s) column is marked by the deparser (see
+        // with_column_scale): its value gets the column's scale.
+        st->param_typmods[i] = IsA(expr, RelabelType) && exprType(expr) == NUMERICOID
+                                   ? reinterpret_cast<RelabelType *>(expr)->resulttypmod
+                                   : -1;
+        fmgr_info(out, &st->param_out[i++]);
+    }
+    int nkeys = list_length(key_kinds);
+    st->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
+    st->key_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nkeys + 1)));
+    for (int k = 0; k < nkeys && k < table->nkeys; k++) {
+        Oid type, collation;
+        get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->key_typmods[k],
+                              &collation);
+        st->key_types[k] = get_atttype(table->relid, table->key_attnums[k]);
+    }
+    st->cleanup.func = cleanup_results;
+    st->cleanup.arg = st;
+    MemoryContextRegisterResetCallback(cxt, &st->cleanup);
+    return st;
+}
+
+void release_results(RoutedStatement *st) {
+    for (int i = 0; i < st->nresults; i++) {
+        if (st->results[i] != nullptr)
+            PQclear(st->results[i]);
+        st->results[i] = nullptr;
+    }
+    st->nresults = 0;
+    delete st->stream;
+    st->stream = nullptr;
+}
+
+void execute_routed(RoutedStatement *st, ExprContext *econtext) {
+    release_results(st);
+    const char **values = evaluate_params(st, econtext);
+    KeyValues *keys = evaluate_keys(st, econtext);
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    if (st->is_write)
+        before_remote_write(RelationGetRelationName(st->rel));
+    guarded([&] {
+        Retry retry = Retry::Read;
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
+        if (jobs.empty())
+            return;
+        WriteLog log;
+        ReadPref pref =
+            st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
+        run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref, retry,
+                 st->is_write ? &log : nullptr);
+        PGresult **results = nullptr;
+        MemoryContext cxt = GetMemoryChunkContext(st);
+        pg_call([&] {
+            if (st->results != nullptr) {  // a rescan: the previous execution's array
+                pfree(st->results);
+                st->results = nullptr;
+            }
+            results = static_cast<PGresult **>(
+                MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
+        });
+        st->results = results;
+        for (size_t i = 0; i < jobs.size(); i++)
+            st->results[i] = jobs[i].result.release();
+        st->nresults = static_cast<int>(jobs.size());
+    });
+}
+
+void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
+    release_results(st);
+    const char **values = evaluate_params(st, econtext);
+    KeyValues *keys = evaluate_keys(st, econtext);
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    guarded([&] {
+        Retry retry = Retry::Read;
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
+        if (jobs.empty())
+            return;
+        auto stream = std::make_unique<RowStream>(
+            std::move(jobs), conn_params_for(st->table->serverid, userid), st->table->tier,
+            static_cast<ReadPref>(st->table->read_pref), retry, ncols);
+        stream->start();
+        st->stream = stream.release();
+    });
+}
+
+bool stream_next(RoutedStatement *st, const char **values) {
+    if (st->stream == nullptr)
+        return false;
+    return guarded([&] { return st->stream->next(values); });
+}
+
+namespace {
+
+// True when `node` holds a parameter whose value EXPLAIN does not have: a PARAM_EXEC (set by an
+// outer plan node or a subquery while the statement runs; an EXPLAIN without ANALYZE, or an
+// auto_explain of a plan part that never ran, has no value for it, and its slot holds a Datum that
+// was never computed), or an external parameter without a value.
+bool unknown_param_walker(Node *node, void *context) {
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Param)) {
+        Param *param = reinterpret_cast<Param *>(node);
+        ExprContext *econtext = static_cast<ExprContext *>(context);
+        if (param->paramkind != PARAM_EXTERN)
+            return true;
+        ParamListInfo params = econtext->ecxt_param_list_info;
+        if (params == nullptr || param->paramid < 1 || param->paramid > params->numParams)
+            return true;
+        if (params->paramFetch != nullptr)
+            return false;
+        ParamExternData *prm = &params->params[param->paramid - 1];
+        return !OidIsValid(prm->ptype) || prm->ptype != param->paramtype;
+    }
+    return expression_tree_walker(
+        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void *>(unknown_param_walker)),
+        context);
+}
+
+}  // namespace
+
+bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
+    ListCell *lc;
+    foreach (lc, st->key_states) {
+        ExprState *state = static_cast<ExprState *>(lfirst(lc));
+        if (unknown_param_walker(reinterpret_cast<Node *>(state->expr), econtext))
+            return true;
+    }
+    return false;
+}
+
+void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es) {
+    // The statement as it is sent: with the owner's bucket filter when the routing resolves to a
+    // single instance now (EXPLAIN ANALYZE, or keys given as constants).
+    const char *sql = st->sql;
+    const char *routing = st->routing;
+    if (routing == nullptr) {
+        ExprContext *econtext = node->ss.ps.ps_ExprContext;
+        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
+    }
+    ExplainPropertyText("Remote SQL", sql, es);
+    ExplainPropertyText("Routing", routing, es);
+}
+
+void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,
+                     const char **routing, const char **sql) {
+    if (params_unknown && st->key_kinds != NIL) {
+        *routing = pstrdup("depends on run-time values: by sharding key, computed at execution");
+        return;
+    }
+    KeyValues *keys = evaluate_keys(st, econtext);
+    guarded([&] {
+        int32_t tier = kNone;
+        Retry retry = Retry::Read;
+        std::string description;
+        bool keyless = true;
+        std::vector<Target> targets =
+            decide_targets(st, keys, &tier, &retry, &description, &keyless);
+        std::string routed = targets.size() == 1 ? statement_for(st, targets[0], keyless) : "";
+        pg_call([&] {
+            *routing = pstrdup(description.c_str());
+            if (!routed.empty())
+                *sql = pstrdup(routed.c_str());
+        });
+    });
+}
+
+}  // namespace picoroute::pg::fdw
