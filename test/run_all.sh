@@ -167,7 +167,7 @@ if [ -d test/t ] && ls test/t/*.pl >/dev/null 2>&1; then
     done
     echo "version-dependent files: ${version_files[*]##*/}"
     # The longest first (seconds of a run on 2 cores), so that no long file starts last.
-    slow_first="070_sqlsmith 060_write_truth 051_routing_failover 050_routing 060_live 064_prepared"
+    slow_first="070_sqlsmith 050_routing 051_routing_failover 060_write_truth 060_live 010_topology_tracking 052_dialect"
     all=(test/t/*.pl "${links[@]}")
     ordered=()
     for name in $slow_first; do
