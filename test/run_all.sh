@@ -56,8 +56,10 @@ report_times() {
 
 WORK=$(mktemp -d /tmp/picoroute-test.XXXXXX)
 chmod 755 "$WORK"
+BG_PID=""
 finish() {
     local rc=$?
+    if [ -n "$BG_PID" ]; then kill "$BG_PID" 2>/dev/null || true; fi
     report_times
     rm -rf "$WORK"
     [ "$rc" -eq 0 ] || echo "test/run_all.sh FAILED (exit $rc)" >&2
@@ -135,73 +137,98 @@ mkdir "$TREE"
 tar --exclude=./build --exclude=./.git -cf - . | tar -C "$TREE" -xf -
 as_user() {
     if [ "$(id -u)" -eq 0 ]; then
-        chown -R "$RUN_USER" "$TREE"
         runuser -u "$RUN_USER" -- env PATH="$PATH" "$@"
     else
         "$@"
     fi
 }
 
-step "pg_regress suites" "(make installcheck on a temporary instance, the package's files)"
-if ! as_user make -C "$TREE" installcheck; then
-    cat "$TREE/regression.diffs" 2>/dev/null | head -200
-    exit 1
-fi
+# The TAP files spend most of their time waiting on their clusters: three checks run one after the
+# other in the background meanwhile, each with a log and its seconds, reported after the TAP tests:
+# the pg_regress suites, the emulator's self-test and the benchmark smoke run.
+run_regress() {
+    as_user make -C "$TREE" installcheck && return 0
+    head -200 "$TREE/regression.diffs" 2>/dev/null
+    return 1
+}
+run_selftest() {
+    # Its clusters take ports from a range reserved for this shell.
+    local base
+    base=$(python3 test/tools/port_range.py --pid $$) &&
+        as_user env PICOEMU_SELFTEST_PORT="$base" bash -c "cd '$TREE' && test/emulator/selftest.sh"
+}
+run_bench() { bench/run.sh --quick; }
+BACKGROUND="pg_regress:run_regress selftest:run_selftest bench:run_bench"
+background_job() {
+    local name=$1 t0 rc=0
+    shift
+    t0=$(date +%s)
+    "$@" >"$WORK/bg-$name.log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - t0))" >"$WORK/bg-$name.result"
+}
 
 # The TAP files run at once (prove -j), each on its own ports. Every file runs on MAIN_VERSION;
 # the files whose expectations depend on the emulated Picodata version (they ask picodata_has or
 # picodata_version) run on every other version of VERSIONS too, as links named
 # NAME.picodata-VERSION.pl (Picoroute::TestCluster takes the version from that name). The longest
 # files start first. 070_sqlsmith runs once, for PICOROUTE_SQLSMITH_SECONDS.
-if [ -d test/t ] && ls test/t/*.pl >/dev/null 2>&1; then
-    step "multi-node TAP tests" "(prove -j$TAP_JOBS; every file on Picodata $MAIN_VERSION, the version-dependent ones also on: $VERSIONS)"
-    mapfile -t version_files < <(grep -lE '\bpicodata_(has|version)\b' test/t/*.pl)
-    links=()
-    for version in $VERSIONS; do
-        [ "$version" = "$MAIN_VERSION" ] && continue
-        for f in "${version_files[@]}"; do
-            link="${f%.pl}.picodata-$version.pl"
-            ln -s "$(basename "$f")" "$TREE/$link"
-            links+=("$link")
-        done
+step "multi-node TAP tests" "(prove -j$TAP_JOBS; every file on Picodata $MAIN_VERSION, the version-dependent ones also on: $VERSIONS; in the background: pg_regress, emulator self-test, benchmark smoke run)"
+mapfile -t version_files < <(grep -lE '\bpicodata_(has|version)\b' test/t/*.pl)
+links=()
+for version in $VERSIONS; do
+    [ "$version" = "$MAIN_VERSION" ] && continue
+    for f in "${version_files[@]}"; do
+        link="${f%.pl}.picodata-$version.pl"
+        ln -s "$(basename "$f")" "$TREE/$link"
+        links+=("$link")
     done
-    echo "version-dependent files: ${version_files[*]##*/}"
-    # The longest first (seconds of a run on 2 cores), so that no long file starts last.
-    slow_first="070_sqlsmith 050_routing 051_routing_failover 060_write_truth 060_live 010_topology_tracking 052_dialect"
-    all=(test/t/*.pl "${links[@]}")
-    ordered=()
-    for name in $slow_first; do
-        for f in "${all[@]}"; do
-            case "$f" in "test/t/$name."*) ordered+=("$f") ;; esac
-        done
-    done
+done
+if [ "$(id -u)" -eq 0 ]; then chown -R "$RUN_USER" "$TREE"; fi
+echo "version-dependent files: ${version_files[*]##*/}"
+# The longest first (seconds under prove -j3 on 2 cores), so that no long file starts last.
+slow_first="070_sqlsmith 050_routing 051_routing_failover 060_write_truth 060_live 010_topology_tracking 052_dialect"
+all=(test/t/*.pl "${links[@]}")
+ordered=()
+for name in $slow_first; do
     for f in "${all[@]}"; do
-        case " ${ordered[*]} " in *" $f "*) ;; *) ordered+=("$f") ;; esac
+        case "$f" in "test/t/$name."*) ordered+=("$f") ;; esac
     done
-    if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' prove -j$TAP_JOBS --timer \
-            -I '$BINDIR/../lib/pgxs/src/test/perl' -I test/perl ${ordered[*]}"; then
-        # The end of the log of each test file that failed or died (prove shows only the summary).
-        for log in "$TREE"/tmp_check/log/regress_log_*; do
-            if grep -qE '^\[[^]]*\] *not ok|Looks like your test exited|Bailout' "$log"; then
-                echo "---- tail of ${log##*/}"
-                tail -60 "$log"
-            fi
-        done
-        echo "TAP tests failed" >&2
-        exit 1
-    fi
+done
+for f in "${all[@]}"; do
+    case " ${ordered[*]} " in *" $f "*) ;; *) ordered+=("$f") ;; esac
+done
+
+(for job in $BACKGROUND; do background_job "${job%%:*}" "${job#*:}"; done) &
+BG_PID=$!
+tap_failed=""
+if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' prove -j$TAP_JOBS --timer \
+        -I '$BINDIR/../lib/pgxs/src/test/perl' -I test/perl ${ordered[*]}"; then
+    tap_failed=yes
+    # The end of the log of each test file that failed or died (prove shows only the summary).
+    for log in "$TREE"/tmp_check/log/regress_log_*; do
+        if grep -qE '^\[[^]]*\] *not ok|Looks like your test exited|Bailout' "$log"; then
+            echo "---- tail of ${log##*/}"
+            tail -60 "$log"
+        fi
+    done
 fi
 
-step "emulator self-test"
-if [ -x test/emulator/selftest.sh ]; then
-    # Its clusters take ports from a range reserved for this shell.
-    PICOEMU_SELFTEST_PORT=$(python3 test/tools/port_range.py --pid $$)
-    as_user env PICOEMU_SELFTEST_PORT="$PICOEMU_SELFTEST_PORT" bash -c "cd '$TREE' && test/emulator/selftest.sh"
+step "waiting for the background checks"
+wait "$BG_PID"
+BG_PID=""
+failed="$tap_failed"
+for job in $BACKGROUND; do
+    name=${job%%:*}
+    read -r rc secs <"$WORK/bg-$name.result" || { rc=1; secs=0; }
+    STEP_TIMES+=("$(printf '%6d s  %s (in the background, during the TAP tests)' "$secs" "$name")")
+    echo "---- $name: exit $rc, $secs s (log: the last lines)"
+    if [ "$rc" -eq 0 ]; then tail -5 "$WORK/bg-$name.log"; else tail -80 "$WORK/bg-$name.log"; failed="$failed $name"; fi
+done
+if [ -n "$failed" ]; then
+    [ -z "$tap_failed" ] || echo "TAP tests failed" >&2
+    echo "failed:${failed/yes/ TAP}" >&2
+    exit 1
 fi
-
-step "benchmark smoke run" "(bench/run.sh --quick: checks the scripts work; figures not meaningful)"
-bench/run.sh --quick >"$WORK/bench-quick.log" 2>&1 || { tail -50 "$WORK/bench-quick.log"; exit 1; }
-tail -5 "$WORK/bench-quick.log"
 
 end_step
 echo
