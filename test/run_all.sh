@@ -61,8 +61,12 @@ finish() {
     local rc=$?
     if [ -n "$BG_PID" ]; then kill "$BG_PID" 2>/dev/null || true; fi
     report_times
-    rm -rf "$WORK"
-    [ "$rc" -eq 0 ] || echo "test/run_all.sh FAILED (exit $rc)" >&2
+    if [ "$rc" -eq 0 ]; then
+        rm -rf "$WORK"
+    else
+        # The logs of the failed run (TAP: tree/tmp_check/log, background checks: bg-*.log).
+        echo "test/run_all.sh FAILED (exit $rc); logs kept in $WORK" >&2
+    fi
 }
 trap finish EXIT
 
@@ -146,9 +150,12 @@ as_user() {
 # The TAP files spend most of their time waiting on their clusters: three checks run one after the
 # other in the background meanwhile, each with a log and its seconds, reported after the TAP tests:
 # the pg_regress suites, the emulator's self-test and the benchmark smoke run.
+# pg_regress writes (and removes) its temporary instance, results and diffs in a directory of its
+# own: the TAP files keep theirs in the tree's tmp_check.
 run_regress() {
-    as_user make -C "$TREE" installcheck && return 0
-    head -200 "$TREE/regression.diffs" 2>/dev/null
+    mkdir "$WORK/regress" && { [ "$(id -u)" -ne 0 ] || chown "$RUN_USER" "$WORK/regress"; } &&
+        as_user make -C "$TREE" installcheck REGRESS_OUTDIR="$WORK/regress" && return 0
+    head -200 "$WORK/regress/regression.diffs" 2>/dev/null
     return 1
 }
 run_selftest() {
@@ -214,7 +221,7 @@ if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' p
 fi
 
 step "waiting for the background checks"
-wait "$BG_PID"
+wait "$BG_PID" || true  # each job's result is in its file
 BG_PID=""
 failed="$tap_failed"
 for job in $BACKGROUND; do
