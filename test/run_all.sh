@@ -3,9 +3,9 @@
 # (clang-format) and lints the Python files (pyflakes), checks that no function in src/ is longer
 # than 80 lines, builds the core with CMake and runs its unit tests, checks the packaging (PGXN
 # metadata, make dist, the Debian package built from it with PGXS make, lintian, the package
-# installed into a scratch server), then runs the pg_regress suites, the multi-node TAP tests, the
-# emulator's self-test and a benchmark smoke run on the package's files, extracted into a private
-# copy of PostgreSQL (so the C++ of the extension is compiled once, by the package build, and
+# installed into a scratch server), then runs the multi-node TAP tests (prove -j) and beside them
+# the pg_regress suites, the emulator's self-test and a benchmark smoke run, on the package's files
+# extracted into a private copy of PostgreSQL (so the C++ of the extension is compiled once, by the package build, and
 # nothing of a run outlives it in the system directories).
 #
 # Two runs can share a machine: every server listens on 127.0.0.1 (or a Unix socket) on ports
