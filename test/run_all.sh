@@ -56,10 +56,10 @@ report_times() {
 
 WORK=$(mktemp -d /tmp/picoroute-test.XXXXXX)
 chmod 755 "$WORK"
-BG_PID=""
+BG_PIDS=()
 finish() {
     local rc=$?
-    if [ -n "$BG_PID" ]; then kill "$BG_PID" 2>/dev/null || true; fi
+    if [ "${#BG_PIDS[@]}" -gt 0 ]; then kill "${BG_PIDS[@]}" 2>/dev/null || true; fi
     report_times
     if [ "$rc" -eq 0 ]; then
         rm -rf "$WORK"
@@ -147,9 +147,9 @@ as_user() {
     fi
 }
 
-# The TAP files spend most of their time waiting on their clusters: three checks run one after the
-# other in the background meanwhile, each with a log and its seconds, reported after the TAP tests:
-# the pg_regress suites, the emulator's self-test and the benchmark smoke run.
+# The TAP files spend most of their time waiting on their clusters: three checks run in the
+# background meanwhile, each with a log and its seconds, reported after the TAP tests: the pg_regress
+# suites then the emulator's self-test, and beside them the benchmark smoke run.
 # pg_regress writes (and removes) its temporary instance, results and diffs in a directory of its
 # own: the TAP files keep theirs in the tree's tmp_check.
 run_regress() {
@@ -166,6 +166,7 @@ run_selftest() {
 }
 run_bench() { bench/run.sh --quick; }
 BACKGROUND="pg_regress:run_regress selftest:run_selftest bench:run_bench"
+BACKGROUND_LANES=("pg_regress:run_regress selftest:run_selftest" "bench:run_bench")
 background_job() {
     local name=$1 t0 rc=0
     shift
@@ -205,8 +206,11 @@ for f in "${all[@]}"; do
     case " ${ordered[*]} " in *" $f "*) ;; *) ordered+=("$f") ;; esac
 done
 
-(for job in $BACKGROUND; do background_job "${job%%:*}" "${job#*:}"; done) &
-BG_PID=$!
+BG_PIDS=()
+for lane in "${BACKGROUND_LANES[@]}"; do
+    (for job in $lane; do background_job "${job%%:*}" "${job#*:}"; done) &
+    BG_PIDS+=($!)
+done
 tap_failed=""
 if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' prove -j$TAP_JOBS --timer \
         -I '$BINDIR/../lib/pgxs/src/test/perl' -I test/perl ${ordered[*]}"; then
@@ -221,8 +225,8 @@ if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' p
 fi
 
 step "waiting for the background checks"
-wait "$BG_PID" || true  # each job's result is in its file
-BG_PID=""
+wait "${BG_PIDS[@]}" || true  # each job's result is in its file
+BG_PIDS=()
 failed="$tap_failed"
 for job in $BACKGROUND; do
     name=${job%%:*}
