@@ -21,8 +21,8 @@ Each is timed by its server-side execution time (EXPLAIN ANALYZE, TIMING OFF) in
 has run the query once (its connections to the instances open), the variants interleaved; figures
 are medians with min and max. Every variant's answer is checked first.
 
-Usage: bench/join_bench.py [--rows 100000] [--keys 100] [--runs 7] [--base-port 33700]
-       [--port 33790] [--out FILE] [--quick]    (--quick: 10,000 rows, 20 keys, 2 runs)
+Usage: bench/join_bench.py [--rows 100000] [--keys 100] [--runs 7] [--base-port B]
+       [--port P] [--out FILE] [--quick]    (--quick: 10,000 rows, 20 keys, 2 runs)
 Run as root or as the postgres user, after `make install`.
 """
 
@@ -95,7 +95,7 @@ CREATE TABLE keys AS SELECT (g::bigint * 7919) % {rows} + 1 AS id FROM generate_
 
 
 def main():
-    ap = pb.small_bench_args(__doc__, 33700, 33790)
+    ap = pb.small_bench_args(__doc__)
     ap.add_argument("--keys", type=int, default=100)
     args = pb.parse_small_args(ap)
     if args.quick:  # 1% of 10,000 rows: fewer keys than that keep the lookups the cheaper plan

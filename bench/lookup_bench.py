@@ -14,7 +14,7 @@ comparison) for:
 Every figure is the median of several runs, with min and max. Also measured: 65,536 ranges against
 16, and lookup throughput while another session republishes the map 10 times a second.
 
-Usage: bench/lookup_bench.py [--runs 7] [--calls 1000000] [--port 55480] [--out FILE]
+Usage: bench/lookup_bench.py [--runs 7] [--calls 1000000] [--port P] [--out FILE]
 Run as root or as the postgres user; picoroute must be installed (make install).
 """
 
@@ -28,6 +28,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "test", "tools"))
+import port_range  # noqa: E402
 
 BIN = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
                      check=True).stdout.strip()
@@ -173,11 +176,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--calls", type=int, default=1000000)
-    ap.add_argument("--port", type=int, default=55480)
+    ap.add_argument("--port", type=int, default=None,
+                    help="the server's port (default: one of a free range, test/tools/port_range.py)")
     ap.add_argument("--out", default=None, help="also write the report (markdown) here")
     args = ap.parse_args()
 
-    server = Server(args.port)
+    server = Server(args.port or port_range.reserve() + port_range.NODE_OFFSET)
     lines = []
 
     def say(text=""):

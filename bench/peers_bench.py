@@ -57,6 +57,9 @@ EMU_PASSWORD = "admin"
 EMU_DB = "picodata"
 KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
 
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import port_range  # noqa: E402
+
 SELECT_VARIANTS = ["picoroute", "picoroute_unnamed", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed",
                    "direct_private"]
 INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_private"]
@@ -173,13 +176,24 @@ picoroute.conninfo = '{self.conninfo}'
         return psql_at(self.dsn(), sql, timeout)
 
 
-def small_bench_args(doc, base_port, port):
+def free_ports(base_port, node_port):
+    """The emulator's base port and the node's port: the ones given, else a free range reserved for
+    this process (test/tools/port_range.py; the node takes base + 100, which the emulator leaves
+    free), so that runs sharing a machine do not collide."""
+    if base_port is None:
+        base_port = port_range.reserve()
+    if node_port is None:
+        node_port = base_port + port_range.NODE_OFFSET
+    return base_port, node_port
+
+
+def small_bench_args(doc):
     """The command line shared by the single-table benches (upper_bench, join_bench)."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--rows", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--base-port", type=int, default=base_port)
-    ap.add_argument("--port", type=int, default=port)
+    ap.add_argument("--base-port", type=int, default=None, help="emulator base port (default: a free range)")
+    ap.add_argument("--port", type=int, default=None, help="node port (default: base port + 100)")
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
     return ap
@@ -189,6 +203,7 @@ def parse_small_args(ap):
     args = ap.parse_args()
     if args.quick:
         args.rows, args.runs = 10000, 2
+    args.base_port, args.port = free_ports(args.base_port, args.port)
     return args
 
 
@@ -1092,12 +1107,14 @@ def main():
     ap.add_argument("--rows", type=int, default=100000)
     ap.add_argument("--pool", type=int, default=4096, help="keys in the pgbench key pool")
     ap.add_argument("--scan-reps", type=int, default=3)
-    ap.add_argument("--base-port", type=int, default=27400,
-                    help="emulator base port (below 32768, outside the ephemeral range)")
-    ap.add_argument("--node-port", type=int, default=27490)
+    ap.add_argument("--base-port", type=int, default=None,
+                    help="emulator base port (below 32768, outside the ephemeral range; default: a "
+                    "free range)")
+    ap.add_argument("--node-port", type=int, default=None, help="default: base port + 100")
     ap.add_argument("--no-profile", dest="profile", action="store_false")
     ap.add_argument("--out", default=None, help="also write the report (markdown) here")
     args = ap.parse_args()
+    args.base_port, args.node_port = free_ports(args.base_port, args.node_port)
     if args.quick:
         args.runs, args.seconds, args.seconds1, args.insert_tx, args.rows = 1, 2, 1, 100, 20000
         args.pool, args.scan_reps, args.profile = 512, 1, False

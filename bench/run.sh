@@ -48,14 +48,14 @@ run_bench() {
 
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 if [ -n "$quick" ]; then
-    run_bench python3 bench/lookup_bench.py --port 29480 --runs 3 --calls 100000 \
+    run_bench python3 bench/lookup_bench.py --runs 3 --calls 100000 \
         --out "$tmp/lookup.md"
     run_bench python3 bench/peers_bench.py --quick --out "$tmp/peers.md"
     run_bench python3 bench/scan_memory.py --quick --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --quick --out "$tmp/upper.md"
     run_bench python3 bench/join_bench.py --quick --out "$tmp/join.md"
 else
-    run_bench python3 bench/lookup_bench.py --port 29480 --out "$tmp/lookup.md"
+    run_bench python3 bench/lookup_bench.py --out "$tmp/lookup.md"
     run_bench python3 bench/peers_bench.py --out "$tmp/peers.md"
     run_bench python3 bench/scan_memory.py --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --out "$tmp/upper.md"

@@ -90,7 +90,7 @@ def main():
     ap.add_argument("--rows", type=int, default=1000000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out")
-    ap.add_argument("--base-port", type=int, default=29700)
+    ap.add_argument("--base-port", type=int, default=None, help="emulator base port (default: a free range)")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="comma-separated subset of " + ", ".join(VARIANTS))
     a = ap.parse_args()
@@ -99,6 +99,7 @@ def main():
         ap.error("--variants: choose among " + ", ".join(VARIANTS))
     if a.quick:
         a.rows, a.runs = 50000, 1
+    a.base_port, node_port = peers.free_ports(a.base_port, None)
 
     emu = Emulator(a.base_port)
     node = None
@@ -116,7 +117,7 @@ def main():
             n = min(left, 1000000)
             emu.cli("load", "big", "--rows", str(n), "--start", str(start), timeout=3600)
             left, start = left - n, start + n
-        node = peers.Node(a.base_port + 90, peers.emu_conninfo(coord))
+        node = peers.Node(node_port, peers.emu_conninfo(coord))
         node.start()
         node.psql(f"""
 CREATE EXTENSION picoroute;

@@ -12,7 +12,7 @@ dialect), with partitionwise aggregation on, so that each master aggregates its 
 ANALYZE, TIMING OFF), the variants interleaved; figures are medians with min and max, and the
 ratio fetched / pushed.
 
-Usage: bench/upper_bench.py [--rows 100000] [--runs 7] [--base-port 30700] [--port 30790]
+Usage: bench/upper_bench.py [--rows 100000] [--runs 7] [--base-port B] [--port P]
        [--out FILE] [--quick]
 Run as root or as the postgres user, after `make install`.
 """
@@ -75,7 +75,7 @@ def fmt(samples):
 
 
 def main():
-    args = pb.parse_small_args(pb.small_bench_args(__doc__, 30700, 30790))
+    args = pb.parse_small_args(pb.small_bench_args(__doc__))
     pb.run_small_bench(args, lambda emu, node: bench(args, emu, node))
 
 

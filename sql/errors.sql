@@ -1,6 +1,13 @@
 -- Bad input to picoroute_apply_events leaves the previous map in place and the generation
 -- unchanged; lookups reject unknown tiers and buckets out of range.
 
+-- The seed map (sql/setup.sql) and one replicaset more, t3_9 in tier t3 (which has no bucket
+-- range yet) without instances: 9 replicasets (picoroute.max_replicasets), 11 instances, 8 bucket
+-- ranges.
+SELECT pr_clear_map();
+SELECT pr_push_seed_map() > 0 AS applied;
+SELECT picoroute_apply_events('{"op": "replace", "map": "replicaset", "replicaset_uuid": "c9", "name": "t3_9", "tier": "t3"}');
+
 -- Everything the views show, as one digest, to compare before and after each rejected call.
 CREATE FUNCTION pr_map_digest() RETURNS text LANGUAGE sql AS $$
     SELECT md5(concat_ws('|',
@@ -59,12 +66,12 @@ SELECT * FROM pr_unchanged;
 SELECT picoroute_master('default', 1) AS master_1;
 
 ------------------------------------------------------------------------------------------------
--- Capacity (test/regress.conf: 8 replicasets, 16 instances, 64 bucket ranges).
+-- Capacity (test/regress.conf: 9 replicasets, 16 instances, 64 bucket ranges).
 ------------------------------------------------------------------------------------------------
 SELECT replicasets, max_replicasets, instances, max_instances, bucket_ranges, max_bucket_ranges,
        capacity_exceeded
 FROM picoroute_status;
--- A ninth replicaset.
+-- A tenth replicaset.
 SELECT picoroute_apply_events('{"op": "replace", "map": "replicaset", "replicaset_uuid": "b3", "tier": "t2"}');
 SELECT capacity_exceeded FROM picoroute_status;
 SELECT * FROM pr_unchanged;
@@ -105,15 +112,24 @@ SELECT * FROM pr_unchanged;
 ------------------------------------------------------------------------------------------------
 -- Lookup errors.
 ------------------------------------------------------------------------------------------------
+-- (terse: the hint of an unknown tier lists every tier known, which depends on the suites run before)
+\set VERBOSITY terse
 SELECT picoroute_master('nope', 1);
+\set VERBOSITY default
 SELECT picoroute_master('default', 0);
 SELECT picoroute_master('default', 3001);
 SELECT picoroute_master('default', -7);
+\set VERBOSITY terse
 SELECT * FROM picoroute_replicas('nope', 1);
+\set VERBOSITY default
 SELECT * FROM picoroute_replicas('t1', 31);
+\set VERBOSITY terse
 SELECT * FROM picoroute_route('nope', 1);
+\set VERBOSITY default
 SELECT * FROM picoroute_route('default', now()::date);
+\set VERBOSITY terse
 SELECT picoroute_bucket_id('nope', 1);
+\set VERBOSITY default
 -- NULL arguments.
 SELECT picoroute_master(NULL, 1) IS NULL AS a, picoroute_master('default', NULL) IS NULL AS b,
        (SELECT count(*) FROM picoroute_replicas(NULL, 1)) AS c,

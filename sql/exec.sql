@@ -49,8 +49,11 @@ SELECT * FROM picoroute_exec_masters('t3', NULL) AS t(x int);
 SELECT * FROM picoroute_exec('t3', 1, 'SELECT $1', ARRAY[['a'], ['b']]) AS t(x text);
 -- Out of range bucket and unknown tier, as without parameters.
 SELECT * FROM picoroute_exec('t3', 101, 'SELECT $1', ARRAY['a']) AS t(x text);
+-- (terse: the hint of an unknown tier lists every tier known, which depends on the suites run before)
+\set VERBOSITY terse
 SELECT * FROM picoroute_exec('nope', 1, 'SELECT $1', ARRAY['a']) AS t(x text);
 SELECT * FROM picoroute_exec_all('nope', 'SELECT $1', ARRAY['a']) AS t(x text);
+\set VERBOSITY default
 
 -- picoroute_exec_masters needs a {buckets} placeholder, outside literals and comments.
 SELECT * FROM picoroute_exec_masters('t3', 'SELECT count(*) FROM "users"') AS t(n bigint);
@@ -58,7 +61,9 @@ SELECT * FROM picoroute_exec_masters('t3', 'SELECT ''{buckets}'' FROM "users" --
 SELECT * FROM picoroute_exec_masters('t3', 'SELECT count(*) FROM "users" WHERE {bucket}') AS t(n bigint);
 SELECT * FROM picoroute_exec_masters('t3', 'SELECT count(*) FROM "users" WHERE {buckets:u x}') AS t(n bigint);
 SELECT * FROM picoroute_exec_masters('t3', 'SELECT count(*) FROM "users" WHERE {buckets') AS t(n bigint);
+\set VERBOSITY terse
 SELECT * FROM picoroute_exec_masters('nope', 'SELECT count(*) FROM "users" WHERE {buckets}') AS t(n bigint);
+\set VERBOSITY default
 -- A map that does not know the owner of every bucket would miss rows: refused.
 SELECT * FROM picoroute_exec_masters('down', 'SELECT count(*) FROM "users" WHERE {buckets}') AS t(n bigint);
 

@@ -2,6 +2,7 @@
 -- only), picoroute.allowed_hosts, conninfo parse errors that never echo the string, a tier that
 -- starts with no buckets, capacity overflows that recover, bounded, interruptible and
 -- all-or-nothing picoroute_apply_events, the bucket-index memory bound, and stopping the worker.
+SELECT pr_clear_map();
 CREATE VIEW lv_state AS SELECT generation, tiers, replicasets, instances, bucket_ranges,
     capacity_exceeded FROM picoroute_status;
 CREATE TEMP TABLE lv_before AS SELECT generation FROM picoroute_status;

@@ -13,12 +13,16 @@ WHERE p.proname IN ('picoroute_bucket_id', 'picoroute_bucket_id_with_count', 'pi
                     'picoroute_apply_events')
 ORDER BY p.oid;
 
+-- The seed map (sql/setup.sql).
+SELECT pr_clear_map();
+SELECT pr_push_seed_map() > 0 AS applied;
+
 -- A plain role: views and lookups work.
 SET ROLE regress_picoroute_reader;
 SELECT count(*) AS instances FROM picoroute_instances;
 SELECT count(*) AS replicasets FROM picoroute_replicasets;
 SELECT * FROM picoroute_buckets WHERE tier = 'default' ORDER BY bucket_id_start;
-SELECT * FROM picoroute_tiers ORDER BY name;
+SELECT * FROM picoroute_tiers WHERE name IN ('default', 't1', 't2', 't3') ORDER BY name;
 SELECT source, conninfo IS NULL AS conninfo_hidden, generation > 0 AS has_map FROM picoroute_status;
 SELECT picoroute_master('default', 1), picoroute_bucket_id('default', 1),
        picoroute_bucket_id_with_count(3000, 'lol', 5);

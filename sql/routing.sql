@@ -105,13 +105,20 @@ INSERT INTO users VALUES (1, 'a', 2) ON CONFLICT DO NOTHING;
 SELECT * FROM badkey WHERE id = 1;
 SELECT * FROM picoroute_exec('rt', 0, 'SELECT 1') AS t(x int);
 SELECT * FROM picoroute_exec('rt', 3001, 'SELECT 1') AS t(x int);
+-- (terse: the hint of an unknown tier lists every tier known, which depends on the suites run before)
+\set VERBOSITY terse
 SELECT * FROM picoroute_exec('nope', 1, 'SELECT 1') AS t(x int);
+\set VERBOSITY default
 SELECT * FROM picoroute_exec('rt', 1, 'SELECT 1');
+\set VERBOSITY terse
 SELECT * FROM picoroute_exec_all('nope', 'SELECT 1') AS t(x int);
+\set VERBOSITY default
 CREATE SERVER rt_nokey FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'nope');
 CREATE USER MAPPING FOR CURRENT_USER SERVER rt_nokey;
 CREATE FOREIGN TABLE nokey (id bigint) SERVER rt_nokey OPTIONS (sharding_key 'id');
+\set VERBOSITY terse
 SELECT * FROM nokey WHERE id = 1;
+\set VERBOSITY default
 -- An instance that refuses connections: the error names it; nothing is cached.
 SELECT picoroute_apply_events('[
   {"op": "replace", "map": "tier", "name": "down", "bucket_count": 10},

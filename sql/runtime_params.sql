@@ -3,6 +3,7 @@
 -- does not exist. EXPLAIN must say the route depends on run-time values, never evaluate it (a
 -- text key used to crash the backend, a bigint key printed the bucket of key 0). No statement
 -- below reaches an instance.
+SELECT pr_clear_map();
 SELECT pr_push_tier('rt', 3000, '[
   {"uuid": "rs-a", "name": "rs_a", "instances": [["ia1", "a1", "192.0.2.1:4327"]], "buckets": [[1, 1500]]},
   {"uuid": "rs-b", "name": "rs_b", "instances": [["ib1", "b1", "192.0.2.3:4327"]], "buckets": [[1501, 3000]]}

@@ -45,6 +45,8 @@ SELECT count(*) FROM picoroute_instances;
 SELECT count(*) FROM picoroute_replicasets;
 SELECT count(*) FROM picoroute_buckets;
 SELECT count(*) FROM picoroute_tiers;
+-- A lookup before the map is loaded says so.
+SELECT picoroute_bucket_id('default', 1);
 
 -- A helper for the following suites: runs a statement and returns "SQLSTATE: message" of the
 -- error it raises, or "ok".
@@ -61,8 +63,11 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 
 -- Helpers for the suites that route statements against a pushed map.
--- pr_clear_map(): removes every bucket range, instance and replicaset of the map (earlier suites
--- leave theirs; the capacities of test/regress.conf are small). Tiers cannot be deleted and stay.
+-- pr_clear_map(): removes every bucket range, instance and replicaset of the map (other suites
+-- leave theirs; the capacities of test/regress.conf are small). Tiers cannot be deleted and stay:
+-- every suite that reads the map starts with pr_clear_map() and pushes what it needs, so the suites
+-- run in any order after this one (the nine tiers they name in all fit picoroute.max_replicasets,
+-- which also bounds the number of tiers; a suite that needs a tier still unknown names its own).
 CREATE FUNCTION pr_clear_map() RETURNS void LANGUAGE plpgsql AS $$
 DECLARE events jsonb;
 BEGIN
@@ -109,6 +114,43 @@ RETURNS integer LANGUAGE sql AS $$
                  FROM jsonb_array_elements(replicasets) WITH ORDINALITY AS s(rs, r),
                       jsonb_array_elements(coalesce(rs->'buckets', '[]')) WITH ORDINALITY AS t(b, n)),
                 '[]'))
+$$;
+
+-- pr_push_seed_map(): a map of four tiers for the suites that check lookups and capacities on it
+-- (errors, privileges): tier default (3000 buckets): rs_1 (master i_1b, i_1a offline) owns 1-750,
+-- rs_3 (i_3a, i_3b) 751-1500, rs_4 (i_4a, i_4b) 1501-3000; tier t1 (30): t1_1, t1_2, t1_4 own
+-- 10 buckets each; tier t2 (30): t2_1 owns 1-15, t2_2 16-30; tier t3 (100) has no replicaset.
+-- 8 replicasets, 11 instances, 8 bucket ranges. Returns what picoroute_apply_events returns.
+CREATE FUNCTION pr_push_seed_map() RETURNS integer LANGUAGE sql AS $$
+  SELECT picoroute_apply_events(
+    (SELECT jsonb_agg(jsonb_build_object('op', 'replace', 'map', 'tier', 'name', t, 'bucket_count', n))
+       FROM (VALUES ('default', 3000), ('t1', 30), ('t2', 30), ('t3', 100)) AS v(t, n))
+    || (SELECT jsonb_agg(jsonb_build_object('op', 'replace', 'map', 'replicaset', 'replicaset_uuid', u,
+                                            'name', n, 'tier', t, 'current_master_uuid', m))
+          FROM (VALUES ('a1', 't1_1', 't1', 'ia1'), ('a2', 't1_2', 't1', 'ia2'), ('a4', 't1_4', 't1', 'ia4'),
+                       ('b1', 't2_1', 't2', 'ib1'), ('b2', 't2_2', 't2', 'ib2'),
+                       ('r1', 'rs_1', 'default', 'i1b'), ('r3', 'rs_3', 'default', 'i3a'),
+                       ('r4', 'rs_4', 'default', 'i4a')) AS v(u, n, t, m))
+    || (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                 'op', 'replace', 'map', 'instance', 'instance_uuid', u, 'name', n,
+                 'replicaset_uuid', r, 'current_state', st, 'address', a)))
+          FROM (VALUES ('i1a', 'i_1a', 'r1', 'Offline', '10.0.1.1:4327'),
+                       ('i1b', 'i_1b', 'r1', 'Online', '10.0.1.20:5432'),
+                       ('i3a', 'i_3a', 'r3', 'Online', '10.0.3.1:4327'),
+                       ('i3b', 'i_3b', 'r3', 'Online', '10.0.3.2:4327'),
+                       ('i4a', 'i_4a', 'r4', 'Online', '10.0.4.1:4327'),
+                       ('i4b', 'i_4b', 'r4', 'Online', '10.0.4.2:4327'),
+                       ('ia1', NULL, 'a1', 'Online', '10.1.1.1:4327'),
+                       ('ia2', NULL, 'a2', 'Online', '10.1.2.1:4327'),
+                       ('ia4', NULL, 'a4', 'Online', '10.1.4.1:4327'),
+                       ('ib1', NULL, 'b1', 'Online', '10.2.1.1:4327'),
+                       ('ib2', NULL, 'b2', 'Online', '10.2.2.1:4327')) AS v(u, n, r, st, a))
+    || (SELECT jsonb_agg(jsonb_build_object(
+                 'op', 'replace', 'map', 'bucket', 'tier', t, 'state', 'active',
+                 'bucket_id', jsonb_build_object('start', b0, 'end', b1), 'current_replicaset_uuid', r))
+          FROM (VALUES ('default', 1, 750, 'r1'), ('default', 751, 1500, 'r3'),
+                       ('default', 1501, 3000, 'r4'), ('t1', 1, 10, 'a1'), ('t1', 11, 20, 'a2'),
+                       ('t1', 21, 30, 'a4'), ('t2', 1, 15, 'b1'), ('t2', 16, 30, 'b2')) AS v(t, b0, b1, r)))
 $$;
 
 -- The map of tier "rt" (routing, runtime_params): rs_a owns 1-1500 (master ia1, replica ia2),

@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for);
 
-start_emulator(base_port => 20400);
+start_emulator();
 my $node = start_picoroute_node(name => 'tracking');
 
 # The views as the emulator's catalog says they should be.

@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for);
 
-start_emulator(base_port => 20500, replicasets => 2, replication_factor => 1);
+start_emulator(replicasets => 2, replication_factor => 1);
 
 # A server older than 25.5.2: no _pico_bucket. Buckets stay empty, the rest is right.
 emu('drop-bucket-function');

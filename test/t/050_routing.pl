@@ -15,7 +15,7 @@ use Picoroute::TestCluster
   qw(emu emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
   create_foreign_tables picodata_version picodata_has);
 
-start_emulator(base_port => 21000);
+start_emulator();
 
 emu_table('users', 'id int8, name text, v int8', rows => 200);
 emu_table('pairs', 'a text, b int8, note text', args => [ '--primary-key', 'a,b' ]);

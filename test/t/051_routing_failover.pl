@@ -15,7 +15,7 @@ use Picoroute::TestCluster
   qw(emu emu_command emu_json emu_table start_emulator start_routing_node create_servers
   create_foreign_tables wait_for picodata_version picodata_has);
 
-start_emulator(base_port => 22000);
+start_emulator();
 emu_table('users', 'id int8, name text, v int8', rows => 100);
 my %port_of = map { $_->{name} => $_->{port} } @{ emu_json('status', '--json')->{instances} };
 

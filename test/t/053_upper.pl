@@ -15,7 +15,7 @@ use Picoroute::TestCluster
   qw(emu emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
   create_foreign_tables);
 
-start_emulator(base_port => 30600);
+start_emulator();
 
 emu_table('users', 'id int8, name text, v int8, i int4, f float8, n numeric(10,2)', rows => 20000);
 

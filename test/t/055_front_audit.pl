@@ -13,7 +13,7 @@ use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_audit emu_audit_clear emu_json emu_private_psql start_emulator start_picoroute_node wait_for);
 
-start_emulator(base_port => 23000, replicasets => 2, replication_factor => 1);
+start_emulator(replicasets => 2, replication_factor => 1);
 emu('create-table', 'big', '--columns', 'id int8, name text');
 emu('load', 'big', '--rows', '6000');
 my $node = start_picoroute_node(name => 'front', conninfo => emu('conninfo', '--user', 'picoroute'),

@@ -11,7 +11,7 @@ use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_json emu_table start_emulator start_routing_node create_servers wait_for);
 
-start_emulator(base_port => 30300, replicasets => 2, replication_factor => 1);
+start_emulator(replicasets => 2, replication_factor => 1);
 
 my $nrows = 20000;
 emu_table('users', 'id int8, name text, v int8', rows => $nrows);

@@ -14,7 +14,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for);
 
-start_emulator(base_port => 29400, replicasets => 3, replication_factor => 1);
+start_emulator(replicasets => 3, replication_factor => 1);
 emu('create-table', 'users', '--columns', 'id int8, name text');
 emu('load', 'users', '--rows', '50');
 my %port_of = map { $_->{name} => $_->{port} } @{ emu_json('status', '--json')->{instances} };

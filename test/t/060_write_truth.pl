@@ -18,7 +18,7 @@ use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node w
 my $xo = exec_options();    # the emulator's instances parse no Picodata OPTION clause
 
 # Strict mode (Picodata's forward=off, head only) proves where rows land: pin that version.
-start_emulator(base_port => 29100, picodata => 'head');
+start_emulator(picodata => 'head');
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('create-table', 'tkeys', '--columns', 'k text, v int8');
 emu('create-table', 'dumped', '--columns', 'id int8, name text');

@@ -13,7 +13,7 @@ use Time::HiRes qw(sleep);
 use Picoroute::TestCluster qw(emu emu_json emu_table start_emulator start_routing_node create_servers
   create_foreign_tables);
 
-start_emulator(base_port => 30320, replicasets => 2, replication_factor => 1);
+start_emulator(replicasets => 2, replication_factor => 1);
 
 my $nrows = 100000;
 emu_table('bulk', 'id int8, name text, note text, v int8', rows => $nrows);

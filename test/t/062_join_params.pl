@@ -17,7 +17,7 @@ use Picoroute::TestCluster
   qw(emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node
   create_servers create_foreign_tables);
 
-start_emulator(base_port => 33500, replicasets => 2, replication_factor => 1);
+start_emulator(replicasets => 2, replication_factor => 1);
 emu_table('users', 'id int8, name text, v int8', rows => 20000);
 
 # The admin user: the test reads the storages' own tables around picoroute.

@@ -14,7 +14,7 @@ use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_json emu_private_psql start_emulator start_picoroute_node wait_for exec_options);
 
-start_emulator(base_port => 31600, replicasets => 2, replication_factor => 1);
+start_emulator(replicasets => 2, replication_factor => 1);
 
 emu('create-table', 'users', '--columns', 'id int8, name text, country text, score int4');
 emu('create-table', 'orders', '--columns', 'id int8, user_id int8, amount numeric(10,2), note text',

@@ -15,7 +15,7 @@ use Test::More;
 use Picoroute::TestCluster qw(emu emu_json emu_audit emu_audit_clear start_emulator
   start_picoroute_node wait_for exec_options picodata_version);
 
-my $dir = start_emulator(base_port => 30700, replicasets => 2, replication_factor => 1);
+my $dir = start_emulator(replicasets => 2, replication_factor => 1);
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('load', 'users', '--rows', '200');
 my $version = picodata_version();

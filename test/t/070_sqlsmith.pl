@@ -24,7 +24,7 @@ my $time_limit = $ENV{PICOROUTE_SQLSMITH_SECONDS} // 90;
 diag("sqlsmith seed $seed, at most $queries queries, at most $time_limit s "
    . "(replay: PICOROUTE_SQLSMITH_SEED=$seed)");
 
-start_emulator(base_port => 29200);
+start_emulator();
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('load', 'users', '--rows', '300');
 emu('create-table', 'pairs', '--columns', 'a text, b int8, note text', '--primary-key', 'a,b');

@@ -15,7 +15,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
-  exec_options picodata_version picodata_has);
+  exec_options picodata_version picodata_has free_port_range);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -32,6 +32,16 @@ BEGIN {
 }
 my $emulator = "$root/test/emulator/picoemu";
 
+# The base port of a free range of ports on 127.0.0.1, reserved for this test file until it exits
+# (test/tools/port_range.py: a random free range, a reservation file holding this process's pid, as
+# PostgreSQL::Test::Cluster does for its nodes' ports). An emulated cluster uses the range from its
+# base port; ports base+100 to base+199 are left for the test's own servers.
+sub free_port_range {
+    my $base = `python3 '$root/test/tools/port_range.py' --pid $$`;
+    die "test/tools/port_range.py found no free port range\n" if $? != 0 || $base !~ /^(\d+)$/;
+    return $1;
+}
+
 # Server options for picoroute servers of the emulated cluster: the instances' Picodata fronts parse
 # Picodata's trailing OPTION (...) clause and its startup options, so picoroute sends them
 # (execution_options 'on', its default). PICOROUTE_EXEC_OPTIONS=off tests the other path.
@@ -41,8 +51,10 @@ sub exec_options {
 my ($emu_dir, $emu_port);
 
 # The emulated Picodata version: PICOROUTE_PICODATA_VERSION (25.5, 26.1, 26.2 or head), else the
-# emulator's default. Tests whose expectations differ by version ask picodata_has().
-my $picodata_version = $ENV{PICOROUTE_PICODATA_VERSION} // '';
+# emulator's default. A test file run under a name ending in .picodata-VERSION.pl (a link
+# test/run_all.sh makes, so that one `prove -j` runs the version-dependent files on several
+# versions) emulates that VERSION. Tests whose expectations differ by version ask picodata_has().
+my $picodata_version = $0 =~ /\.picodata-([0-9a-z.]+)\.pl$/ ? $1 : $ENV{PICOROUTE_PICODATA_VERSION} // '';
 my %capabilities;
 
 sub picodata_version { return $picodata_version; }
@@ -115,10 +127,12 @@ test2_add_callback_testing_done(sub {
               . ($_->{application_name} // '') . "): $_->{message}\n    $_->{statement}" } @$refused));
 });
 
-# Starts an emulated cluster in a directory of its own; `down` runs at exit.
+# Starts an emulated cluster in a directory of its own, on a free port range (free_port_range; a
+# base_port option is ignored: fixed ports collide when runs share a machine); `down` runs at exit.
 sub start_emulator {
     my (%opts) = @_;
-    $emu_port = $opts{base_port} or die "base_port is required";
+    $emu_port = free_port_range();
+    note("emulator base port $emu_port");
     $emu_dir = PostgreSQL::Test::Utils::tempdir('picoemu');
     my @up = ('up');
     push @up, '--replicasets', $opts{replicasets} if $opts{replicasets};
