@@ -9,6 +9,8 @@ This module is pure (no I/O): emu_front.py calls it, test_emu_dialect.py tests i
 
 import re
 
+import emu_caps
+
 # ---- versions ------------------------------------------------------------------------------------
 # The facts document, section 5, names 25.5.x, 26.1.x, 26.2.0 and 26.2.1+/master.
 VERSIONS = {"25.5": (25, 5, 0), "26.1": (26, 1, 0), "26.2": (26, 2, 0), "26.2.1": (26, 2, 1),
@@ -32,12 +34,12 @@ def version_tuple(version):
 
 def has_read_preference(v):
     """OPTION/startup read_preference: a parse error on 25.5.x, fine from 26.1 (dialect, section 1)."""
-    return version_tuple(v) >= (26, 1, 0)
+    return emu_caps.has("read_preference", v)
 
 
 def has_forward(v):
-    """forward: 26.2.1+ and master only (facts, section 5; dialect, section 4)."""
-    return version_tuple(v) >= (26, 2, 1)
+    """forward: 26.2.1-rc1+ and master only (facts, section 5; dialect, section 4)."""
+    return emu_caps.has("forward", v)
 
 
 def has_arrays(v):

@@ -8,28 +8,28 @@ import json
 import os
 import uuid
 
+import emu_caps
+
 STATE_VERSION = 1
 DB_NAME = "picodata"
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin"
 CLIENT_USER = "picoroute"
 CLIENT_PASSWORD = "picoroute"
-# Emulated Picodata versions (`picoemu up --picodata V`) and what differs between them; see the
-# README's versions table and the facts document (routing semantics by version).
+# Emulated Picodata versions (`picoemu up --picodata V`) and what differs between them, from the
+# capability table picoroute uses (emu_caps.py); see the README's versions table.
 #   release          the text of _pico_instance.picodata_version
 #   bucket_prune     `bucket_id = N` restricts a statement to the owner (26.2.1+); else only a filter
 #   local_exec       a read arriving at the master of the owner runs locally (26.1+); else one more hop
 #   replica_reads    a replica serves reads with read_preference = replica/any (26.1+); else the leader
 #   forward          the session option forward=off, i.e. strict mode, exists (26.2.1+)
 VERSIONS = {
-    "25.5": {"release": "25.5.10", "bucket_prune": False, "local_exec": False, "replica_reads": False,
-             "forward": False},
-    "26.1": {"release": "26.1.6", "bucket_prune": False, "local_exec": True, "replica_reads": True,
-             "forward": False},
-    "26.2": {"release": "26.2.0", "bucket_prune": False, "local_exec": True, "replica_reads": True,
-             "forward": False},
-    "head": {"release": "26.3.0", "bucket_prune": True, "local_exec": True, "replica_reads": True,
-             "forward": True},
+    name: {"release": emu_caps.RELEASES[name],
+           "bucket_prune": emu_caps.has("prune_by_bucket_id", name),
+           "local_exec": emu_caps.has("local_execution", name),
+           "replica_reads": emu_caps.has("read_preference", name),
+           "forward": emu_caps.has("forward", name)}
+    for name in ("25.5", "26.1", "26.2", "head")
 }
 DEFAULT_VERSION = "26.2"
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index

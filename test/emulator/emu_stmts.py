@@ -20,7 +20,7 @@ emulator is stricter, never more lenient).
 
 import re
 
-import emu_dialect as dialect
+import emu_caps
 
 DEFAULT_STATEMENT_MAX = 100000
 INVALIDATED_STATE = "42999"
@@ -31,7 +31,7 @@ _DEALLOCATE = re.compile(r'^\s*deallocate\s+(?:prepare\s+)?("(?:[^"]|"")+"|[a-z_
 
 
 def has_stmt_invalidation(version):
-    return dialect.version_tuple(version) >= (26, 1, 0)
+    return emu_caps.has("stmt_invalidation", version)
 
 
 def parse_flag(value):

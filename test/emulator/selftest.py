@@ -372,7 +372,7 @@ def main_cluster(tc, d):
         tc.assertEqual(s["picodata_version"], "head")
         tc.assertIs(s["capabilities"]["bucket_prune"], True)
     with tc.subTest("version: _pico_instance.picodata_version"):
-        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), "26.3.0")
+        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), "26.3.0-142-g812716f7e")
     plan_between = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id BETWEEN 1 AND 1500"))
     with tc.subTest("head: bucket_id BETWEEN does not restrict (the other replicaset is asked too)"):
         tc.assertIn("Foreign Scan", plan_between, plan_between)

@@ -13,6 +13,7 @@ import unittest
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
+import emu_caps  # noqa: E402
 import emu_dialect as d  # noqa: E402
 
 ALL = ("25.5", "26.1", "26.2", "head")
@@ -223,6 +224,39 @@ class DialectTest(unittest.TestCase):
     def test_every_rule_names_its_source(self):
         for name, source, _ in d.RULES:
             self.assertTrue(source, name)
+
+
+class CapabilitiesTest(unittest.TestCase):
+    """The emulator reads picoroute's capability table (src/core/capabilities.json); these are the
+    boundaries test/unit/capabilities_test.cpp checks on the C++ side, so both read it alike."""
+
+    CASES = [
+        ("prune_by_bucket_id", ["26.2.1-rc2", "26.2.1", "26.3.0-115-gdef426247", "27.1.1", "head"],
+         ["26.2.0", "26.2.1-rc1", "26.2.1rc1", "26.3.0", "26.3.0-114-gabc", "26.2", "25.5"]),
+        ("forward", ["26.2.1-rc1", "26.2.1", "26.3.0", "head", "26.2.1"],
+         ["26.1.6", "26.2.0", "26.2.0-300-gabc", "26.2"]),
+        ("stmt_invalidation", ["26.1.0", "26.1.1", "26.2.0", "26.1", "head"], ["25.5.10", "25.6.0-40-gabc", "25.5"]),
+        ("read_preference", ["26.1.0", "26.1.6", "26.1"], ["25.5.10", "25.6.0-40-gabc"]),
+        ("local_execution", ["26.1.1", "26.2.0", "26.1"], ["25.5.10", "26.1.0"]),
+        ("integral_double_hash", ["26.1.0", "26.1.1", "head"], ["25.5.10", "25.6.0"]),
+        ("dnf_chain_limit", ["26.1.6", "26.2.1-rc1", "26.3.0"], ["25.5.10", "26.1.5", "26.2.0"]),
+    ]
+
+    def test_boundaries(self):
+        for capability, yes, no in self.CASES:
+            for version in yes:
+                self.assertTrue(emu_caps.has(capability, version), (capability, version))
+            for version in no:
+                self.assertFalse(emu_caps.has(capability, version), (capability, version))
+
+    def test_versions(self):
+        order = ["25.5.10", "26.1.0", "26.1.1", "26.1.1-12-gab", "26.2.1-rc1", "26.2.1-rc2",
+                 "26.2.1-rc2-5-gab", "26.2.1", "26.2.1-1-gab", "26.3.0"]
+        parsed = [emu_caps.parse_version(v) for v in order]
+        self.assertEqual(parsed, sorted(parsed))
+        for bad in ["", "26", "head", "26.1.1-beta", "26.1.1-rc", "26.1.1-12-g", "v26.1.1"]:
+            self.assertIsNone(emu_caps.parse_version(bad), bad)
+        self.assertEqual(emu_caps.dnf_chain_limit(), 512)
 
 
 if __name__ == "__main__":

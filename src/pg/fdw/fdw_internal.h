@@ -36,10 +36,6 @@ using namespace picoroute::pg::remote;
 
 enum class Scatter { Coordinator = 0, Masters = 1 };
 
-// The Picodata release family a server runs (server option picodata_version), where behaviour
-// differs (see the README, "Picodata SQL compatibility"). 26.2.1 stands for 26.2.1 and later.
-enum class PicodataVersion { V25_5 = 0, V26_1 = 1, V26_2 = 2, V26_2_1 = 3 };
-
 // The row limit Picodata applies when nothing overrides it (cluster setting sql_motion_row_max).
 constexpr int kDefaultMotionRowMax = 5000;
 
@@ -54,7 +50,9 @@ struct TableInfo {
     char *remote_table;  // table_name or the foreign table's name
     bool global;         // distribution 'global'
     int batch_size;
-    int version;          // PicodataVersion
+    // Server option picodata_version ("26.2" when not given): what the server can do is looked
+    // up in core/capabilities.h.
+    const char *picodata_version;
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
     int vdbe_opcode_max;  // sql_vdbe_opcode_max, likewise
@@ -87,8 +85,9 @@ constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
-// `picodata_version`: the server option (nullptr for the default); from 26.1 on the connection
-// asks for errors on invalidated prepared statements (pico_stmt_invalidation=true).
+// `picodata_version`: the server option (nullptr for the default); where the version has the
+// capability, the connection asks for errors on invalidated prepared statements
+// (pico_stmt_invalidation=true).
 std::string startup_options(const char *execution_options, const char *read_preference,
                             const char *picodata_version);
 // Refuses (ereport) a remote table or column name that Picodata cannot take quoted: one that

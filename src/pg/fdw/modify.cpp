@@ -33,6 +33,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+#include "core/statement_route.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -40,6 +41,7 @@ extern "C" {
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -237,43 +239,28 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
         for (int k = 0; routed && k < t->nkeys; k++)
             if (s->key_positions[k] < 0)
                 routed = false;
-        // target address -> rows; unknown buckets and unrouted rows go to one coordinator.
-        std::map<std::string, std::pair<Target, std::vector<int>>> groups;
-        Target coordinator;
-        bool have_coordinator = false;
-        for (int r = 0; r < nrows; r++) {
-            Target target;
-            bool found = false;
-            uint32_t bucket = 0;
-            if (routed) {
-                bucket = key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
-                                    &key_nulls[r * t->nkeys], count);
-                found = bucket_target(view, tier, bucket, ReadPref::Leader, &target);
-            }
-            if (!found) {
-                if (!have_coordinator) {
-                    coordinator = coordinator_target(view);
-                    have_coordinator = true;
-                }
-                target = coordinator;
-            }
-            auto [it, inserted] =
-                groups.emplace(target.address, std::make_pair(target, std::vector<int>()));
-            it->second.second.push_back(r);
-            if (routed)
-                it->second.first.buckets.push_back(bucket);
-        }
+        // Unknown buckets and unrouted rows go to one coordinator (core/statement_route.h).
+        route::OwnerLookups lookups;
+        lookups.owner = [&](uint32_t bucket, Target *out) {
+            return bucket_target(view, tier, bucket, ReadPref::Leader, out);
+        };
+        lookups.coordinator = [&] { return coordinator_target(view); };
+        std::vector<route::RowGroup> groups = route::group_rows_by_owner(
+            nrows,
+            [&](int r) -> std::optional<uint32_t> {
+                if (!routed)
+                    return std::nullopt;
+                return key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
+                                  &key_nulls[r * t->nkeys], count);
+            },
+            lookups);
         std::vector<Job> jobs;
         jobs.reserve(groups.size());
-        for (auto &[address, group] : groups) {
+        for (route::RowGroup &group : groups) {
             Job job;
-            job.target = group.first;
-            std::sort(job.target.buckets.begin(), job.target.buckets.end());
-            job.target.buckets.erase(
-                std::unique(job.target.buckets.begin(), job.target.buckets.end()),
-                job.target.buckets.end());
+            job.target = std::move(group.target);
             char *sql = nullptr;
-            int n = static_cast<int>(group.second.size());
+            int n = static_cast<int>(group.rows.size());
             pg_call([&] {
                 StringInfoData buf;
                 initStringInfo(&buf);
@@ -281,7 +268,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 sql = buf.data;
             });
             job.sql = std::string(sql) + option_clause(t, false);
-            for (int r : group.second)
+            for (int r : group.rows)
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
             jobs.push_back(std::move(job));

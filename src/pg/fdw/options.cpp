@@ -30,11 +30,13 @@ extern "C" {
 PG_FUNCTION_INFO_V1(picoroute_fdw_validator);
 }
 
+#include "core/capabilities.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 
 #include <cstring>
 
+using namespace picoroute;
 using namespace picoroute::pg;
 using namespace picoroute::pg::fdw;
 
@@ -194,16 +196,9 @@ int int_option(List *options, const char *name) {
     return out;
 }
 
-PicodataVersion parse_version(const char *value) {
-    if (value == nullptr)
-        return PicodataVersion::V26_2;
-    if (strcmp(value, "25.5") == 0)
-        return PicodataVersion::V25_5;
-    if (strcmp(value, "26.1") == 0)
-        return PicodataVersion::V26_1;
-    if (strcmp(value, "26.2.1") == 0)
-        return PicodataVersion::V26_2_1;
-    return PicodataVersion::V26_2;
+// The version a server runs, as its option picodata_version says (26.2 when not given).
+const char *server_version(const char *option) {
+    return option != nullptr ? option : "26.2";
 }
 
 }  // namespace
@@ -242,7 +237,8 @@ TableInfo *get_table_info(Oid relid) {
         batch = table_batch;
     if (batch)
         (void)parse_int(batch, &t->batch_size, 0, nullptr);
-    t->version = static_cast<int>(parse_version(option_value(server->options, "picodata_version")));
+    t->picodata_version =
+        pstrdup(server_version(option_value(server->options, "picodata_version")));
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");
@@ -285,9 +281,9 @@ std::string startup_options(const char *execution_options, const char *read_pref
     std::string out;
     if (read_preference != nullptr && strcmp(read_preference, "leader") != 0)
         out = std::string("read_preference=") + read_preference;
-    // Picodata 26.1 and later report a named statement invalidated by DDL (SQLSTATE 42999) only
-    // when the client asks; older versions ignore the option with a warning in their log.
-    if (parse_version(picodata_version) >= PicodataVersion::V26_1)
+    // Picodata reports a named statement invalidated by DDL (SQLSTATE 42999) only when the client
+    // asks; versions without the option ignore it with a warning in their log.
+    if (caps::has(server_version(picodata_version), caps::Capability::StmtInvalidation))
         out += std::string(out.empty() ? "" : ",") + "pico_stmt_invalidation=true";
     return out;
 }
@@ -325,7 +321,9 @@ ConnParams conn_params_for(Oid serverid, Oid userid) {
     std::string startup = startup_options(exec_options, read_preference, version);
     if (!startup.empty())
         params.options.emplace_back("options", startup);
-    params.stmt_invalidation = startup.find("pico_stmt_invalidation=true") != std::string::npos;
+    params.stmt_invalidation =
+        (exec_options == nullptr || strcmp(exec_options, "off") != 0) &&
+        caps::has(server_version(version), caps::Capability::StmtInvalidation);
     foreach (lc, um->options) {
         DefElem *def = lfirst_node(DefElem, lc);
         if (strcmp(def->defname, "user") == 0 || strcmp(def->defname, "password") == 0)

@@ -22,6 +22,8 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+#include "core/capabilities.h"
+#include "core/statement_route.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -65,10 +67,25 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     return values;
 }
 
-constexpr size_t kMaxKeyCombinations = 4096;
+// The sharding-key values of one execution as the core's decision takes them: each value is
+// encoded (add_key_datum) only when the decision hashes it.
+route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
+    route::KeyValues out;
+    int nkeys = list_length(st->key_kinds);
+    for (int i = 0; i < nkeys; i++)
+        out.counts.push_back(static_cast<size_t>(keys[i].n));
+    out.encode = [keys](size_t column, size_t index) {
+        KeyEncoder encoder;
+        add_key_datum(encoder, keys[column].type, keys[column].values[index],
+                      keys[column].nulls[index]);
+        return encoder.bytes();
+    };
+    return out;
+}
 
-// The routing decision: targets, retry policy and a description (C++: inside guarded()).
-// *keyless tells whether the statement goes out without a sharding key (scatter, global table).
+// The routing decision (core/statement_route.h): targets, retry policy and a description (C++:
+// inside guarded()). *keyless tells whether the statement goes out without a sharding key
+// (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
                                    Retry *retry, std::string *description, bool *keyless) {
     MapRef map = current_map();
@@ -76,76 +93,31 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     TableInfo *t = st->table;
     int32_t tier = require_tier(view, map.generation, t->tier);
     *tier_out = tier;
-    *keyless = true;
-    ReadPref pref = st->is_write ? ReadPref::Leader : static_cast<ReadPref>(t->read_pref);
-    *retry = st->is_write ? Retry::Write : Retry::Read;
-    if (t->global) {
-        Target c = spread_target(view, tier, pref, st->is_write);
-        *description = "global table: " + describe(c);
-        return {c};
-    }
-    if (keys != nullptr) {
-        int nkeys = list_length(st->key_kinds);
-        size_t combos = 1;
-        for (int i = 0; i < nkeys && combos <= kMaxKeyCombinations; i++)
-            combos *= static_cast<size_t>(keys[i].n);
-        uint32_t count = view.tier(tier).bucket_count;
-        if (combos == 0) {
-            *description = "no row can match the sharding key condition: nothing sent";
-            return {};
-        }
-        if (combos <= kMaxKeyCombinations && count > 0) {
-            std::set<uint32_t> buckets;
-            std::vector<int> index(nkeys, 0);
-            for (size_t c = 0; c < combos; c++) {
-                KeyHasher key;
-                for (int i = 0; i < nkeys; i++)
-                    key.add(keys[i].type, keys[i].values[index[i]], keys[i].nulls[index[i]]);
-                buckets.insert(key.bucket(count));
-                for (int i = nkeys - 1; i >= 0; i--) {
-                    if (++index[i] < keys[i].n)
-                        break;
-                    index[i] = 0;
-                }
-            }
-            std::vector<Target> targets = group_buckets(view, tier, buckets, pref);
-            *keyless = false;
-            for (const Target &target : targets) {
-                if (!description->empty())
-                    *description += "; ";
-                *description += target.buckets.size() == 1 ? "bucket " : "buckets ";
-                for (size_t i = 0; i < target.buckets.size(); i++)
-                    *description += (i ? ", " : "") + std::to_string(target.buckets[i]);
-                *description += " -> " + describe(target);
-            }
-            return targets;
-        }
-    }
-    std::string note;
-    if (static_cast<Scatter>(t->scatter) == Scatter::Masters &&
-        static_cast<PicodataVersion>(t->version) < PicodataVersion::V26_2_1) {
-        // Before 26.2.1 a bucket_id filter does not restrict a statement: every master would run
-        // a cluster-wide query (N x N storage queries), so one coordinator does it once.
-        note =
-            "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
-            "restrict a statement before); ";
-    } else if (static_cast<Scatter>(t->scatter) == Scatter::Masters) {
-        std::vector<Target> masters = master_targets(view, tier);
-        *retry = Retry::Never;
-        *description = "scatter to the " + std::to_string(masters.size()) + " masters of tier \"" +
-                       std::string(t->tier) + "\":";
-        for (size_t i = 0; i < masters.size(); i++) {
-            *description += (i ? ", " : " ") + masters[i].address + " (buckets";
-            for (size_t r = 0; r < masters[i].ranges.size(); r++)
-                *description += (r ? ", " : " ") + std::to_string(masters[i].ranges[r].first) +
-                                "-" + std::to_string(masters[i].ranges[r].second);
-            *description += ")";
-        }
-        return masters;
-    }
-    Target c = spread_target(view, tier, pref, st->is_write);
-    *description = note + "scatter through coordinator " + c.address;
-    return {c};
+    route::StatementInfo info;
+    info.global = t->global;
+    info.write = st->is_write;
+    info.read_pref = static_cast<ReadPref>(t->read_pref);
+    info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
+    info.prune_by_bucket_id = caps::has(t->picodata_version, caps::Capability::PruneByBucketId);
+    info.tier = t->tier;
+    info.bucket_count = view.tier(tier).bucket_count;
+    if (keys != nullptr)
+        info.keys = core_key_values(st, keys);
+    route::StatementLookups lookups;
+    lookups.spread = [&](ReadPref pref, bool write) {
+        return spread_target(view, tier, pref, write);
+    };
+    lookups.masters = [&] { return master_targets(view, tier); };
+    lookups.group = [&](const std::set<uint32_t> &buckets, ReadPref pref) {
+        return group_buckets(view, tier, buckets, pref);
+    };
+    route::StatementRoute route = route::route_statement(info, lookups);
+    *retry = route.retry == route::RetryRule::Never   ? Retry::Never
+             : route.retry == route::RetryRule::Write ? Retry::Write
+                                                      : Retry::Read;
+    *keyless = route.keyless;
+    *description = std::move(route.description);
+    return std::move(route.targets);
 }
 
 // The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).

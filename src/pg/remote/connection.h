@@ -37,9 +37,9 @@ class Connection;
 // What a connection keeps about the statements prepared on it (implemented by remote_stmt.cpp). The
 // connection owns it and destroys it when it closes; the statements the instance holds for the
 // connection end with the connection itself.
-class StatementCache {
+class PreparedStatements {
   public:
-    virtual ~StatementCache() = default;
+    virtual ~PreparedStatements() = default;
 };
 
 // Something that keeps a statement in flight on a connection between calls (a streaming scan).
@@ -74,7 +74,7 @@ class Connection : public KeptWaitSet {
     bool busy = false;                   // a statement is in flight
     ConnectionReader *reader = nullptr;  // streaming the statement in flight, if any
     // The named statements prepared on this connection (remote_stmt.h); they end with it.
-    std::unique_ptr<StatementCache> statement_cache;
+    std::unique_ptr<PreparedStatements> statement_cache;
 };
 
 // Returns a ready connection to `address` for `params`, opening or reopening it as needed. A cached

@@ -1,0 +1,159 @@
+// Named capabilities per Picodata version (see capabilities.h). Each row names where it was read
+// in Picodata's source (the picodata/picodata repository, at the release tags).
+#include "core/capabilities.h"
+
+#include <cctype>
+#include <tuple>
+
+namespace picoroute::caps {
+
+namespace {
+
+// Reads the digits at `pos` into *out; false when there are none.
+bool read_number(std::string_view text, size_t *pos, uint32_t *out) {
+    size_t start = *pos;
+    uint64_t value = 0;
+    while (*pos < text.size() && text[*pos] >= '0' && text[*pos] <= '9') {
+        value = value * 10 + static_cast<uint64_t>(text[*pos] - '0');
+        if (value > UINT32_MAX)
+            return false;
+        (*pos)++;
+    }
+    *out = static_cast<uint32_t>(value);
+    return *pos > start;
+}
+
+bool consume(std::string_view text, size_t *pos, std::string_view word) {
+    if (text.substr(*pos, word.size()) != word)
+        return false;
+    *pos += word.size();
+    return true;
+}
+
+// "-N-g<hex>" after a tag (the hash may be left out): *commits = N.
+bool read_describe(std::string_view text, size_t *pos, uint32_t *commits) {
+    size_t at = *pos;
+    if (!consume(text, &at, "-") || !read_number(text, &at, commits))
+        return false;
+    if (consume(text, &at, "-g")) {
+        size_t hex = at;
+        while (at < text.size() && std::isxdigit(static_cast<unsigned char>(text[at])))
+            at++;
+        if (at == hex)
+            return false;
+    }
+    *pos = at;
+    return true;
+}
+
+auto key(const Version &v) {
+    // A release sorts after its candidates.
+    uint32_t rc = v.rc == 0 ? UINT32_MAX : v.rc;
+    return std::make_tuple(v.major, v.minor, v.patch, rc, v.commits);
+}
+
+bool same_series(const Version &a, const Version &b) {
+    return a.major == b.major && a.minor == b.minor;
+}
+
+bool series_before(const Version &a, const Version &b) {
+    return std::make_pair(a.major, a.minor) < std::make_pair(b.major, b.minor);
+}
+
+}  // namespace
+
+bool operator<(const Version &a, const Version &b) {
+    return key(a) < key(b);
+}
+
+bool operator==(const Version &a, const Version &b) {
+    return key(a) == key(b);
+}
+
+std::optional<Version> parse_version(std::string_view text) {
+    size_t pos = 0;
+    (void)consume(text, &pos, "picodata ");
+    Version v;
+    if (!read_number(text, &pos, &v.major) || !consume(text, &pos, ".") ||
+        !read_number(text, &pos, &v.minor))
+        return std::nullopt;
+    if (consume(text, &pos, ".") && !read_number(text, &pos, &v.patch))
+        return std::nullopt;
+    size_t at = pos;
+    if ((consume(text, &at, "-rc") || consume(text, &at, "rc")) && read_number(text, &at, &v.rc) &&
+        v.rc > 0)
+        pos = at;
+    (void)read_describe(text, &pos, &v.commits);
+    (void)consume(text, &pos, "-dirty");
+    if (pos != text.size())
+        return std::nullopt;
+    return v;
+}
+
+std::string to_string(const Version &v) {
+    std::string out =
+        std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
+    if (v.rc > 0)
+        out += "-rc" + std::to_string(v.rc);
+    if (v.commits > 0)
+        out += "-" + std::to_string(v.commits);
+    return out;
+}
+
+const std::vector<CapabilityRow> &capability_table() {
+    static const std::vector<CapabilityRow> table = {
+        // CHANGELOG.md at 26.2.1-rc2 (!3537 "avoid full scatter-gather for WHERE bucket_id =
+        // <CONST>"); not in 26.2.1-rc1 nor in the 26.3.0 tag; on master from commit def426247,
+        // which git describe names 26.3.0-115-gdef426247.
+        {Capability::PruneByBucketId, "prune_by_bucket_id", {"26.2.1-rc2", "26.3.0-115"}},
+        // src/pgproto/client/startup.rs at 26.2.1-rc1 and 26.3.0 (option "forward"); absent at
+        // 26.2.0.
+        {Capability::Forward, "forward", {"26.2.1-rc1"}},
+        // src/pgproto/client/startup.rs at 26.1.0 (pico_stmt_invalidation); absent at 25.6.0 and
+        // 25.5.10. 26.1.0 is the tag that starts the series; its first release is 26.1.1.
+        {Capability::StmtInvalidation, "stmt_invalidation", {"26.1.0"}},
+        // src/pgproto/client/startup.rs at 26.1.0 (read_preference); absent at 25.6.0, 25.5.10.
+        {Capability::ReadPreference, "read_preference", {"26.1.0"}},
+        // CHANGELOG.md at 26.1.1 ("a local SQL execution path"); its metric
+        // pico_sql_local_query_total is in src/metrics.rs at 26.1.1, not at 26.1.0.
+        {Capability::LocalExecution, "local_execution", {"26.1.1"}},
+        // CHANGELOG.md at 26.1.1 ("Hashing behavior changed for DOUBLE type fields"); the entry is
+        // already at the 26.1.0 tag, not at 25.6.0.
+        {Capability::IntegralDoubleHash, "integral_double_hash", {"26.1.0"}},
+        // MAX_DNF_CHAINS = 512: sql-planner/src/ir/transformation/dnf.rs at 26.1.6 (absent at
+        // 26.1.5); sql-ir/src/ir/transformation/dnf.rs at 26.2.1-rc1 and 26.3.0 (absent at 26.2.0).
+        {Capability::DnfChainLimit, "dnf_chain_limit", {"26.1.6", "26.2.1-rc1"}},
+    };
+    return table;
+}
+
+const char *capability_name(Capability capability) {
+    for (const CapabilityRow &row : capability_table())
+        if (row.capability == capability)
+            return row.name;
+    return "";
+}
+
+bool has(const Version &version, Capability capability) {
+    for (const CapabilityRow &row : capability_table()) {
+        if (row.capability != capability)
+            continue;
+        std::optional<Version> last;
+        for (const char *text : row.since) {
+            std::optional<Version> first = parse_version(text);
+            if (first && (same_series(*first, version) || series_before(*first, version)))
+                last = first;
+        }
+        if (!last)
+            return false;
+        return !same_series(*last, version) || version >= *last;
+    }
+    return false;
+}
+
+bool has(std::string_view version, Capability capability) {
+    std::optional<Version> v = parse_version(version);
+    return v && has(*v, capability);
+}
+
+}  // namespace picoroute::caps

@@ -1,0 +1,59 @@
+// What each Picodata version can do: the version string Picodata reports, parsed, and one table of
+// named capabilities with the first version that has each. The data is also in
+// src/core/capabilities.json, which the emulator reads; a unit test keeps the two equal.
+#pragma once
+#include "core/firewall.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace picoroute::caps {
+
+// A Picodata version as its build reports it (git describe): "25.5.1", "26.2.1-rc2" (also
+// "26.2.1rc1"), "26.1.1-12-gabcdef" (12 commits after the tag), "26.2.1-rc2-3-gabc", with an
+// optional "-dirty" and an optional "picodata " prefix (what version() returns). "X.Y" stands for
+// X.Y.0. Ordered as released: 26.2.1-rc1 < 26.2.1-rc2 < 26.2.1 < 26.2.1-4-gabc.
+struct Version {
+    uint32_t major = 0, minor = 0, patch = 0;
+    uint32_t rc = 0;       // release candidate number, 0 for a release
+    uint32_t commits = 0;  // commits after the tag
+};
+bool operator<(const Version &a, const Version &b);
+bool operator==(const Version &a, const Version &b);
+inline bool operator>=(const Version &a, const Version &b) {
+    return !(a < b);
+}
+// nullopt for a missing or unrecognised version: such a version has no capability.
+std::optional<Version> parse_version(std::string_view text);
+std::string to_string(const Version &v);
+
+enum class Capability {
+    PruneByBucketId,     // bucket_id = N / IN (...) restricts a statement to the owners
+    Forward,             // session option forward (off: refuse statements owned elsewhere)
+    StmtInvalidation,    // startup option pico_stmt_invalidation (42999 on stale statements)
+    ReadPreference,      // read_preference as startup option and in OPTION (...)
+    LocalExecution,      // a single-bucket statement at its owner runs there (no second hop)
+    IntegralDoubleHash,  // a double equal to an integer hashes as that integer
+    DnfChainLimit,       // above kDnfChainLimit OR-of-AND chains a statement goes everywhere
+};
+inline constexpr size_t kDnfChainLimit = 512;
+
+struct CapabilityRow {
+    Capability capability;
+    const char *name;  // as in capabilities.json
+    // The first version with it in each release series where it appeared, ascending. A version
+    // has it when the last entry of its series or of an earlier series is not later than it.
+    std::vector<const char *> since;
+};
+const std::vector<CapabilityRow> &capability_table();
+const char *capability_name(Capability capability);
+
+bool has(const Version &version, Capability capability);
+// A version string that does not parse has no capability.
+bool has(std::string_view version, Capability capability);
+
+}  // namespace picoroute::caps

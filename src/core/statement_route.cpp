@@ -1,0 +1,166 @@
+// The routing of one statement and the grouping of INSERT rows (see statement_route.h).
+#include "core/statement_route.h"
+
+#include "core/bucket_hash.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace picoroute::route {
+
+namespace {
+
+// The product of the key values, capped: stops multiplying once it exceeds the cap.
+size_t key_combinations(const KeyValues &keys) {
+    size_t combos = 1;
+    for (size_t i = 0; i < keys.counts.size() && combos <= kMaxKeyCombinations; i++)
+        combos *= keys.counts[i];
+    return combos;
+}
+
+// The buckets of every combination of key values (first column slowest); each value is encoded
+// once.
+std::set<uint32_t> key_buckets(const KeyValues &keys, size_t combos, uint32_t bucket_count) {
+    size_t nkeys = keys.counts.size();
+    std::vector<std::vector<std::optional<std::string>>> encoded(nkeys);
+    for (size_t i = 0; i < nkeys; i++)
+        encoded[i].resize(keys.counts[i]);
+    std::set<uint32_t> buckets;
+    std::vector<size_t> index(nkeys, 0);
+    for (size_t c = 0; c < combos; c++) {
+        std::string bytes;
+        for (size_t i = 0; i < nkeys; i++) {
+            std::optional<std::string> &value = encoded[i][index[i]];
+            if (!value)
+                value = keys.encode(i, index[i]);
+            bytes += *value;
+        }
+        buckets.insert(bucket_id_for_bytes(bytes, bucket_count));
+        for (size_t i = nkeys; i-- > 0;) {
+            if (++index[i] < keys.counts[i])
+                break;
+            index[i] = 0;
+        }
+    }
+    return buckets;
+}
+
+// "bucket 7 -> addr (master of replicaset r); buckets 8, 9 -> ..."
+std::string describe_groups(const std::vector<Target> &targets) {
+    std::string out;
+    for (const Target &target : targets) {
+        if (!out.empty())
+            out += "; ";
+        out += target.buckets.size() == 1 ? "bucket " : "buckets ";
+        for (size_t i = 0; i < target.buckets.size(); i++)
+            out += (i ? ", " : "") + std::to_string(target.buckets[i]);
+        out += " -> " + describe(target);
+    }
+    return out;
+}
+
+// "scatter to the 2 masters of tier "t": a:1 (buckets 1-1500), b:1 (buckets 1501-3000)"
+std::string describe_masters(const std::string &tier, const std::vector<Target> &masters) {
+    std::string out =
+        "scatter to the " + std::to_string(masters.size()) + " masters of tier \"" + tier + "\":";
+    for (size_t i = 0; i < masters.size(); i++) {
+        out += (i ? ", " : " ") + masters[i].address + " (buckets";
+        for (size_t r = 0; r < masters[i].ranges.size(); r++)
+            out += (r ? ", " : " ") + std::to_string(masters[i].ranges[r].first) + "-" +
+                   std::to_string(masters[i].ranges[r].second);
+        out += ")";
+    }
+    return out;
+}
+
+// A statement without a key: every master of the tier, or one coordinator.
+void route_keyless(const StatementInfo &st, const StatementLookups &lookups, ReadPref pref,
+                   StatementRoute *out) {
+    std::string note;
+    if (st.scatter_masters && !st.prune_by_bucket_id) {
+        // Where a bucket_id filter does not restrict a statement, every master would run a
+        // cluster-wide query (N x N storage queries), so one coordinator does it once.
+        note =
+            "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
+            "restrict a statement before); ";
+    } else if (st.scatter_masters) {
+        out->targets = lookups.masters();
+        out->retry = RetryRule::Never;
+        out->description = describe_masters(st.tier, out->targets);
+        return;
+    }
+    Target c = lookups.spread(pref, st.write);
+    out->description = note + "scatter through coordinator " + c.address;
+    out->targets = {c};
+}
+
+}  // namespace
+
+KeyValues encoded_key_values(std::vector<std::vector<std::string>> columns) {
+    KeyValues keys;
+    for (const auto &column : columns)
+        keys.counts.push_back(column.size());
+    keys.encode = [columns = std::move(columns)](size_t column, size_t index) {
+        return columns[column][index];
+    };
+    return keys;
+}
+
+StatementRoute route_statement(const StatementInfo &st, const StatementLookups &lookups) {
+    StatementRoute out;
+    ReadPref pref = st.write ? ReadPref::Leader : st.read_pref;
+    out.retry = st.write ? RetryRule::Write : RetryRule::Read;
+    if (st.global) {
+        Target c = lookups.spread(pref, st.write);
+        out.description = "global table: " + describe(c);
+        out.targets = {c};
+        return out;
+    }
+    if (st.keys) {
+        size_t combos = key_combinations(*st.keys);
+        if (combos == 0) {
+            out.description = "no row can match the sharding key condition: nothing sent";
+            return out;
+        }
+        if (combos <= kMaxKeyCombinations && st.bucket_count > 0) {
+            out.targets = lookups.group(key_buckets(*st.keys, combos, st.bucket_count), pref);
+            out.keyless = false;
+            out.description = describe_groups(out.targets);
+            return out;
+        }
+    }
+    route_keyless(st, lookups, pref, &out);
+    return out;
+}
+
+std::vector<RowGroup> group_rows_by_owner(
+    int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
+    const OwnerLookups &lookups) {
+    std::map<std::string, RowGroup> groups;  // by target address
+    std::optional<Target> coordinator;
+    for (int r = 0; r < nrows; r++) {
+        std::optional<uint32_t> bucket = bucket_of(r);
+        Target target;
+        if (!bucket || !lookups.owner(*bucket, &target)) {
+            if (!coordinator)
+                coordinator = lookups.coordinator();
+            target = *coordinator;
+        }
+        auto [it, inserted] = groups.emplace(target.address, RowGroup{target, {}});
+        it->second.rows.push_back(r);
+        if (bucket)
+            it->second.target.buckets.push_back(*bucket);
+    }
+    std::vector<RowGroup> out;
+    out.reserve(groups.size());
+    for (auto &[address, group] : groups) {
+        std::vector<uint32_t> &buckets = group.target.buckets;
+        std::sort(buckets.begin(), buckets.end());
+        buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+        out.push_back(std::move(group));
+    }
+    return out;
+}
+
+}  // namespace picoroute::route

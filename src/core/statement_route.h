@@ -1,0 +1,91 @@
+// Where one routed statement goes, as a pure decision: a global table to one coordinator, the
+// product of the sharding-key values to the owners of their buckets, a statement without a key to
+// one coordinator or to every master (scatter 'masters', only where Picodata restricts a statement
+// by bucket_id), with the text EXPLAIN shows. And the grouping of INSERT rows by the instance
+// that owns their bucket. The topology lookups are given by the caller (the glue passes its
+// session-aware wrappers of core/route.h, which raise the errors), so the decision itself needs no
+// map and no server.
+#pragma once
+#include "core/firewall.h"
+#include "core/route.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace picoroute::route {
+
+// Above this many combinations of key values, a statement is not routed by its key (it goes out
+// as a statement without a key).
+inline constexpr size_t kMaxKeyCombinations = 4096;
+
+// The sharding-key values of one execution, column by column in hashing order.
+struct KeyValues {
+    std::vector<size_t> counts;  // values per key column (0: no row can match)
+    // The encoded bytes (core/bucket_hash.h KeyEncoder) of value `index` of key column `column`.
+    // Called at most once per value, only for the values a bucket is computed from, in the order
+    // of the product (first column slowest). May throw (the glue's conversion errors).
+    std::function<std::string(size_t column, size_t index)> encode;
+};
+
+// Every value of every column as already encoded bytes.
+KeyValues encoded_key_values(std::vector<std::vector<std::string>> columns);
+
+struct StatementInfo {
+    bool global = false;  // distribution 'global'
+    bool write = false;
+    ReadPref read_pref = ReadPref::Leader;  // the server's; writes always go to masters
+    bool scatter_masters = false;           // server option scatter 'masters'
+    bool prune_by_bucket_id = false;        // the version restricts a statement by bucket_id
+    std::string tier;                       // its name, for the description
+    uint32_t bucket_count = 0;              // of the tier
+    std::optional<KeyValues> keys;          // when the clauses fix every key column
+};
+
+// The topology lookups of the decision (each may throw when the map cannot answer).
+struct StatementLookups {
+    std::function<Target(ReadPref pref, bool write)> spread;  // route::spread_target
+    std::function<std::vector<Target>()> masters;             // route::master_targets, Ok
+    // route::group_buckets, with the unknown buckets on a coordinator.
+    std::function<std::vector<Target>(const std::set<uint32_t> &buckets, ReadPref pref)> group;
+};
+
+enum class RetryRule {
+    Read,   // retried once on a connection failure
+    Write,  // retried once only when it was never sent
+    Never,  // a scatter over masters: any failure is final
+};
+
+struct StatementRoute {
+    std::vector<Target> targets;  // none when no row can match
+    bool keyless = true;          // sent without a sharding key (scatter, global table)
+    RetryRule retry = RetryRule::Read;
+    std::string description;  // what EXPLAIN and errors show
+};
+
+StatementRoute route_statement(const StatementInfo &statement, const StatementLookups &lookups);
+
+// ---- the rows of an INSERT, grouped by the instance that owns their bucket -------------------
+
+struct RowGroup {
+    Target target;          // target.buckets: the distinct buckets of its rows, sorted
+    std::vector<int> rows;  // in the order given
+};
+
+struct OwnerLookups {
+    std::function<bool(uint32_t bucket, Target *out)> owner;  // route::bucket_target, leader
+    std::function<Target()> coordinator;                      // route::any_online
+};
+
+// Rows 0..nrows-1 grouped by target instance, in address order. `bucket_of` gives a row's bucket,
+// nullopt for a row that is not routed; such rows and the rows of a bucket whose owner is unknown
+// go to one coordinator (asked once, at the first such row).
+std::vector<RowGroup> group_rows_by_owner(
+    int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
+    const OwnerLookups &lookups);
+
+}  // namespace picoroute::route

@@ -1,0 +1,400 @@
+// The routing decision of one statement (what decide_targets in the FDW's scan delegates to) and
+// the grouping of INSERT rows by owner (send_rows in the FDW's modify). Branches of
+// route_statement covered here:
+//   1. global table, read: one coordinator from spread() with the table's read preference;
+//   2. global table, write: spread() with leader and write, retry rule Write;
+//   3. keys with a column of no value: nothing sent, "no row can match ...";
+//   4. a column of no value after the product passed the cap: not seen, goes keyless;
+//   5. one key value: its bucket grouped, "bucket N -> target", not keyless;
+//   6. the product of several columns: every combination hashed, each value encoded once;
+//   7. exactly kMaxKeyCombinations combinations: still routed by key;
+//   8. more combinations than the cap: keyless, through a coordinator;
+//   9. a tier of 0 buckets: keyless, through a coordinator;
+//  10. several targets: descriptions joined with "; ", "buckets a, b";
+//  11. a write with keys: grouped with the leader preference whatever the table's;
+//  12. scatter 'masters' where bucket_id does not prune: the note, then one coordinator;
+//  13. scatter 'masters' where it prunes: every master with its ranges, retry rule Never;
+//  14. no keys, scatter 'coordinator': "scatter through coordinator <address>";
+//  15. a conversion error of a key value propagates.
+#include "core/statement_route.h"
+
+#include "core/bucket_hash.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace picoroute::route {
+namespace {
+
+Target master(const std::string &address, const std::string &replicaset) {
+    Target t;
+    t.address = address;
+    t.replicaset = replicaset;
+    t.instance = address;
+    t.role = Role::Master;
+    return t;
+}
+
+Target coordinator(const std::string &address) {
+    Target t;
+    t.address = address;
+    t.instance = address;
+    t.role = Role::Coordinator;
+    return t;
+}
+
+// Fake lookups that record what the decision asked. Buckets up to 1500 belong to "a:1" (replicaset
+// r1), the others to "b:1" (r2).
+struct Recorder {
+    std::vector<std::pair<ReadPref, bool>> spread_calls;
+    std::vector<std::set<uint32_t>> group_calls;
+    std::vector<ReadPref> group_prefs;
+    int masters_calls = 0;
+
+    StatementLookups lookups() {
+        StatementLookups l;
+        l.spread = [this](ReadPref pref, bool write) {
+            spread_calls.emplace_back(pref, write);
+            return coordinator("c:1");
+        };
+        l.masters = [this] {
+            masters_calls++;
+            Target a = master("a:1", "r1"), b = master("b:1", "r2");
+            a.ranges = {{1, 1000}, {2001, 3000}};
+            b.ranges = {{1001, 2000}};
+            return std::vector<Target>{a, b};
+        };
+        l.group = [this](const std::set<uint32_t> &buckets, ReadPref pref) {
+            group_calls.push_back(buckets);
+            group_prefs.push_back(pref);
+            Target a = master("a:1", "r1"), b = master("b:1", "r2");
+            for (uint32_t bucket : buckets)
+                (bucket <= 1500 ? a : b).buckets.push_back(bucket);
+            std::vector<Target> out;
+            for (Target *t : {&a, &b})
+                if (!t->buckets.empty())
+                    out.push_back(*t);
+            return out;
+        };
+        return l;
+    }
+};
+
+std::string int_bytes(int64_t value) {
+    KeyEncoder e;
+    e.add_int(value);
+    return e.bytes();
+}
+
+uint32_t bucket_of_ints(std::vector<int64_t> values, uint32_t count = 3000) {
+    KeyEncoder e;
+    for (int64_t v : values)
+        e.add_int(v);
+    return bucket_id_for_bytes(e.bytes(), count);
+}
+
+StatementInfo sharded(std::optional<KeyValues> keys = std::nullopt) {
+    StatementInfo st;
+    st.tier = "t";
+    st.bucket_count = 3000;
+    st.keys = std::move(keys);
+    return st;
+}
+
+TEST(StatementRouteTest, GlobalTableReadGoesToOneCoordinatorWithTheTablePreference) {  // 1
+    Recorder rec;
+    StatementInfo st = sharded(encoded_key_values({{int_bytes(1)}}));
+    st.global = true;
+    st.read_pref = ReadPref::Replica;
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "c:1");
+    EXPECT_TRUE(r.keyless);
+    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.description, "global table: c:1 (coordinator)");
+    ASSERT_EQ(rec.spread_calls.size(), 1u);
+    EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Replica, false));
+    EXPECT_TRUE(rec.group_calls.empty());
+}
+
+TEST(StatementRouteTest, GlobalTableWriteAsksForALeaderAndRetriesAsAWrite) {  // 2
+    Recorder rec;
+    StatementInfo st = sharded();
+    st.global = true;
+    st.write = true;
+    st.read_pref = ReadPref::Any;
+    StatementRoute r = route_statement(st, rec.lookups());
+    EXPECT_EQ(r.retry, RetryRule::Write);
+    ASSERT_EQ(rec.spread_calls.size(), 1u);
+    EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Leader, true));
+}
+
+TEST(StatementRouteTest, AKeyColumnWithoutValuesSendsNothing) {  // 3
+    Recorder rec;
+    StatementRoute r =
+        route_statement(sharded(encoded_key_values({{int_bytes(1)}, {}})), rec.lookups());
+    EXPECT_TRUE(r.targets.empty());
+    EXPECT_TRUE(r.keyless);
+    EXPECT_EQ(r.description, "no row can match the sharding key condition: nothing sent");
+    EXPECT_TRUE(rec.spread_calls.empty());
+}
+
+TEST(StatementRouteTest, AnEmptyColumnAfterTheCapIsNotSeen) {  // 4
+    Recorder rec;
+    KeyValues keys;
+    keys.counts = {kMaxKeyCombinations + 1, 0};
+    keys.encode = [](size_t, size_t) -> std::string { throw std::logic_error("not encoded"); };
+    StatementRoute r = route_statement(sharded(keys), rec.lookups());
+    EXPECT_EQ(r.description, "scatter through coordinator c:1");
+    EXPECT_TRUE(r.keyless);
+}
+
+TEST(StatementRouteTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
+    Recorder rec;
+    StatementRoute r =
+        route_statement(sharded(encoded_key_values({{int_bytes(1)}})), rec.lookups());
+    ASSERT_EQ(rec.group_calls.size(), 1u);
+    EXPECT_EQ(rec.group_calls[0], std::set<uint32_t>({1934}));  // integer 1 (facts, section 3)
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "b:1");
+    EXPECT_FALSE(r.keyless);
+    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master of replicaset r2)");
+}
+
+TEST(StatementRouteTest, TheProductOfSeveralColumnsIsHashedValueByValue) {  // 6
+    Recorder rec;
+    std::vector<std::pair<size_t, size_t>> encoded;
+    KeyValues keys;
+    keys.counts = {2, 3};
+    keys.encode = [&](size_t column, size_t index) {
+        encoded.emplace_back(column, index);
+        return int_bytes(static_cast<int64_t>(column * 10 + index));
+    };
+    StatementRoute r = route_statement(sharded(keys), rec.lookups());
+    std::set<uint32_t> expected;
+    for (int64_t a : {0, 1})
+        for (int64_t b : {10, 11, 12})
+            expected.insert(bucket_of_ints({a, b}));
+    ASSERT_EQ(rec.group_calls.size(), 1u);
+    EXPECT_EQ(rec.group_calls[0], expected);
+    // Each value once, in the order of the product (first column slowest).
+    std::vector<std::pair<size_t, size_t>> order = {{0, 0}, {1, 0}, {1, 1}, {1, 2}, {0, 1}};
+    EXPECT_EQ(encoded, order);
+    EXPECT_FALSE(r.keyless);
+}
+
+TEST(StatementRouteTest, ExactlyTheCapIsStillRoutedByKey) {  // 7
+    Recorder rec;
+    KeyValues keys;
+    keys.counts = {64, 64};
+    ASSERT_EQ(64u * 64u, kMaxKeyCombinations);
+    keys.encode = [](size_t column, size_t index) {
+        return int_bytes(static_cast<int64_t>(column * 1000 + index));
+    };
+    StatementRoute r = route_statement(sharded(keys), rec.lookups());
+    EXPECT_FALSE(r.keyless);
+    ASSERT_EQ(rec.group_calls.size(), 1u);
+    EXPECT_TRUE(rec.spread_calls.empty());
+}
+
+TEST(StatementRouteTest, MoreCombinationsThanTheCapGoThroughACoordinator) {  // 8
+    Recorder rec;
+    KeyValues keys;
+    keys.counts = {65, 64};
+    keys.encode = [](size_t, size_t) -> std::string { throw std::logic_error("not encoded"); };
+    StatementRoute r = route_statement(sharded(keys), rec.lookups());
+    EXPECT_TRUE(r.keyless);
+    EXPECT_EQ(r.description, "scatter through coordinator c:1");
+    EXPECT_TRUE(rec.group_calls.empty());
+}
+
+TEST(StatementRouteTest, ATierWithoutBucketsGoesThroughACoordinator) {  // 9
+    Recorder rec;
+    StatementInfo st = sharded(encoded_key_values({{int_bytes(1)}}));
+    st.bucket_count = 0;
+    StatementRoute r = route_statement(st, rec.lookups());
+    EXPECT_TRUE(r.keyless);
+    EXPECT_EQ(r.description, "scatter through coordinator c:1");
+}
+
+TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
+    Recorder rec;
+    // The buckets of integers 1, 2 and 3, computed here, split between the two fake owners.
+    std::vector<std::string> values = {int_bytes(1), int_bytes(2), int_bytes(3)};
+    StatementRoute r = route_statement(sharded(encoded_key_values({values})), rec.lookups());
+    std::vector<uint32_t> low, high;
+    for (int64_t v : {1, 2, 3})
+        (bucket_of_ints({v}) <= 1500 ? low : high).push_back(bucket_of_ints({v}));
+    std::sort(low.begin(), low.end());
+    std::sort(high.begin(), high.end());
+    auto list = [](const std::vector<uint32_t> &buckets) {
+        std::string s = buckets.size() == 1 ? "bucket " : "buckets ";
+        for (size_t i = 0; i < buckets.size(); i++)
+            s += (i ? ", " : "") + std::to_string(buckets[i]);
+        return s;
+    };
+    std::string expected;
+    if (!low.empty())
+        expected = list(low) + " -> a:1 (master of replicaset r1)";
+    if (!high.empty())
+        expected +=
+            (expected.empty() ? "" : "; ") + list(high) + " -> b:1 (master of replicaset r2)";
+    EXPECT_EQ(r.description, expected);
+    EXPECT_EQ(r.targets.size(), (low.empty() ? 0u : 1u) + (high.empty() ? 0u : 1u));
+}
+
+TEST(StatementRouteTest, AWriteGroupsItsBucketsOnLeaders) {  // 11
+    Recorder rec;
+    StatementInfo st = sharded(encoded_key_values({{int_bytes(1)}}));
+    st.write = true;
+    st.read_pref = ReadPref::Replica;
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(rec.group_prefs.size(), 1u);
+    EXPECT_EQ(rec.group_prefs[0], ReadPref::Leader);
+    EXPECT_EQ(r.retry, RetryRule::Write);
+    EXPECT_FALSE(r.keyless);
+}
+
+TEST(StatementRouteTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) {  // 12
+    Recorder rec;
+    StatementInfo st = sharded();
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = false;
+    st.read_pref = ReadPref::Any;
+    StatementRoute r = route_statement(st, rec.lookups());
+    EXPECT_EQ(rec.masters_calls, 0);
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_TRUE(r.keyless);
+    EXPECT_EQ(r.description,
+              "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
+              "restrict a statement before); scatter through coordinator c:1");
+    ASSERT_EQ(rec.spread_calls.size(), 1u);
+    EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Any, false));
+}
+
+TEST(StatementRouteTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
+    Recorder rec;
+    StatementInfo st = sharded();
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    StatementRoute r = route_statement(st, rec.lookups());
+    EXPECT_EQ(rec.masters_calls, 1);
+    EXPECT_EQ(r.targets.size(), 2u);
+    EXPECT_EQ(r.retry, RetryRule::Never);
+    EXPECT_TRUE(r.keyless);
+    EXPECT_EQ(r.description,
+              "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-1000, 2001-3000), b:1 "
+              "(buckets 1001-2000)");
+    EXPECT_TRUE(rec.spread_calls.empty());
+}
+
+TEST(StatementRouteTest, NoKeyGoesThroughACoordinator) {  // 14
+    Recorder rec;
+    StatementInfo st = sharded();
+    st.read_pref = ReadPref::Replica;
+    StatementRoute r = route_statement(st, rec.lookups());
+    EXPECT_EQ(r.description, "scatter through coordinator c:1");
+    EXPECT_TRUE(r.keyless);
+    ASSERT_EQ(rec.spread_calls.size(), 1u);
+    EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Replica, false));
+}
+
+TEST(StatementRouteTest, AConversionErrorPropagates) {  // 15
+    Recorder rec;
+    KeyValues keys;
+    keys.counts = {1};
+    keys.encode = [](size_t, size_t) -> std::string { throw std::runtime_error("bad key"); };
+    EXPECT_THROW(route_statement(sharded(keys), rec.lookups()), std::runtime_error);
+}
+
+// ---- group_rows_by_owner -------------------------------------------------------------------
+
+OwnerLookups owners(int *coordinator_calls) {
+    OwnerLookups l;
+    l.owner = [](uint32_t bucket, Target *out) {
+        if (bucket > 3000)
+            return false;  // the map does not know its owner
+        *out = bucket <= 1500 ? master("b:1", "r1") : master("a:1", "r2");
+        return true;
+    };
+    l.coordinator = [coordinator_calls] {
+        (*coordinator_calls)++;
+        return coordinator("c:1");
+    };
+    return l;
+}
+
+TEST(GroupRowsTest, RowsGoToTheirOwnersInAddressOrderKeepingTheirOrder) {
+    int calls = 0;
+    std::vector<uint32_t> buckets = {10, 2000, 10, 5, 2999};
+    auto groups = group_rows_by_owner(
+        5, [&](int r) { return std::optional<uint32_t>(buckets[r]); }, owners(&calls));
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].target.address, "a:1");
+    EXPECT_EQ(groups[0].rows, std::vector<int>({1, 4}));
+    EXPECT_EQ(groups[0].target.buckets, std::vector<uint32_t>({2000, 2999}));
+    EXPECT_EQ(groups[1].target.address, "b:1");
+    EXPECT_EQ(groups[1].rows, std::vector<int>({0, 2, 3}));
+    EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({5, 10}));  // distinct, sorted
+    EXPECT_EQ(calls, 0);  // no coordinator asked when every owner is known
+}
+
+TEST(GroupRowsTest, UnknownOwnersAndUnroutedRowsShareOneCoordinator) {
+    int calls = 0;
+    std::vector<std::optional<uint32_t>> buckets = {4000, 7, std::nullopt, 4001};
+    auto groups = group_rows_by_owner(
+        4, [&](int r) { return buckets[r]; }, owners(&calls));
+    EXPECT_EQ(calls, 1);
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].target.address, "b:1");
+    EXPECT_EQ(groups[0].rows, std::vector<int>({1}));
+    EXPECT_EQ(groups[1].target.address, "c:1");
+    EXPECT_EQ(groups[1].target.role, Role::Coordinator);
+    EXPECT_EQ(groups[1].rows, std::vector<int>({0, 2, 3}));
+    EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({4000, 4001}));
+}
+
+TEST(GroupRowsTest, UnroutedRowsCarryNoBucket) {
+    int calls = 0;
+    auto groups = group_rows_by_owner(
+        3, [](int) { return std::optional<uint32_t>(); }, owners(&calls));
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].rows, std::vector<int>({0, 1, 2}));
+    EXPECT_TRUE(groups[0].target.buckets.empty());
+    EXPECT_EQ(calls, 1);
+}
+
+TEST(GroupRowsTest, ACoordinatorAtAnOwnersAddressJoinsItsGroup) {
+    OwnerLookups l;
+    l.owner = [](uint32_t bucket, Target *out) {
+        if (bucket == 99)
+            return false;
+        *out = master("a:1", "r1");
+        return true;
+    };
+    l.coordinator = [] { return coordinator("a:1"); };
+    std::vector<uint32_t> buckets = {1, 99, 2};
+    auto groups = group_rows_by_owner(
+        3, [&](int r) { return std::optional<uint32_t>(buckets[r]); }, l);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].target.role, Role::Master);  // the first row's target
+    EXPECT_EQ(groups[0].rows, std::vector<int>({0, 1, 2}));
+    EXPECT_EQ(groups[0].target.buckets, std::vector<uint32_t>({1, 2, 99}));
+}
+
+TEST(GroupRowsTest, NoRowsNoGroups) {
+    int calls = 0;
+    EXPECT_TRUE(group_rows_by_owner(
+                    0, [](int) { return std::optional<uint32_t>(1); }, owners(&calls))
+                    .empty());
+}
+
+}  // namespace
+}  // namespace picoroute::route
