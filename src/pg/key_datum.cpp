@@ -8,7 +8,8 @@
 //   character(n) (bpchar)               -> text with trailing blanks removed, as PostgreSQL
 //                                          compares it ('ab  '::char(4) hashes like 'ab')
 //   boolean                             -> boolean
-//   real, double precision              -> double (a real is widened exactly)
+//   real, double precision              -> double (a real is widened exactly), by the KeyEncoder's
+//                                          DoubleHashRule (26.1.1+: an integral one as integer)
 //   numeric                             -> decimal of its text form, scale kept (1.0 <> 1);
 //                                          NaN and infinities are rejected
 //   uuid                                -> uuid
