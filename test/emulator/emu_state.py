@@ -21,15 +21,17 @@ CLIENT_PASSWORD = "picoroute"
 #   local_exec       a read arriving at the master of the owner runs locally (26.1+); else one more hop
 #   replica_reads    a replica serves reads with read_preference = replica/any (26.1+); else the leader
 #   forward          the session option forward=off, i.e. strict mode, exists (26.2.1+)
+#   double_as_integer  an integral double key value hashes as the integer it equals (26.1.1+, a
+#                    breaking change of its CHANGELOG); before, every double hashes as cb + IEEE 754
 VERSIONS = {
     "25.5": {"release": "25.5.10", "bucket_prune": False, "local_exec": False, "replica_reads": False,
-             "forward": False},
+             "forward": False, "double_as_integer": False},
     "26.1": {"release": "26.1.6", "bucket_prune": False, "local_exec": True, "replica_reads": True,
-             "forward": False},
+             "forward": False, "double_as_integer": True},
     "26.2": {"release": "26.2.0", "bucket_prune": False, "local_exec": True, "replica_reads": True,
-             "forward": False},
+             "forward": False, "double_as_integer": True},
     "head": {"release": "26.3.0", "bucket_prune": True, "local_exec": True, "replica_reads": True,
-             "forward": True},
+             "forward": True, "double_as_integer": True},
 }
 DEFAULT_VERSION = "26.2"
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index
