@@ -3,6 +3,7 @@
 
 #include "core/errors.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace picoroute {
@@ -125,6 +126,25 @@ void put_ext_header(std::string &out, int8_t type, size_t length) {
     put_byte(out, static_cast<uint8_t>(type));
 }
 
+// The bounds of Picodata's integral range for doubles, both exact as doubles: -2^63 is included,
+// 2^64 is not (the largest double below it is 2^64 - 2048).
+constexpr double kTwoPow63 = 9223372036854775808.0;
+constexpr double kTwoPow64 = 18446744073709551616.0;
+
+// 26.1.1's rule: true, with the integer written, when `value` is a finite integral double in
+// [-2^63, 2^64). -0.0 compares equal to 0 and takes the unsigned branch, as in Picodata. NaN fails
+// every comparison; the infinities fail the range test.
+bool put_integral_double(std::string &out, double value) {
+    if (!(value >= -kTwoPow63 && value < kTwoPow64) || std::trunc(value) != value)
+        return false;
+    if (value >= 0) {
+        put_uint(out, static_cast<uint64_t>(value));
+    } else {
+        put_int(out, static_cast<int64_t>(value));
+    }
+    return true;
+}
+
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
@@ -200,7 +220,13 @@ void KeyEncoder::add_uint(uint64_t value) {
     put_uint(bytes_, value);
 }
 
+const char *double_hash_rule_name(DoubleHashRule rule) {
+    return rule == DoubleHashRule::IntegralAsInteger ? "integral-as-integer" : "ieee754";
+}
+
 void KeyEncoder::add_double(double value) {
+    if (double_rule_ == DoubleHashRule::IntegralAsInteger && put_integral_double(bytes_, value))
+        return;
     uint64_t bits;
     static_assert(sizeof bits == sizeof value, "double must be 64-bit IEEE 754");
     std::memcpy(&bits, &value, sizeof bits);

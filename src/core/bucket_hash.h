@@ -12,16 +12,38 @@ namespace picoroute {
 
 inline constexpr uint32_t kBucketHashSeed = 13;
 
+// How a double key value becomes key bytes. Picodata changed it in 26.1.1 (a breaking change in its
+// CHANGELOG): its tarantool's tuple hash (src/box/tuple_hash.cc, tuple_hash_field) no longer
+// re-encodes every value of a double key part as a MessagePack double. Which rule a cluster uses
+// depends on its version; choosing it is the caller's business.
+enum class DoubleHashRule {
+    // 25.5 up to 26.1.0: always cb + the 8 big-endian bytes of the IEEE 754 value (2.0 and -0.0
+    // included: 1.0 hashes to bucket 2099 of 3000, not the integer's 1934).
+    Ieee754,
+    // 26.1.1 and later: a finite integral value v with -2^63 <= v < 2^64 is encoded as the most
+    // compact MessagePack integer equal to it (unsigned form for v >= 0, so -0.0 is 0 and 2^63 is
+    // cf 80..00; signed form below 0, down to d3 80..00 for -2^63); so 1.0 hashes like the integer
+    // 1. NaN, the infinities, fractions and integral values outside that range stay cb + IEEE 754.
+    IntegralAsInteger,
+};
+
+// The rule's name as the tools and messages spell it: "ieee754" or "integral-as-integer".
+const char *double_hash_rule_name(DoubleHashRule rule);
+
 uint32_t murmur3_x86_32(const void *data, size_t length, uint32_t seed);
 
-// Accumulates the encoded key, one value after another in sharding-key order.
+// Accumulates the encoded key, one value after another in sharding-key order. Doubles are encoded
+// by the encoder's rule, fixed at construction; the default is 25.5's rule.
 class KeyEncoder {
   public:
+    KeyEncoder() = default;
+    explicit KeyEncoder(DoubleHashRule double_rule) : double_rule_(double_rule) {}
+
     void add_null();                       // c0
     void add_bool(bool value);             // c2 / c3
     void add_int(int64_t value);           // most compact MessagePack integer, marker included
     void add_uint(uint64_t value);         // same, for values above INT64_MAX
-    void add_double(double value);         // cb + big-endian IEEE 754
+    void add_double(double value);         // by double_rule() (see DoubleHashRule)
     void add_text(std::string_view utf8);  // raw bytes, no header
     // A decimal from its text form ("-12.340", "1e3" is rejected): MessagePack ext type 1 with
     // scale and packed BCD, scale preserved (no normalisation). Throws Error(InvalidInput) for text
@@ -34,10 +56,12 @@ class KeyEncoder {
                       int16_t tz_index = 0);
 
     const std::string &bytes() const { return bytes_; }
-    void clear() { bytes_.clear(); }
+    DoubleHashRule double_rule() const { return double_rule_; }
+    void clear() { bytes_.clear(); }  // keeps the rule
 
   private:
     std::string bytes_;
+    DoubleHashRule double_rule_ = DoubleHashRule::Ieee754;
 };
 
 // bucket_count must be >= 1 (Error(OutOfRange) otherwise).

@@ -8,7 +8,8 @@
 //   character(n) (bpchar)               -> text with trailing blanks removed, as PostgreSQL
 //                                          compares it ('ab  '::char(4) hashes like 'ab')
 //   boolean                             -> boolean
-//   real, double precision              -> double (a real is widened exactly)
+//   real, double precision              -> double (a real is widened exactly), by the KeyEncoder's
+//                                          DoubleHashRule (26.1.1+: an integral one as integer)
 //   numeric                             -> decimal of its text form, scale kept (1.0 <> 1);
 //                                          NaN and infinities are rejected
 //   uuid                                -> uuid
@@ -247,8 +248,8 @@ uint32_t KeyHasher::bucket(uint32_t bucket_count) const {
 }
 
 uint32_t key_bucket(int nparts, const Oid *types, const Datum *values, const bool *nulls,
-                    uint32_t bucket_count) {
-    KeyHasher key;
+                    uint32_t bucket_count, DoubleHashRule rule) {
+    KeyHasher key(rule);
     for (int i = 0; i < nparts; i++)
         key.add(types[i], values[i], nulls[i]);
     return key.bucket(bucket_count);

@@ -13,6 +13,7 @@ extern "C" {
 #include "datatype/timestamp.h"
 }
 
+#include "core/bucket_hash.h"
 #include "core/snapshot.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -87,8 +88,10 @@ uint32_t require_bucket_count(const SnapshotView &view, int32_t tier_index);
 uint32_t require_bucket_in_range(const SnapshotView &view, int32_t tier_index, int32_t bucket_id);
 
 // Hashes the VARIADIC "any" arguments from `first_argno` on (or the explicit VARIADIC array) as
-// Picodata does. Sets *key_is_null and returns 0 when the whole key is an explicit NULL array.
+// Picodata does, doubles by `double_rule`. Sets *key_is_null and returns 0 when the whole key is an
+// explicit NULL array. The SQL functions keep 25.5's rule until the cluster's version chooses it.
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
-                            bool *key_is_null);
+                            bool *key_is_null,
+                            DoubleHashRule double_rule = DoubleHashRule::Ieee754);
 
 }  // namespace picoroute::pg

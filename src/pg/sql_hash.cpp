@@ -48,9 +48,9 @@ Oid argument_type(FunctionCallInfo fcinfo, int argno) {
 }  // namespace
 
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
-                            bool *key_is_null) {
+                            bool *key_is_null, DoubleHashRule double_rule) {
     *key_is_null = false;
-    KeyHasher key;
+    KeyHasher key(double_rule);
     if (get_fn_expr_variadic(fcinfo->flinfo)) {
         // VARIADIC ARRAY[...]: the key parts are the array's elements.
         if (PG_ARGISNULL(first_argno)) {

@@ -23,12 +23,15 @@ CLIENT_PASSWORD = "picoroute"
 #   local_exec       a read arriving at the master of the owner runs locally (26.1+); else one more hop
 #   replica_reads    a replica serves reads with read_preference = replica/any (26.1+); else the leader
 #   forward          the session option forward=off, i.e. strict mode, exists (26.2.1+)
+#   double_as_integer  an integral double key value hashes as the integer it equals (26.1.0+, a
+#                    breaking change of its CHANGELOG); before, every double hashes as cb + IEEE 754
 VERSIONS = {
     name: {"release": emu_caps.RELEASES[name],
            "bucket_prune": emu_caps.has("prune_by_bucket_id", name),
            "local_exec": emu_caps.has("local_execution", name),
            "replica_reads": emu_caps.has("read_preference", name),
-           "forward": emu_caps.has("forward", name)}
+           "forward": emu_caps.has("forward", name),
+           "double_as_integer": emu_caps.has("integral_double_hash", name)}
     for name in ("25.5", "26.1", "26.2", "head")
 }
 DEFAULT_VERSION = "26.2"

@@ -157,7 +157,14 @@ def bucket_math(tc):
         tc.assertEqual(target_counts(3000, [("a", 1), ("b", 2)]), {"a": 1000, "b": 2000})
 
 
-def check_hash(tc, port):
+# Doubles around every edge of 26.1.1's rule (an integral double in [-2^63, 2^64) hashes as an integer).
+DOUBLE_EDGES = [1.0, -3.0, 1.5, 1e300, -1e300, -0.0, 0.0, float("nan"), float("inf"), float("-inf"), 255.0, -33.0,
+                2.0 ** 53, 2.0 ** 53 + 2, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 64 - 2048, -2.0 ** 63 - 2048,
+                2.0 ** 63 - 1024, 4294967296.0, -2147483649.0, 5e-324]
+
+
+def check_hash(tc, port, rule):
+    """The PL/pgSQL encoders against the Python reference; doubles by `rule`, the emulated version's."""
     D = decimal.Decimal
     random.seed(7)
     vals = [0, 1, -1, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, 2 ** 63 - 1, -32, -33, -128,
@@ -165,7 +172,7 @@ def check_hash(tc, port):
             False, None, 2.0, -0.0, 1.5e300, 3.14159, D("1"), D("1.0"), D("-12.340"), D("0.00"), D("007.5"),
             D("123456789012345678901234567890.12345678"), D("-0.001"),
             uuid.UUID("00112233-4455-6677-8899-aabbccddeeff"), uuid.uuid4()]
-    vals += [random.randint(-2 ** 63, 2 ** 63 - 1) for _ in range(20)]
+    vals += [random.randint(-2 ** 63, 2 ** 63 - 1) for _ in range(20)] + DOUBLE_EDGES
 
     def enc(v):
         if v is None:
@@ -186,14 +193,42 @@ def check_hash(tc, port):
                                 % (" || ".join(map(enc, k)), " || ".join(map(enc, k))) for k in keys)
     row = q(port, sql)[0]
     bad = [(k, got) for k, got in zip(keys, row)
-           if got != ref.encode_key(k).hex() + ":" + str(ref.bucket_id(k, 3000))]
-    with tc.subTest("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys" % len(keys)):
+           if got != ref.encode_key(k, rule).hex() + ":" + str(ref.bucket_id(k, 3000, rule))]
+    with tc.subTest("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys (%s)"
+                    % (len(keys), rule)):
         tc.assertFalse(bad, repr(bad[:3]))
+    for fn, fn_rule in (("enc_double_ieee754", ref.IEEE754), ("enc_double_integral", ref.INTEGRAL_AS_INTEGER)):
+        row = q(port, "SELECT " + ", ".join("encode(_picoemu.%s('%r'::float8), 'hex')" % (fn, v)
+                                            for v in DOUBLE_EDGES))[0]
+        bad = [(v, got) for v, got in zip(DOUBLE_EDGES, row) if got != ref.encode_double(v, fn_rule).hex()]
+        with tc.subTest("hash: %s matches the reference's %s rule on the edges" % (fn, fn_rule)):
+            tc.assertFalse(bad, repr(bad[:3]))
     with tc.subTest("hash: verified examples 1 -> 1934, ('lol',5) -> 442, decimal 1 -> 2135"):
         tc.assertEqual(q(port, "SELECT _picoemu.bucket_id(_picoemu.enc_int(1), 3000), "
                                "_picoemu.bucket_id(_picoemu.enc_text('lol') || _picoemu.enc_int(5), 3000), "
                                "_picoemu.bucket_id(_picoemu.enc_decimal(1::numeric), 3000)")[0],
                        ["1934", "442", "2135"])
+
+
+def double_key(tc, d, port, version, integral):
+    """A float8 sharding key: 1.0 (stored by `insert`, hashed in Python) and -3.0, 1.5 (inserted with SQL,
+    hashed by the storage trigger) land in the buckets of the emulated version's rule."""
+    emu(d, "create-table", "dkeys", "--columns", "id float8, v text")
+    emu(d, "insert", "dkeys", "--values", '[1.0, "insert"]')
+    q(port, "INSERT INTO dkeys VALUES (-3.0, 'sql'), (1.5, 'sql')")
+    got = q(port, "SELECT id::text, bucket_id::text FROM dkeys ORDER BY id")
+    rule = ref.INTEGRAL_AS_INTEGER if integral else ref.IEEE754
+    want = [[text, str(ref.bucket_id([v], 3000, rule))] for text, v in (("-3", -3.0), ("1", 1.0), ("1.5", 1.5))]
+    with tc.subTest("%s: float8 keys -3.0, 1.0, 1.5 stored in the buckets of the %s rule" % (version, rule)):
+        tc.assertEqual(got, want)
+    one, integer_one = ref.bucket_id([1.0], 3000, rule), ref.bucket_id([1], 3000)
+    if integral:
+        with tc.subTest("%s: the double 1.0 lands in the integer 1's bucket (1934)" % version):
+            tc.assertEqual((one, integer_one, got[1][1]), (1934, 1934, "1934"))
+    else:
+        with tc.subTest("%s: the double 1.0 lands in bucket 2099, not the integer 1's 1934" % version):
+            tc.assertEqual((one, integer_one, got[1][1]), (2099, 1934, "2099"))
+    emu(d, "drop-table", "dkeys")
 
 
 def main_cluster(tc, d):
@@ -301,7 +336,8 @@ def main_cluster(tc, d):
     with tc.subTest("restore-bucket-function"):
         tc.assertTrue(all(qerr(p, "SELECT _pico_bucket('default')", "picoroute") == ""
                           for p in (p1, p2, p3, p4)))
-    check_hash(tc, p2)
+    check_hash(tc, p2, ref.INTEGRAL_AS_INTEGER)
+    double_key(tc, d, p1, "head", integral=True)
 
     # ---- sharded data --------------------------------------------------------------------------
     emu(d, "create-table", "users", "--columns", "id int8, name text, amount numeric(12,2)")
@@ -585,7 +621,8 @@ def old_version_cluster(tc, d):
         tc.assertEqual(s["picodata_version"], "25.5", str(s.get("capabilities")))
         tc.assertEqual(s["picodata_release"], "25.5.10", str(s.get("capabilities")))
         tc.assertEqual(s["capabilities"], {"bucket_prune": False, "local_exec": False, "replica_reads": False,
-                                           "forward": False}, str(s.get("capabilities")))
+                                           "forward": False, "double_as_integer": False},
+                       str(s.get("capabilities")))
     with tc.subTest("25.5: _pico_instance.picodata_version"):
         tc.assertEqual(q1(p4, "SELECT DISTINCT picodata_version FROM _pico_instance",
                            "picoroute"), "25.5.10")
@@ -596,6 +633,10 @@ def old_version_cluster(tc, d):
         tc.assertFalse(status(d)["strict"], r.stderr)
     with tc.subTest("25.5: a session cannot turn strict mode on either"):
         tc.assertNotIn("forward=off", qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on"))
+    with tc.subTest("25.5: the storage hashes doubles as IEEE 754 (picoemu.double_as_integer off)"):
+        tc.assertEqual(q1(p3, "SELECT current_setting('picoemu.double_as_integer')"), "off")
+    check_hash(tc, p3, ref.IEEE754)
+    double_key(tc, d, p1, "25.5", integral=False)
     emu(d, "create-table", "users", "--columns", "id int8, name text, v int8")
     emu(d, "load", "users", "--rows", "500")
     ports = [p1, p2, p3, p4]

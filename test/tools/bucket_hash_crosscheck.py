@@ -5,10 +5,13 @@
 
 Builds a deterministic set of keys (integer boundaries, texts, decimals of every length and scale,
 uuids, doubles, booleans, nulls and composites of them), asks both implementations for the key
-bytes and the bucket id, and reports every difference. Exit status 0 when all agree, 1 otherwise.
+bytes and the bucket id under each double hashing rule (IEEE 754 of Picodata up to 26.1.0,
+integral-as-integer of 26.1.1 and later), and reports every difference. Exit status 0 when all
+agree, 1 otherwise.
 """
 
 import decimal
+import math
 import os
 import random
 import subprocess
@@ -54,11 +57,28 @@ def scalar_values(rng):
         point = rng.randint(0, n)
         text = rng.choice(["", "-"]) + digits[:point] + ("." if point < n else "") + digits[point:]
         values.append(decimal.Decimal(text))
+    values += double_values(rng)
     for _ in range(20):
         values.append(uuid.UUID(int=rng.getrandbits(128)))
         values.append(rng.randint(-2 ** 63, 2 ** 64 - 1))
         values.append(rng.uniform(-1e6, 1e6))
         values.append("".join(rng.choice("abcXYZ019_-") for _ in range(rng.randint(1, 12))))
+    return values
+
+
+def double_values(rng):
+    """Doubles around every edge of the integral-as-integer rule, and random ones."""
+    inf = float("inf")
+    values = [1.0, -1.0, -3.0, 1.5, -1.5, 0.5, 1e300, -1e300, float("nan"), inf, -inf,
+              2.0 ** 53, 2.0 ** 53 + 2, -2.0 ** 53, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64]
+    for edge in (2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 32, -2.0 ** 31, 2.0 ** 53, 1.0, 0.0):
+        values += [math.nextafter(edge, inf), math.nextafter(edge, -inf)]
+    for edge in (31, 32, 127, 128, 255, 256, 65535, 65536, 2 ** 31, 2 ** 32 - 1, 2 ** 32):
+        values += [float(edge), float(-edge), float(-edge - 1)]
+    for _ in range(40):
+        values.append(float(rng.randint(-2 ** 63, 2 ** 64 - 1)))
+        values.append(float(rng.randint(-10 ** 6, 10 ** 6)))
+        values.append(rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 80))
     return values
 
 
@@ -75,26 +95,37 @@ def main(argv):
         keys.append([rng.choice(scalars) for _ in range(rng.randint(2, 4))])
 
     failures = 0
+    checked = 0
     for i, key in enumerate(keys):
         count = rng.choice([1, 2, 16, 3000, 30000, 2 ** 32 - 1])
-        cmd = [tool, "--count", str(count), "--hex"] + [arg_of(v) for v in key]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        want_hex = ref.encode_key(key).hex()
-        want_id = ref.bucket_id(key, count)
-        lines = proc.stdout.split("\n")
-        if proc.returncode != 0 or lines[:2] != [want_hex, str(want_id)]:
-            failures += 1
-            print("key %d %r (count %d): tool said %r (rc %d, stderr %r), reference %s %d"
-                  % (i, key, count, proc.stdout, proc.returncode, proc.stderr, want_hex, want_id))
+        # A key without a double hashes alike under both rules: the default rule is enough.
+        rules = ref.DOUBLE_RULES if any(isinstance(v, float) for v in key) else (None,)
+        for rule in rules:
+            cmd = [tool, "--count", str(count), "--hex"]
+            if rule is not None:
+                cmd += ["--double-rule", rule]
+            cmd += [arg_of(v) for v in key]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            want_hex = ref.encode_key(key, rule or ref.IEEE754).hex()
+            want_id = ref.bucket_id(key, count, rule or ref.IEEE754)
+            lines = proc.stdout.split("\n")
+            checked += 1
+            if proc.returncode != 0 or lines[:2] != [want_hex, str(want_id)]:
+                failures += 1
+                print("key %d %r (count %d, rule %s): tool said %r (rc %d, stderr %r), reference %s %d"
+                      % (i, key, count, rule, proc.stdout, proc.returncode, proc.stderr, want_hex,
+                         want_id))
 
     for bad in (["--count", "0", "int:1"], ["decimal:1e3"], ["uuid:xyz"], ["bool:yes"],
-                ["int:18446744073709551616"], ["int:-9223372036854775809"], ["float:1"], []):
+                ["int:18446744073709551616"], ["int:-9223372036854775809"], ["float:1"], [],
+                ["--double-rule", "x", "double:1"], ["--double-rule"]):
         proc = subprocess.run([tool] + bad, capture_output=True, text=True)
         if proc.returncode != 2 or not proc.stderr:
             failures += 1
             print("bad arguments %r: rc %d, stderr %r" % (bad, proc.returncode, proc.stderr))
 
-    print("cross-check: %d keys, %d failures" % (len(keys), failures))
+    print("cross-check: %d keys, %d checks (keys with a double under both rules), %d failures"
+          % (len(keys), checked, failures))
     return 1 if failures else 0
 
 

@@ -13,16 +13,28 @@ emulator:
     ref.bucket_id([1], 3000)                      # -> 1934
     ref.bucket_id(["lol", 5], 3000)               # -> 442
     ref.bucket_id([decimal.Decimal("1")], 3000)   # -> 2135
+    ref.bucket_id([1.0], 3000)                    # -> 2099 (Picodata up to 26.1.0)
+    ref.bucket_id([1.0], 3000, ref.INTEGRAL_AS_INTEGER)  # -> 1934 (26.1.1 and later)
 
 Supported value types: int, str, bool, None, float, decimal.Decimal, uuid.UUID.
 
+Doubles (float) hash by one of two rules, the last argument of encode_value, encode_key and
+bucket_id:
+    IEEE754               Picodata up to 26.1.0 (the default): cb + 8 bytes big-endian IEEE 754.
+    INTEGRAL_AS_INTEGER   Picodata 26.1.1 and later (a breaking change of its CHANGELOG; the tuple
+                          hash of its tarantool): a finite integral double v, -2**63 <= v < 2**64,
+                          hashes as the MessagePack integer int(v) (so -0.0 as 0); NaN, the
+                          infinities, fractions and integral values outside that range stay
+                          IEEE 754.
+
 Command line:
     bucket_hash_reference.py --self-test
-    bucket_hash_reference.py [--count N] [--hex] int:1 text:lol decimal:1.0 uuid:... bool:true
-                              null double:2.5
+    bucket_hash_reference.py [--count N] [--hex] [--double-rule ieee754|integral-as-integer]
+                              int:1 text:lol decimal:1.0 uuid:... bool:true null double:2.5
 """
 
 import decimal
+import math
 import struct
 import sys
 import uuid
@@ -30,6 +42,9 @@ import uuid
 SEED = 13
 DEFAULT_BUCKET_COUNT = 3000
 MAX_DECIMAL_DIGITS = 38
+IEEE754 = "ieee754"
+INTEGRAL_AS_INTEGER = "integral-as-integer"
+DOUBLE_RULES = (IEEE754, INTEGRAL_AS_INTEGER)
 
 _MASK32 = 0xFFFFFFFF
 
@@ -149,7 +164,18 @@ def encode_decimal(value):
     return encode_ext(1, encode_int(scale) + bcd)
 
 
-def encode_value(value):
+def encode_double(value, double_rule=IEEE754):
+    """A double by one of DOUBLE_RULES (see the module's docstring)."""
+    if double_rule not in DOUBLE_RULES:
+        raise ValueError("unknown double rule %r" % (double_rule,))
+    if double_rule == INTEGRAL_AS_INTEGER and math.isfinite(value) and value.is_integer():
+        as_int = int(value)
+        if -2 ** 63 <= as_int < 2 ** 64:
+            return encode_int(as_int)
+    return b"\xcb" + struct.pack(">d", value)
+
+
+def encode_value(value, double_rule=IEEE754):
     """Picodata's hashing encoding of one key value."""
     if value is None:
         return b"\xc0"
@@ -158,7 +184,7 @@ def encode_value(value):
     if isinstance(value, int):
         return encode_int(value)
     if isinstance(value, float):
-        return b"\xcb" + struct.pack(">d", value)
+        return encode_double(value, double_rule)
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, decimal.Decimal):
@@ -168,8 +194,8 @@ def encode_value(value):
     raise TypeError("cannot hash a value of type %s" % type(value).__name__)
 
 
-def encode_key(values):
-    return b"".join(encode_value(v) for v in values)
+def encode_key(values, double_rule=IEEE754):
+    return b"".join(encode_value(v, double_rule) for v in values)
 
 
 def bucket_id_for_bytes(key_bytes, bucket_count):
@@ -178,9 +204,9 @@ def bucket_id_for_bytes(key_bytes, bucket_count):
     return murmur3_x86_32(key_bytes, SEED) % bucket_count + 1
 
 
-def bucket_id(values, bucket_count=DEFAULT_BUCKET_COUNT):
+def bucket_id(values, bucket_count=DEFAULT_BUCKET_COUNT, double_rule=IEEE754):
     """Bucket id (1..bucket_count) of a sharding key given as a list of Python values."""
-    return bucket_id_for_bytes(encode_key(values), bucket_count)
+    return bucket_id_for_bytes(encode_key(values, double_rule), bucket_count)
 
 
 def self_test():
@@ -218,7 +244,7 @@ def self_test():
         (encode_value(None), b"\xc0"),
         (encode_value(-33), b"\xd0\xdf"),
         (encode_value(2 ** 64 - 1), b"\xcf" + b"\xff" * 8),
-    ]
+    ] + _double_checks()
     failures = 0
     for i, (got, want) in enumerate(checks):
         if got != want:
@@ -229,6 +255,44 @@ def self_test():
         return 1
     print("self-test: all %d checks passed" % len(checks))
     return 0
+
+
+def _double_checks():
+    """Both double rules: Picodata's own buckets for 1.0 and every edge of the integral range."""
+    new = INTEGRAL_AS_INTEGER
+    inf = float("inf")
+    h = bytes.fromhex
+    checks = [
+        # Picodata's test/int/sql/test_known_defects.sql: at 26.1.0 `1::double` -> 2099; from
+        # 26.1.1 doubles hash like the integer they equal, and integer 1 -> 1934
+        (bucket_id([1.0], 3000), 2099),
+        (bucket_id([1.0], 3000, new), 1934),
+        (bucket_id(["lol", 5.0], 3000, new), 442),
+        (bucket_id(["lol", 5.0], 3000), bucket_id_for_bytes(b"lol" + h("cb4014000000000000"), 3000)),
+    ]
+    # value, IEEE 754 bytes (both rules when the integral form is None), integral form
+    edges = [
+        (1.0, "cb3ff0000000000000", "01"),
+        (-3.0, "cbc008000000000000", "fd"),
+        (1.5, "cb3ff8000000000000", None),
+        (1e300, "cb7e37e43c8800759c", None),
+        (-0.0, "cb8000000000000000", "00"),
+        (float("nan"), "cb7ff8000000000000", None),
+        (inf, "cb7ff0000000000000", None),
+        (-inf, "cbfff0000000000000", None),
+        (255.0, "cb406fe00000000000", "ccff"),
+        (-33.0, "cbc040800000000000", "d0df"),
+        (2.0 ** 53, "cb4340000000000000", "cf0020000000000000"),
+        (2.0 ** 63, "cb43e0000000000000", "cf8000000000000000"),
+        (2.0 ** 64 - 2048, "cb43efffffffffffff", "cffffffffffffff800"),
+        (2.0 ** 64, "cb43f0000000000000", None),
+        (-2.0 ** 63, "cbc3e0000000000000", "d38000000000000000"),
+        (-2.0 ** 63 - 2048, "cbc3e0000000000001", None),
+    ]
+    for value, ieee, integral in edges:
+        checks.append((encode_value(value).hex(), ieee))
+        checks.append((encode_value(value, new).hex(), integral or ieee))
+    return checks
 
 
 def _parse_arg(arg):
@@ -258,6 +322,7 @@ def main(argv):
         return self_test()
     count = DEFAULT_BUCKET_COUNT
     show_hex = False
+    double_rule = IEEE754
     values = []
     try:
         while args:
@@ -266,9 +331,13 @@ def main(argv):
                 count = int(args.pop(0))
             elif arg == "--hex":
                 show_hex = True
+            elif arg == "--double-rule":
+                double_rule = args.pop(0)
+                if double_rule not in DOUBLE_RULES:
+                    raise ValueError("unknown double rule %r" % double_rule)
             else:
                 values.append(_parse_arg(arg))
-        key = encode_key(values)
+        key = encode_key(values, double_rule)
         result = bucket_id_for_bytes(key, count)
     except (ValueError, IndexError, OverflowError, decimal.InvalidOperation) as exc:
         print("bucket_hash_reference: %s" % exc, file=sys.stderr)

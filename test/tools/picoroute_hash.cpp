@@ -1,12 +1,13 @@
 // picoroute_hash: prints the Picodata bucket id of a sharding key given on the command line.
 //
-//   picoroute_hash [--count N] [--hex] VALUE...
+//   picoroute_hash [--count N] [--hex] [--double-rule RULE] VALUE...
 //
 // Each VALUE is one key column, in key order: int:N (signed or up to 2^64-1), text:STRING,
 // decimal:TEXT, uuid:UUID, bool:true|false, null, double:NUMBER,
 // datetime:EPOCH[,NSEC[,TZOFFSET[,TZINDEX]]]. The bucket count defaults to 3000 (Picodata's
 // default). With --hex the key bytes are printed as hex on a line of their own before the bucket
-// id. Bad arguments exit with status 2 and a message on stderr.
+// id. --double-rule chooses how doubles are hashed: ieee754 (Picodata up to 26.1.0, the default) or
+// integral-as-integer (26.1.1 and later). Bad arguments exit with status 2 and a message on stderr.
 #include "core/bucket_hash.h"
 #include "core/errors.h"
 
@@ -27,7 +28,8 @@ class UsageError : public std::runtime_error {
 };
 
 const char kUsage[] =
-    "usage: picoroute_hash [--count N] [--hex] VALUE...\n"
+    "usage: picoroute_hash [--count N] [--hex] [--double-rule ieee754|integral-as-integer] "
+    "VALUE...\n"
     "  VALUE: int:N text:S decimal:D uuid:U bool:true|false null double:X\n"
     "         datetime:EPOCH[,NSEC[,TZOFFSET[,TZINDEX]]]\n";
 
@@ -125,6 +127,14 @@ void add_value(picoroute::KeyEncoder &enc, const std::string &arg) {
     }
 }
 
+picoroute::DoubleHashRule parse_double_rule(const std::string &text) {
+    for (auto rule :
+         {picoroute::DoubleHashRule::Ieee754, picoroute::DoubleHashRule::IntegralAsInteger})
+        if (text == picoroute::double_hash_rule_name(rule))
+            return rule;
+    throw UsageError("unknown double rule \"" + text + "\"");
+}
+
 std::string to_hex(const std::string &bytes) {
     static const char digits[] = "0123456789abcdef";
     std::string out;
@@ -141,8 +151,8 @@ int main(int argc, char **argv) {
     try {
         uint32_t count = 3000;
         bool show_hex = false;
-        picoroute::KeyEncoder enc;
-        int values = 0;
+        auto rule = picoroute::DoubleHashRule::Ieee754;
+        std::vector<std::string> values;
         for (int i = 1; i < argc; ++i) {
             const std::string arg = argv[i];
             if (arg == "--count") {
@@ -151,18 +161,24 @@ int main(int argc, char **argv) {
                 count = static_cast<uint32_t>(parse_signed(argv[++i], 1, UINT32_MAX, "--count"));
             } else if (arg == "--hex") {
                 show_hex = true;
+            } else if (arg == "--double-rule") {
+                if (i + 1 >= argc)
+                    throw UsageError("--double-rule needs a rule");
+                rule = parse_double_rule(argv[++i]);
             } else if (arg == "--help" || arg == "-h") {
                 std::cout << kUsage;
                 return 0;
             } else if (arg.rfind("--", 0) == 0) {
                 throw UsageError("unknown option \"" + arg + "\"");
             } else {
-                add_value(enc, arg);
-                ++values;
+                values.push_back(arg);
             }
         }
-        if (values == 0)
+        if (values.empty())
             throw UsageError("no key values given");
+        picoroute::KeyEncoder enc(rule);
+        for (const std::string &value : values)
+            add_value(enc, value);
         const uint32_t bucket = picoroute::bucket_id_for_bytes(enc.bytes(), count);
         if (show_hex)
             std::cout << to_hex(enc.bytes()) << "\n";

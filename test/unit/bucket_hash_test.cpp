@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -194,6 +195,109 @@ TEST(BucketHashKeyEncoderTest, DoubleIsBigEndianAndDiffersFromInteger) {
     more.add_double(-0.0);
     more.add_double(0.1);
     EXPECT_EQ(hex(more.bytes()), "cb4004000000000000cb8000000000000000cb3fb999999999999a");
+}
+
+// The double rules of DoubleHashRule, read in Picodata's tarantool: 25.5's tuple hash re-encodes
+// every value of a double key part as a MessagePack double; from 26.1.1 (tuple_hash_field of
+// src/box/tuple_hash.cc) a finite integral value in [-2^63, 2^64) hashes as the integer it equals.
+std::string double_bytes(double v, DoubleHashRule rule) {
+    KeyEncoder enc(rule);
+    enc.add_double(v);
+    return hex(enc.bytes());
+}
+
+constexpr double kTwoPow53 = 9007199254740992.0;
+constexpr double kTwoPow63 = 9223372036854775808.0;
+constexpr double kTwoPow64 = 18446744073709551616.0;
+
+struct DoubleCase {
+    double value;
+    const char *ieee754_hex;   // the same under both rules when integral_hex is nullptr
+    const char *integral_hex;  // under IntegralAsInteger
+};
+
+const std::vector<DoubleCase> &double_cases() {
+    static const double inf = std::numeric_limits<double>::infinity();
+    static const std::vector<DoubleCase> cases = {
+        {1.0, "cb3ff0000000000000", "01"},
+        {-3.0, "cbc008000000000000", "fd"},
+        {1.5, "cb3ff8000000000000", nullptr},
+        {0.5, "cb3fe0000000000000", nullptr},
+        {-1.5, "cbbff8000000000000", nullptr},
+        {1e300, "cb7e37e43c8800759c", nullptr},  // integral, but beyond 2^64
+        {-1e300, "cbfe37e43c8800759c", nullptr},
+        {5e-324, "cb0000000000000001", nullptr},
+        {0.0, "cb0000000000000000", "00"},
+        {-0.0, "cb8000000000000000", "00"},  // -0.0 >= 0: the unsigned 0
+        {std::numeric_limits<double>::quiet_NaN(), "cb7ff8000000000000", nullptr},
+        {inf, "cb7ff0000000000000", nullptr},
+        {-inf, "cbfff0000000000000", nullptr},
+        {127.0, "cb405fc00000000000", "7f"},
+        {255.0, "cb406fe00000000000", "ccff"},
+        {-32.0, "cbc040000000000000", "e0"},
+        {-33.0, "cbc040800000000000", "d0df"},
+        {65536.0, "cb40f0000000000000", "ce00010000"},
+        {-2147483649.0, "cbc1e0000000200000", "d3ffffffff7fffffff"},
+        {kTwoPow53, "cb4340000000000000", "cf0020000000000000"},
+        {kTwoPow53 + 2.0, "cb4340000000000001", "cf0020000000000002"},
+        {kTwoPow63 - 1024.0, "cb43dfffffffffffff", "cf7ffffffffffffc00"},
+        {kTwoPow63, "cb43e0000000000000", "cf8000000000000000"},  // above INT64_MAX: unsigned
+        {kTwoPow64 - 2048.0, "cb43efffffffffffff", "cffffffffffffff800"},   // largest below 2^64
+        {kTwoPow64, "cb43f0000000000000", nullptr},                         // first beyond uint64
+        {-kTwoPow63, "cbc3e0000000000000", "d38000000000000000"},           // INT64_MIN
+        {std::nextafter(-kTwoPow63, -inf), "cbc3e0000000000001", nullptr},  // first below it
+    };
+    return cases;
+}
+
+TEST(BucketHashDoubleRuleTest, Ieee754EncodesEveryDoubleAsMessagePackDouble) {
+    for (const DoubleCase &c : double_cases())
+        EXPECT_EQ(double_bytes(c.value, DoubleHashRule::Ieee754), c.ieee754_hex) << c.value;
+}
+
+TEST(BucketHashDoubleRuleTest, IntegralAsIntegerEncodesIntegralValuesInRangeAsIntegers) {
+    for (const DoubleCase &c : double_cases())
+        EXPECT_EQ(double_bytes(c.value, DoubleHashRule::IntegralAsInteger),
+                  c.integral_hex != nullptr ? c.integral_hex : c.ieee754_hex)
+            << c.value;
+}
+
+TEST(BucketHashDoubleRuleTest, IntegralDoubleHashesLikeTheIntegerItEquals) {
+    for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{-3}, int64_t{300}, int64_t{-129},
+                      int64_t{1} << 40, -(int64_t{1} << 53), std::numeric_limits<int64_t>::min()}) {
+        EXPECT_EQ(double_bytes(static_cast<double>(v), DoubleHashRule::IntegralAsInteger),
+                  int_bytes(v))
+            << v;
+    }
+    EXPECT_EQ(double_bytes(kTwoPow63, DoubleHashRule::IntegralAsInteger),
+              uint_bytes(uint64_t{1} << 63));
+}
+
+// Picodata's own tests, bucket_count 3000 (test/int/sql/test_known_defects.sql): at tag 26.1.0,
+// `b = 1::double` on a DOUBLE key routes to bucket 2099 and `b = 1` to 1934; at 26.1.1 the file was
+// rewritten for decimals because doubles now hash as integers (commit "fix(test): rewrite
+// test_known_defects in terms of decimal"), so 1.0 routes to the integer's 1934.
+TEST(BucketHashDoubleRuleTest, PicodataVectors) {
+    KeyEncoder old_rule(DoubleHashRule::Ieee754), new_rule(DoubleHashRule::IntegralAsInteger);
+    old_rule.add_double(1.0);
+    new_rule.add_double(1.0);
+    EXPECT_EQ(bucket(old_rule), 2099u);
+    EXPECT_EQ(bucket(new_rule), 1934u);
+}
+
+TEST(BucketHashDoubleRuleTest, ComposedKeysAndRuleIsKept) {
+    KeyEncoder enc(DoubleHashRule::IntegralAsInteger);
+    enc.add_text("lol");
+    enc.add_double(5.0);
+    EXPECT_EQ(bucket(enc), 442u);  // like ('lol', 5), facts section 3
+    enc.clear();
+    EXPECT_EQ(enc.double_rule(), DoubleHashRule::IntegralAsInteger);
+    enc.add_double(2.5);
+    enc.add_double(-0.0);
+    EXPECT_EQ(hex(enc.bytes()), "cb400400000000000000");
+    EXPECT_EQ(KeyEncoder().double_rule(), DoubleHashRule::Ieee754);
+    EXPECT_STREQ(double_hash_rule_name(DoubleHashRule::Ieee754), "ieee754");
+    EXPECT_STREQ(double_hash_rule_name(DoubleHashRule::IntegralAsInteger), "integral-as-integer");
 }
 
 TEST(BucketHashKeyEncoderTest, Uuid) {

@@ -84,6 +84,8 @@ constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
+// How the table's server hashes an integral double key value (its Picodata version's rule).
+DoubleHashRule double_rule_of(const TableInfo *table);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
 // `picodata_version`: the server option (nullptr for the default); where the version has the
 // capability, the connection asks for errors on invalidated prepared statements

@@ -274,6 +274,12 @@ TableInfo *get_table_info(Oid relid) {
     return t;
 }
 
+DoubleHashRule double_rule_of(const TableInfo *table) {
+    return caps::has(table->picodata_version, caps::Capability::IntegralDoubleHash)
+               ? DoubleHashRule::IntegralAsInteger
+               : DoubleHashRule::Ieee754;
+}
+
 std::string startup_options(const char *execution_options, const char *read_preference,
                             const char *picodata_version) {
     if (execution_options != nullptr && strcmp(execution_options, "off") == 0)
