@@ -74,6 +74,7 @@ void adopt_shared_map() {
     *model = topology_from_snapshot(*map.view);
     model_generation = map.generation;
     model_over_capacity = false;
+    source->set_addresses_from_catalog(map.origin == MapOrigin::Catalog);
 }
 
 // One refresh; returns an empty string on success, else the error.
@@ -95,6 +96,8 @@ std::string refresh_once() {
             model->clear();
         }
         model->apply_all(update.events);
+        // Every instance the catalog lists now has the catalog's address; the others are gone.
+        source->set_addresses_from_catalog(true);
 
         std::string warning;
         for (const std::string &w : update.warnings)
@@ -105,7 +108,7 @@ std::string refresh_once() {
         last_logged_warning = warning;
 
         // The worker owns the map in poll mode: it publishes whatever generation is current.
-        PublishOutcome outcome = publish(*model);
+        PublishOutcome outcome = publish(*model, MapOrigin::Catalog);
         if (outcome.refusal) {
             model_over_capacity = true;
             throw *outcome.refusal;
