@@ -7,7 +7,7 @@ the client sent none), then refuses the login (28P01) and closes the connection.
 Bounded: it exits after --seconds (default 120) or --max-connections logins, whichever comes first,
 and gives each client 5 s. The first line on stdout is the port it listens on (0 asks for a free one).
 
-    fake_login.py --record /tmp/logins.jsonl [--port 0] [--seconds 120]
+    fake_login.py --record logins.jsonl [--port 0] [--seconds 120]
 """
 import argparse
 import json
