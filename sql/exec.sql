@@ -46,6 +46,13 @@ SELECT * FROM picoroute_exec('t3', 1, 'SELECT 1', NULL::text[]) AS t(x int);
 SELECT * FROM picoroute_exec('t3', 1, 'SELECT 1', '{}', NULL) AS t(x int);
 SELECT * FROM picoroute_exec_all('t3', 'SELECT 1', NULL) AS t(x int);
 SELECT * FROM picoroute_exec_masters('t3', NULL) AS t(x int);
+-- The same without parameters.
+SELECT * FROM picoroute_exec(NULL, 1, 'SELECT 1') AS t(x int);
+SELECT * FROM picoroute_exec('t3', NULL, 'SELECT 1') AS t(x int);
+SELECT * FROM picoroute_exec('t3', 1, NULL) AS t(x int);
+SELECT * FROM picoroute_exec('t3', 1, 'SELECT 1', NULL::boolean) AS t(x int);
+SELECT * FROM picoroute_exec_all(NULL, 'SELECT 1') AS t(x int);
+SELECT * FROM picoroute_exec_all('t3', NULL) AS t(x int);
 SELECT * FROM picoroute_exec('t3', 1, 'SELECT $1', ARRAY[['a'], ['b']]) AS t(x text);
 -- Out of range bucket and unknown tier, as without parameters.
 SELECT * FROM picoroute_exec('t3', 101, 'SELECT $1', ARRAY['a']) AS t(x text);

@@ -40,6 +40,15 @@ SELECT * FROM picoroute_exec('live', 1, 'SELECT 1') AS t(x int);
 SET picoroute.allowed_hosts = '';
 ALTER SYSTEM SET picoroute.allowed_hosts = '10.0.0.0/33';
 ALTER SYSTEM RESET picoroute.allowed_hosts;
+-- Empty, the default: an address that only picoroute_apply_events gave (every address of this
+-- map) gets no connection, so no credentials; '*' (test/regress.conf) admits any address.
+ALTER SYSTEM SET picoroute.allowed_hosts = '';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SELECT * FROM picoroute_exec('live', 1, 'SELECT 1') AS t(x int);
+ALTER SYSTEM RESET picoroute.allowed_hosts;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
 
 -- 2. A conninfo libpq cannot parse (an unquoted password with a blank) is reported without any
 -- part of the string.

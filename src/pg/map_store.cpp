@@ -25,6 +25,7 @@ struct Slot {
     pg_atomic_uint64 seq;  // odd while the slot is being written
     uint64 generation;
     uint64 size;
+    uint32 origin;  // MapOrigin of the image
     // followed by `slot_capacity` bytes of image
 };
 
@@ -43,6 +44,7 @@ SharedState *shared = nullptr;
 struct LocalCopy {
     std::string bytes;
     uint64 generation = UINT64_MAX;
+    MapOrigin origin = MapOrigin::Events;
     std::optional<SnapshotView> view;
 };
 LocalCopy local;
@@ -125,6 +127,7 @@ void map_store_shmem_init() {
         pg_atomic_init_u64(&slot->seq, 0);
         slot->generation = 0;
         slot->size = 0;
+        slot->origin = static_cast<uint32>(MapOrigin::Events);
     }
 }
 
@@ -154,8 +157,9 @@ MapRef current_map() {
         if (generation == 0)
             return MapRef{the_empty_view(), 0};
         if (generation == local.generation && local.view)
-            return MapRef{&*local.view, generation};
+            return MapRef{&*local.view, generation, local.origin};
         uint64 size = slot->size;
+        MapOrigin origin = static_cast<MapOrigin>(slot->origin);
         if (size > shared->slot_capacity)
             continue;
         local.view.reset();
@@ -170,7 +174,8 @@ MapRef current_map() {
         local.view->build_bucket_index(1u << 20,
                                        static_cast<size_t>(setting_max_map_memory) * 1024);
         local.generation = generation;
-        return MapRef{&*local.view, generation};
+        local.origin = origin;
+        return MapRef{&*local.view, generation, origin};
     }
     throw Error(ErrorKind::InvalidInput,
                 "picoroute: the shared topology map kept changing while it was read");
@@ -194,13 +199,14 @@ class PublishLock {
     PublishLock &operator=(const PublishLock &) = delete;
 };
 
-// Makes `image` current unless it equals the current image; the caller holds the publish lock and
-// checked the size. Writes only plain memory: nothing here throws.
-bool publish_image(const std::string &image) noexcept {
+// Makes `image` current unless it equals the current image and has the same origin; the caller
+// holds the publish lock and checked the size. Writes only plain memory: nothing here throws.
+bool publish_image(const std::string &image, MapOrigin origin) noexcept {
     Assert(LWLockHeldByMeInMode(shared->publish_lock, LW_EXCLUSIVE));
     uint32 current = pg_atomic_read_u32(&shared->current_slot);
     Slot *cur = slot_at(current);
     if (cur->generation != 0 && cur->size == image.size() &&
+        cur->origin == static_cast<uint32>(origin) &&
         memcmp(slot_data(cur), image.data(), image.size()) == 0)
         return false;
 
@@ -210,6 +216,7 @@ bool publish_image(const std::string &image) noexcept {
     memcpy(slot_data(target), image.data(), image.size());
     target->size = image.size();
     target->generation = generation;
+    target->origin = static_cast<uint32>(origin);
     pg_write_barrier();
     pg_atomic_fetch_add_u64(&target->seq, 1);  // even again
     pg_atomic_exchange_u32(&shared->current_slot, 1 - current);
@@ -231,7 +238,8 @@ std::string image_that_fits(const Topology &topology) {
 
 }  // namespace
 
-PublishOutcome publish(const Topology &topology, std::optional<uint64_t> expected) {
+PublishOutcome publish(const Topology &topology, MapOrigin origin,
+                       std::optional<uint64_t> expected) {
     std::string image;
     try {
         image = image_that_fits(topology);
@@ -245,7 +253,7 @@ PublishOutcome publish(const Topology &topology, std::optional<uint64_t> expecte
     PublishLock lock;
     PublishResult result = PublishResult::Conflict;
     if (!expected || pg_atomic_read_u64(&shared->generation) == *expected)
-        result = publish_image(image) ? PublishResult::Published : PublishResult::Unchanged;
+        result = publish_image(image, origin) ? PublishResult::Published : PublishResult::Unchanged;
     return PublishOutcome{result, pg_atomic_read_u64(&shared->generation), std::nullopt};
 }
 

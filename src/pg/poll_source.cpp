@@ -201,7 +201,7 @@ void PollSource::connect(const Topology &current) {
     if (conn_ == nullptr) {
         for (const std::string &address : current.online_addresses()) {
             TcpAddress target;
-            std::string refusal = connect_refusal(address, &target);
+            std::string refusal = connect_refusal(address, addresses_from_catalog_, &target);
             if (!refusal.empty()) {
                 errors += "; " + refusal + ": not tried";
                 continue;

@@ -22,6 +22,12 @@ class PollSource : public TopologySource {
     // Set by the worker's latch callback when SIGTERM arrived during a network wait.
     static bool shutdown_requested();
 
+    // Whether the addresses of the topology given to fetch() were reported by a catalog the
+    // worker read (false after it adopted a map picoroute_apply_events changed): the fallback to
+    // known instances sends the credentials of picoroute.conninfo only where connect_policy.h
+    // allows it for such addresses.
+    void set_addresses_from_catalog(bool from_catalog) { addresses_from_catalog_ = from_catalog; }
+
   private:
     void connect(const Topology &current);
     // Connects to the hosts of picoroute.conninfo; nullptr (and `errors` says why) on failure.
@@ -41,6 +47,7 @@ class PollSource : public TopologySource {
     std::string last_instance_;            // the instance the last successful fetch read from
     std::string fallback_note_;            // why conn_ is not one of the configured hosts, or ""
     int64_t last_configured_attempt_ = 0;  // TimestampTz of the last try of the configured hosts
+    bool addresses_from_catalog_ = false;
 };
 
 }  // namespace picoroute::pg

@@ -125,7 +125,8 @@ void define_settings() {
         "Hosts and networks picoroute may connect to (comma-separated hostnames, IP addresses "
         "and CIDR networks).",
         "Applies to every address taken from the topology map: the routing connections of every "
-        "session and the worker's fallback to known instances. Empty or '*': any TCP host.",
+        "session and the worker's fallback to known instances. Empty: an address a catalog read "
+        "by the worker reported, never one only picoroute_apply_events gave. '*': any TCP host.",
         &setting_allowed_hosts, "", PGC_SIGHUP, 0, check_allowed_hosts, nullptr, nullptr);
     DefineCustomIntVariable("picoroute.max_map_memory",
                             "Memory a session may use for its O(1) bucket lookup tables.",

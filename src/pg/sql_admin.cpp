@@ -293,7 +293,7 @@ void apply_and_publish(const std::vector<Event> &events) {
         if (!changed)
             return;  // nothing changed: the generation stays
         check_interrupts();
-        PublishOutcome outcome = publish(*model, generation);
+        PublishOutcome outcome = publish(*model, MapOrigin::Events, generation);
         if (outcome.refusal)
             throw unchanged(*outcome.refusal);
         if (outcome.result != PublishResult::Conflict) {

@@ -384,10 +384,9 @@ void exec_on_masters(FunctionCallInfo fcinfo, const ExecArgs &args,
 
 PICOROUTE_SQL_FUNCTION(picoroute_exec) {
     const char *fn = "picoroute_exec";
-    ExecArgs args = exec_args(fcinfo, fn, {"tier", "bucket_id", "query"}, false);
-    bool read_only = PG_NARGS() > 3 && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+    ExecArgs args = exec_args(fcinfo, fn, {"tier", "bucket_id", "query", "read_only"}, true);
     check_parameter_count(scan_query(args.query, false), 0, fn);
-    exec_on_bucket(fcinfo, args, PG_GETARG_INT32(1), read_only);
+    exec_on_bucket(fcinfo, args, PG_GETARG_INT32(1), PG_GETARG_BOOL(3));
     return (Datum)0;
 }
 
@@ -402,7 +401,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_exec_params) {
 
 PICOROUTE_SQL_FUNCTION(picoroute_exec_all) {
     const char *fn = "picoroute_exec_all";
-    ExecArgs args = exec_args(fcinfo, fn, {"tier", "query"}, false);
+    ExecArgs args = exec_args(fcinfo, fn, {"tier", "query"}, true);
     check_parameter_count(scan_query(args.query, false), 0, fn);
     exec_on_masters(fcinfo, args);
     return (Datum)0;

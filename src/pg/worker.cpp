@@ -57,15 +57,24 @@ Topology *model = nullptr;
 uint64_t model_generation = 0;
 PollSource *source = nullptr;
 std::string last_logged_warning;
+// Set when the last refresh could not publish for capacity. The model then holds a topology that
+// never reached shared memory, and a model keeps what no catalog diff removes (tiers are static,
+// the ranges of a tier whose bucket map was not read stay): following the catalog from there could
+// stay over capacity after the catalog shrank back. The next refresh starts again from the
+// published map, the last one that fitted.
+bool model_over_capacity = false;
 
 // Brings the model in line with the shared map when somebody else published since (push mode,
-// or a restart of this worker with the map still in shared memory).
+// or a restart of this worker with the map still in shared memory), or when the model went over
+// capacity.
 void adopt_shared_map() {
-    if (published_generation() == model_generation)
+    if (!model_over_capacity && published_generation() == model_generation)
         return;  // the usual case: nothing to copy
     MapRef map = current_map();
     *model = topology_from_snapshot(*map.view);
     model_generation = map.generation;
+    model_over_capacity = false;
+    source->set_addresses_from_catalog(map.origin == MapOrigin::Catalog);
 }
 
 // One refresh; returns an empty string on success, else the error.
@@ -87,6 +96,8 @@ std::string refresh_once() {
             model->clear();
         }
         model->apply_all(update.events);
+        // Every instance the catalog lists now has the catalog's address; the others are gone.
+        source->set_addresses_from_catalog(true);
 
         std::string warning;
         for (const std::string &w : update.warnings)
@@ -97,9 +108,11 @@ std::string refresh_once() {
         last_logged_warning = warning;
 
         // The worker owns the map in poll mode: it publishes whatever generation is current.
-        PublishOutcome outcome = publish(*model);
-        if (outcome.refusal)
+        PublishOutcome outcome = publish(*model, MapOrigin::Catalog);
+        if (outcome.refusal) {
+            model_over_capacity = true;
             throw *outcome.refusal;
+        }
         if (outcome.result == PublishResult::Published)
             model_generation = outcome.generation;
         if (update.reset)
@@ -159,11 +172,15 @@ void worker_loop() {
             bool ok = error.empty();
             status_set_error(error.c_str());
             status_refresh_end(seq, ok);
-            if (ok) {
-                if (failures > 0)
+            if (ok || model_over_capacity) {
+                // Over capacity the catalog was read: the next poll comes at the usual interval,
+                // and the first whose topology fits publishes it.
+                if (ok && (failures > 0 || !last_logged_error.empty()))
                     ereport(LOG, (errmsg("picoroute: topology refresh succeeded again")));
+                if (!ok && error != last_logged_error)
+                    ereport(LOG, (errmsg("picoroute: topology refresh failed: %s", error.c_str())));
                 failures = 0;
-                last_logged_error.clear();
+                last_logged_error = error;
                 status_set_state(WorkerState::Waiting);
                 wait_ms = setting_refresh_interval;
             } else {

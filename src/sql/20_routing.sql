@@ -42,7 +42,7 @@ CREATE FUNCTION picoroute_exec(tier text, bucket_id integer, query text,
                                read_only boolean DEFAULT false)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'picoroute_exec'
-LANGUAGE C STRICT VOLATILE;
+LANGUAGE C VOLATILE;
 
 COMMENT ON FUNCTION picoroute_exec(text, integer, text, boolean) IS
 'Runs a query on the master of the replicaset that owns the bucket (an online replica when '
@@ -53,7 +53,7 @@ COMMENT ON FUNCTION picoroute_exec(text, integer, text, boolean) IS
 CREATE FUNCTION picoroute_exec_all(tier text, query text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'picoroute_exec_all'
-LANGUAGE C STRICT VOLATILE;
+LANGUAGE C VOLATILE;
 
 COMMENT ON FUNCTION picoroute_exec_all(text, text) IS
 'Runs a query on every master of the tier in parallel and returns all rows; if any master fails '

@@ -96,3 +96,8 @@ COMMENT ON FUNCTION picoroute_exec_masters(text, text, text[]) IS
 REVOKE ALL ON FUNCTION picoroute_exec(text, integer, text, text[], boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION picoroute_exec_all(text, text, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION picoroute_exec_masters(text, text, text[]) FROM PUBLIC;
+
+-- A NULL argument of picoroute_exec(tier, bucket_id, query, read_only) or picoroute_exec_all(tier,
+-- query) is an error (22004) as for the other forms, not an empty result (part src/sql/20_routing.sql).
+ALTER FUNCTION picoroute_exec(text, integer, text, boolean) CALLED ON NULL INPUT;
+ALTER FUNCTION picoroute_exec_all(text, text) CALLED ON NULL INPUT;
