@@ -16,10 +16,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster qw(start_picoroute_node wait_for);
 
-my $dir = PostgreSQL::Test::Utils::tempdir('fake_login');
+my $dir = PostgreSQL::Test::Utils::tempdir('fake_instance');
 my $record = "$dir/logins.jsonl";
-my $fake_pid = open(my $fake, '-|', 'python3', "$FindBin::RealBin/../emulator/fake_login.py",
-    '--record', $record, '--seconds', '180')
+my $fake_pid = open(my $fake, '-|', 'python3', "$FindBin::RealBin/../emulator/fake_instance.py",
+    '--log', $record, '--refuse-login', '--lifetime', '180')
   or die "cannot start the fake server: $!";
 my $port = <$fake>;
 die "the fake server did not start" unless defined $port;

@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster qw(emu emu_json emu_private_psql start_emulator start_picoroute_node wait_for);
 
-start_emulator(base_port => 34000, replicasets => 2, replication_factor => 2);
+start_emulator(replicasets => 2, replication_factor => 2);
 
 # Only the first instance is configured, so every poll reads the catalog that is changed below.
 my $node = start_picoroute_node(
