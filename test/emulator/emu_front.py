@@ -240,7 +240,7 @@ class Entry:
         self.vdbe = None            # fwd: the vdbe check entry that decides this statement's fate
         self.deferred = b""         # vdbe: the statement's answer, sent when the check passes
         self.muted = False          # vdbe: the statement already failed; say nothing more
-        self.replay = None          # fwd: how to run this write again (Session.held_retry)
+        self.replay = None          # fwd: how to run this write again (Session.hold_retry)
 
 
 class Session:
