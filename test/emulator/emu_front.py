@@ -47,6 +47,15 @@ VDBE_BASE_STMT = "picoemu_front_vdbe0"
 # fails (a division by zero, which rolls the statement back with its transaction) and the front
 # answers Picodata's error instead.
 OPCODES_PER_ROW = 10
+# Statements run again after a serialization failure or a deadlock (see Session.hold_retry): Picodata's
+# storage applies a row update atomically and global writes one after another, so neither error
+# exists there. Every statement runs in its own implicit transaction (the front answers BEGIN/COMMIT
+# itself), which such an error rolls back entirely, remote writes through postgres_fdw included, so
+# running the statement again is safe. Bounded: RETRY_MAX runs again within RETRY_SECONDS, then the
+# client gets the error.
+RETRY_STATES = (b"40001", b"40P01")
+RETRY_MAX = 200
+RETRY_SECONDS = 30.0
 # The storage relations (oid * 2 + 1 for a table, oid * 2 for an index) are looked up in pg_class once
 # per session and per table generation (GEN: a hash of the tables in state.json), and kept in the
 # session setting picoemu.vdbe_rels: a catalog scan per statement would cost more than the statement.
@@ -99,6 +108,17 @@ def error_body(code, text, severity="ERROR", hint=None):
 
 def error_msg(code, text, severity="ERROR", hint=None):
     return msg(b"E", error_body(code, text, severity, hint))
+
+
+def error_field(m, code):
+    """A field of an ErrorResponse message (with its header), b"" when absent."""
+    pos = 5
+    while pos < len(m) and m[pos:pos + 1] != b"\0":
+        end = m.index(b"\0", pos + 1)
+        if m[pos:pos + 1] == code:
+            return m[pos + 1:end]
+        pos = end + 1
+    return b""
 
 
 def read_cstr(body, pos):
@@ -200,7 +220,7 @@ class Audit:
 class Entry:
     """One expected server response (or one answer of the front) in the ordered response queue."""
     __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
-                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted")
+                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay")
 
     def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
         self.kind = kind            # fwd | swallow | synth | sync
@@ -220,6 +240,7 @@ class Entry:
         self.vdbe = None            # fwd: the vdbe check entry that decides this statement's fate
         self.deferred = b""         # vdbe: the statement's answer, sent when the check passes
         self.muted = False          # vdbe: the statement already failed; say nothing more
+        self.replay = None          # fwd: how to run this write again (Session.hold_retry)
 
 
 class Session:
@@ -245,6 +266,8 @@ class Session:
         self.sbuf = []              # messages for the server, written at once
         self.backend_key = None
         self.closed = False
+        self.batch_rec = None       # the extended-protocol batch being received, for a run again
+        self.retry = None           # a retryable error held back until its ReadyForQuery
 
     # ---- output ordering ---------------------------------------------------------------------------
     def push(self, entry):
@@ -361,7 +384,8 @@ class Session:
                 return
             if e.kind == "swallow":
                 log("injected message failed: %r" % m[5:200])
-            out += m  # the client sees the error in every case
+            if not self.hold_retry(e, m):
+                out += m  # the client sees the error, unless the statement runs again
             if e.simple:
                 e.exceeded = False
                 e.held = []
@@ -419,6 +443,11 @@ class Session:
             if e.held and e.vdbe is None:
                 out += b"".join(e.held)
                 e.held = []
+        if typ == b"Z" and self.retry is not None:
+            if self.run_again(e):
+                return
+            out += self.retry["err"]  # not run again: the client gets the error after all
+            self.retry = None
         if e.vdbe is not None and typ in e.ends:
             # the statement's answer (its held rows and completion) waits for the check after it
             e.vdbe.deferred = b"".join(e.held) + m
@@ -434,6 +463,62 @@ class Session:
             self.finish(e)
             if self.pending and self.pending[0].kind == "synth":
                 self.drain_into(out)
+
+    # ---- running a write again after a serialization failure or deadlock (RETRY_STATES) ----------
+    def hold_retry(self, e, m):
+        """An error of a write statement that Picodata would not raise (RETRY_STATES): held back, and
+        the statement runs again at its ReadyForQuery (run_again). True when held."""
+        rec = e.replay
+        if e.kind != "fwd" or rec is None or self.retry is not None:
+            return False
+        if error_field(m, b"C") not in RETRY_STATES:
+            return False
+        if rec["tries"] >= RETRY_MAX or time.monotonic() - rec["t0"] > RETRY_SECONDS:
+            log("statement not run again after %d tries: %s | %s" % (
+                rec["tries"], error_field(m, b"M").decode("utf-8", "replace"), e.tag[:300]))
+            return False
+        self.retry = {"err": m, "rec": rec, "batch": e.batch}
+        return True
+
+    def run_again(self, e):
+        """e ends with this ReadyForQuery, after a held error: when nothing the client sent later is
+        queued on the server (only the front's own settings restored behind it), the statement is
+        sent again instead and this ReadyForQuery dropped. True when it was."""
+        r = self.retry
+        rec = r["rec"]
+        later = self.pending[1:]
+        if (e.batch != r["batch"] or any(p.kind != "swallow" for p in later) or self.sbuf
+                or (rec["kind"] == "extended" and (not rec["ok"] or sum(1 for t, _, _ in rec["msgs"] if t == b"E") != 1))):
+            return False
+        self.retry = None
+        rec["tries"] += 1
+        self.front.retried += 1
+        if self.front.retried % 1000 == 1:
+            log("statements run again after %s so far: %d (this one: try %d) | %s" % (
+                "/".join(c.decode() for c in RETRY_STATES), self.front.retried, rec["tries"],
+                rec.get("sql", "")[:200]))
+        self.pending.pop(0)
+        self.finish(e)
+        batch_no, skip = self.batch_no, self.skip_until_sync
+        self.batch_no = r["batch"]  # the entries of the rerun belong to the finished batch
+        try:
+            if rec["kind"] == "simple":
+                self.run_query(rec["sql"], rec["raw"], rec)
+            else:
+                saved, self.batch_rec = self.batch_rec, rec
+                for typ, body, raw in rec["msgs"]:
+                    if typ == b"B":  # answered already: BindComplete is not repeated
+                        self.push(Entry("swallow", ends=(b"2",)))
+                        self.send_server(raw)
+                    else:
+                        self.run_execute(body, raw)
+                self.batch_rec = saved
+                self.push(Entry("sync", ends=(b"Z",)))
+                self.send_server(msg(b"S"))
+        finally:
+            self.batch_no, self.skip_until_sync = batch_no, skip
+        self.flush_server()
+        return True
 
     def drain_into(self, out):
         while self.pending and self.pending[0].kind == "synth":
@@ -599,6 +684,7 @@ class Session:
             await self.on_query(body[:-1].decode("utf-8", "replace"), raw)
             return False
         if typ == b"S":
+            self.batch_rec = None
             self.skip_until_sync = False
             self.push(Entry("sync", ends=(b"Z",)))
             self.batch_no += 1
@@ -607,6 +693,12 @@ class Session:
         if typ == b"H":
             self.send_server(raw)
             return False
+        if self.batch_rec is None:
+            self.batch_rec = {"kind": "extended", "msgs": [], "ok": True, "tries": 0, "t0": time.monotonic()}
+        if typ in (b"B", b"E"):
+            self.batch_rec["msgs"].append((typ, body, raw))
+        elif typ not in (b"P", b"D"):  # Close, FunctionCall: a batch not run again
+            self.batch_rec["ok"] = False
         if self.hold is not None and not self.hold.completed and self.hold in self.pending:
             # a statement of this batch may still exceed sql_motion_row_max: know it before
             # forwarding the next statement (Picodata skips the rest of a failed batch)
@@ -623,11 +715,11 @@ class Session:
         if typ == b"P":
             await self.on_parse(body, raw)
         elif typ == b"B":
-            await self.on_bind(body, raw)
+            self.on_bind(body, raw)
         elif typ == b"D":
             self.on_describe(body, raw)
         elif typ == b"E":
-            await self.on_execute(body, raw)
+            self.run_execute(body, raw)
         elif typ == b"C":
             self.on_close(body, raw)
         else:
@@ -661,6 +753,9 @@ class Session:
         return v
 
     async def on_query(self, sql, raw):
+        self.run_query(sql, raw)
+
+    def run_query(self, sql, raw, rec=None):
         v = self.judge(sql, extended=False)
         if v is None:
             return
@@ -683,6 +778,8 @@ class Session:
             self.push(Entry("swallow", ends=(b"C",), simple=True))
         e = Entry("fwd", ends=(b"C", b"I") if vdbe else (b"Z",), limit=limit if v.reads else 0, simple=True)
         e.tag = sql
+        if v.kind == "query" and not v.reads:  # a write: may run again (hold_retry)
+            e.replay = rec or {"kind": "simple", "sql": sql, "raw": raw, "tries": 0, "t0": time.monotonic()}
         self.push(e)
         if vdbe:
             e.vdbe = Entry("vdbe", ends=(b"C",), limit=vdbe, simple=True)
@@ -782,7 +879,7 @@ class Session:
                         self.front.type_cache.clear()
                     self.front.type_cache[(v.sql, tuple(oids))] = cap["types"]
 
-    async def on_bind(self, body, raw):
+    def on_bind(self, body, raw):
         portal, pos = read_cstr(body, 0)
         stmt, pos = read_cstr(body, pos)
         info = self.stmts.get(stmt)
@@ -820,7 +917,7 @@ class Session:
         self.push(Entry("fwd", ends=(b"3",)))
         self.send_server(raw)
 
-    async def on_execute(self, body, raw):
+    def run_execute(self, body, raw):
         portal, _ = read_cstr(body, 0)
         info = self.portals.get(portal)
         if info is not None and info["kind"] in ("tcl", "set"):
@@ -841,6 +938,8 @@ class Session:
             self.inject_vdbe_base()
         e = Entry("fwd", ends=(b"C", b"s", b"I"), limit=limit if (info is None or info["reads"]) else 0)
         e.tag = info["sql"] if info else ""
+        if info is not None and info["kind"] == "query" and not info["reads"] and self.batch_rec is not None:
+            e.replay = self.batch_rec  # a write: may run again (hold_retry)
         self.push(e)
         self.send_server(raw)
         if vdbe:
@@ -985,6 +1084,7 @@ class Front:
         self.type_cache = {}
         self.sessions = set()  # open sessions (their statements count against pg_statement_max)
         self.verdicts = {}  # (statement text, version) -> Verdict or Reject (statements repeat)
+        self.retried = 0  # statements run again (RETRY_STATES)
 
     async def cancel(self, packet):
         # The backend key is passed through unchanged (BackendKeyData is relayed as is), and the

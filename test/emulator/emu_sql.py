@@ -265,6 +265,30 @@ def _dispatch(var, targets, make_stmt, what):
     return "\n    ".join(out)
 
 
+def _unchanged(t, rec="OLD"):
+    """The row that the statement read is still there, unchanged: the primary key and bucket_id
+    equal, every other column not distinct (NULLs compare equal). postgres_fdw ships it to the peer."""
+    terms = ["%s = %s.%s" % (ident(k), rec, ident(k)) for k in t["primary_key"]]
+    terms += ["%s IS NOT DISTINCT FROM %s.%s" % (ident(c["name"]), rec, ident(c["name"]))
+              for c in t["columns"] if c["name"] not in t["primary_key"]]
+    if not t["global"]:
+        terms.append("bucket_id = %s.bucket_id" % rec)
+    return " AND ".join(terms)
+
+
+def _or_changed(t):
+    """After an UPDATE or DELETE of the row the statement read (_unchanged): when no row matched, a
+    concurrent write changed or removed it after the statement's snapshot. Writing the values computed
+    from the old row would lose that write (PostgreSQL re-evaluates SET and WHERE on the newest row
+    version only for a plain table, not behind a view's INSTEAD OF trigger), so the statement fails
+    with SQLSTATE 40001, rolling back everything it did, and the front runs it again (emu_front.py,
+    "retry"): as on Picodata's storage, which applies a row update atomically, the client sees one
+    result computed from the row as it is when the statement applies."""
+    return ("IF NOT FOUND THEN RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = %s; END IF"
+            % lit("picoemu: a row of table \"%s\" changed under a concurrent write; "
+                  "the statement is run again" % t["name"]))
+
+
 def table_ddl(st, t, self_rs, peers):
     """Objects of one user table on the master of replicaset self_rs. peers: [rs_name] of the other
     live replicasets that have a foreign server."""
@@ -342,13 +366,12 @@ def table_ddl(st, t, self_rs, peers):
         owner_case = "CASE " + " ".join("WHEN %%s BETWEEN %d AND %d THEN %s" % (a, b, lit(rs))
                                           for a, b, rs in st.d["buckets"][t["tier"]]) + " END"
         targets = [(self_rs, LOCAL % name)] + [(rs, remote_rel(t, rs)) for rs in peers]
-        key_match = " AND ".join("%s = OLD.%s" % (ident(k), ident(k)) for k in t["primary_key"])
-        key_match += " AND bucket_id = OLD.bucket_id"
+        key_match = _unchanged(t)
         ins = lambda rel: "INSERT INTO %s (%s) VALUES (%s)" % (
             rel, sel, ", ".join("NEW.%s" % ident(c) for c in all_cols))
-        upd = lambda rel: "UPDATE %s SET %s WHERE %s" % (
-            rel, ", ".join("%s = NEW.%s" % (ident(c), ident(c)) for c in cnames), key_match)
-        dele = lambda rel: "DELETE FROM %s WHERE %s" % (rel, key_match)
+        upd = lambda rel: "UPDATE %s SET %s WHERE %s; %s" % (
+            rel, ", ".join("%s = NEW.%s" % (ident(c), ident(c)) for c in cnames), key_match, _or_changed(t))
+        dele = lambda rel: "DELETE FROM %s WHERE %s; %s" % (rel, key_match, _or_changed(t))
         strict_check = ("IF %%s <> %s AND _picoemu.strict_enabled() THEN PERFORM _picoemu.refuse(%s, %s, %%s); END IF;"
                         % (lit(self_rs), tname, lit(t["tier"])))
         out.append(sql_file("route_sharded.sql", fn=ident("route__" + t["name"]), hash=hash_expr(t, n),
@@ -361,11 +384,16 @@ def table_ddl(st, t, self_rs, peers):
                             ins=_dispatch("owner", targets, ins, "insert"), name=name))
     else:
         out.append("CREATE VIEW public.%s AS SELECT %s FROM %s;" % (name, sel, LOCAL % name))
-        key_match = " AND ".join("%s = OLD.%s" % (ident(k), ident(k)) for k in t["primary_key"])
-        rels = [LOCAL % name] + [remote_rel(t, rs) for rs in peers]
+        key_match = _unchanged(t)
+        # every coordinator writes the copies in the same order, the replicasets by name (its own copy
+        # in its place, not first): a global write then waits for a row lock only at the first master,
+        # where PostgreSQL detects any deadlock (40P01, and the front runs the statement again); in
+        # any other order two coordinators lock their own copies first and wait for each other across
+        # servers, which no server can see, for ever
+        rels = [LOCAL % name if rs == self_rs else remote_rel(t, rs) for rs in sorted(peers + [self_rs])]
         ins = "\n    ".join("INSERT INTO %s (%s) VALUES (%s);" % (r, sel, ", ".join("NEW.%s" % ident(c) for c in cnames)) for r in rels)
-        upd = "\n    ".join("UPDATE %s SET %s WHERE %s;" % (r, ", ".join("%s = NEW.%s" % (ident(c), ident(c)) for c in cnames), key_match) for r in rels)
-        dele = "\n    ".join("DELETE FROM %s WHERE %s;" % (r, key_match) for r in rels)
+        upd = "\n    ".join("UPDATE %s SET %s WHERE %s; %s;" % (r, ", ".join("%s = NEW.%s" % (ident(c), ident(c)) for c in cnames), key_match, _or_changed(t)) for r in rels)
+        dele = "\n    ".join("DELETE FROM %s WHERE %s; %s;" % (r, key_match, _or_changed(t)) for r in rels)
         out.append(sql_file("route_global.sql", fn=ident("route__" + t["name"]), ins=ins, upd=upd, dele=dele,
                             name=name))
     out.append("GRANT SELECT, INSERT, UPDATE, DELETE ON public.%s TO PUBLIC;" % name)

@@ -5,7 +5,7 @@ Usage: selftest.py [--keep]   (env PICOEMU_SELFTEST_PORT: first port, default 57
 A unittest suite: each cluster scenario is one test case (a function below, given the test case as
 `tc`) and each of its checks a subTest with real assertions, so that one failed check does not stop
 the scenario. Prints an `ok`/`FAIL` line per check and ends with `N passed, M failed` (checks); exits 1
-on any failure. Bounded: after 330 s the running scenario stops at its next check and the later ones
+on any failure. Bounded: after 420 s the running scenario stops at its next check and the later ones
 do not start (the clusters are removed in every case)."""
 
 import decimal
@@ -28,12 +28,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import bucket_hash_reference as ref  # noqa: E402
 import emu_pg as pg  # noqa: E402
+import selftest_concurrency  # noqa: E402
 import selftest_front  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
 
 PICOEMU = os.path.join(HERE, "picoemu")
 BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
-TIME_LIMIT = 330
+TIME_LIMIT = 420
 
 
 def emu(d, *args, expect_ok=True):
@@ -816,8 +817,11 @@ class Scenario(unittest.TestCase):
     def test_front_cluster(self):
         selftest_front.front_cluster(self, self.dir("front"), BASE + 60, emu, status)
 
+    def test_concurrency_cluster(self):
+        selftest_concurrency.concurrency_cluster(self, self.dir("conc"), BASE + 80, emu, status)
 
-DIRS = ("main", "small", "v25", "front")
+
+DIRS = ("main", "small", "v25", "front", "conc")
 
 
 class CleanUp(unittest.TestCase):
@@ -889,7 +893,8 @@ def main():
     signal.alarm(TIME_LIMIT)
     t0 = time.time()
     suite = unittest.TestSuite(Scenario(n) for n in ("test_bucket_math", "test_main_cluster", "test_small_cluster",
-                                                     "test_old_version_cluster", "test_front_cluster"))
+                                                     "test_old_version_cluster", "test_front_cluster",
+                                                     "test_concurrency_cluster"))
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=0, resultclass=CheckResult)
     try:
         runner.run(suite)

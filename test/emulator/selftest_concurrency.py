@@ -1,0 +1,176 @@
+"""Self-test of the emulator under concurrency, run by selftest.py on a cluster of its own (two
+replicasets, one instance each): clients through the fronts (pgwire connections, one thread each,
+bounded in statements and in time) check what Picodata's storage guarantees:
+
+* lost update: `UPDATE t SET n = n + 1` sent by 4 clients to the owner's instance loses no increment;
+* serialization: the same sent to the other instance (forwarded through postgres_fdw) fails with no
+  `could not serialize access`, which Picodata never says;
+* global writes: `UPDATE g SET n = n + 1` of a global table from both instances at once neither hangs
+  (a deadlock across servers) nor fails, and every copy ends equal;
+* stopped master: while one master is stopped, statements fixing the key of a row of the other
+  replicaset work, and those that need the stopped one still fail."""
+
+import json
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+
+import emu_pg as pg  # noqa: E402
+import pgwire as w  # noqa: E402
+
+CLIENT = "picoroute"
+
+
+def hammer(port, sql, clients=4, count=40, seconds=30, extended_every=2):
+    """clients connections to port each send sql count times (the odd clients in the extended
+    protocol, the others as simple queries), all stopping after seconds. Returns
+    {"ok": acknowledged, "errors": [texts], "hung": clients whose answer did not come in time}."""
+    res = {"ok": 0, "errors": [], "hung": 0, "sent": 0}
+    lock = threading.Lock()
+    deadline = time.time() + seconds
+
+    def client(k):
+        try:
+            conn = w.Conn(port, CLIENT, CLIENT, timeout=max(5.0, seconds + 5), application_name="selftest-conc")
+        except Exception as exc:  # noqa: BLE001 (counted, reported)
+            with lock:
+                res["errors"].append("connect: %r" % exc)
+            return
+        try:
+            for _ in range(count):
+                if time.time() > deadline:
+                    break
+                with lock:
+                    res["sent"] += 1
+                if k % extended_every == 1:
+                    ans = w.extended(conn, sql)
+                else:
+                    ans = conn.query(sql)
+                errs = w.errors(ans)
+                with lock:
+                    if errs:
+                        res["errors"].append("%s %s" % (errs[0].get("C"), errs[0].get("M")))
+                    elif any(t == "C" for t, _ in ans):
+                        res["ok"] += 1
+        except OSError as exc:  # a socket timeout: the statement hangs
+            with lock:
+                res["hung"] += 1
+                res["errors"].append("no answer: %r" % exc)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=seconds + 20)
+    return res
+
+
+def value(port, sql):
+    rows = pg.psql(port, sql, user="admin", password="admin")
+    return rows[0][0] if rows else None
+
+
+def summary(res):
+    errs = sorted(set(res["errors"]))
+    return "%d sent, %d acknowledged, %d errors (%s), %d hung" % (
+        res["sent"], res["ok"], len(res["errors"]), "; ".join(e[:200] for e in errs[:3]), res["hung"])
+
+
+def concurrency_cluster(tc, d, base, emu, status):
+    emu(d, "--base-port", str(base), "up", "--replicasets", "2", "--replication-factor", "1")
+    s = status(d)
+    inst = {i["name"]: i for i in s["instances"]}
+    m1, m2 = inst["default_1_1"], inst["default_2_1"]
+    emu(d, "create-table", "acc", "--columns", "id int8, n int8")
+    emu(d, "create-table", "g", "--columns", "id int8, n int8", "--global")
+    emu(d, "load", "acc", "--rows", "40")
+    emu(d, "insert", "g", "--values", "[1, 0]")
+    # a row of each replicaset
+    keys = {}
+    for k in range(1, 41):
+        loc = json.loads(emu(d, "locate", "acc", "--key", "[%d]" % k).stdout)
+        keys.setdefault(loc["replicaset"], k)
+    k1, k2 = keys["default_1"], keys["default_2"]
+
+    # 1. lost update: every client at the owner's instance (the view's trigger writes locally)
+    pg.psql(m1["private_port"], "UPDATE _picoemu_local.acc SET n = 0 WHERE id = %d" % k1,
+            user="admin", password="admin")
+    res = hammer(m1["front_port"], "UPDATE acc SET n = n + 1 WHERE id = %d" % k1)
+    n = int(value(m1["private_port"], "SELECT n FROM _picoemu_local.acc WHERE id = %d" % k1))
+    detail = "%s; n = %d" % (summary(res), n)
+    print("     lost update: " + detail, flush=True)
+    with tc.subTest("concurrency: n = n + 1 at the owner loses no update (4 clients)"):
+        tc.assertGreater(res["ok"], 20, detail)
+        tc.assertEqual(n, res["ok"], detail)
+        tc.assertEqual(res["errors"], [], detail)
+
+    # 2. serialization: every client at the other instance (forwarded through postgres_fdw)
+    pg.psql(m2["private_port"], "UPDATE _picoemu_local.acc SET n = 0 WHERE id = %d" % k2,
+            user="admin", password="admin")
+    res = hammer(m1["front_port"], "UPDATE acc SET n = n + 1 WHERE id = %d" % k2)
+    n = int(value(m2["private_port"], "SELECT n FROM _picoemu_local.acc WHERE id = %d" % k2))
+    detail = "%s; n = %d" % (summary(res), n)
+    print("     forwarded: " + detail, flush=True)
+    with tc.subTest("concurrency: forwarded n = n + 1 never fails to serialize, loses nothing"):
+        tc.assertGreater(res["ok"], 20, detail)
+        tc.assertFalse([e for e in res["errors"] if "serialize" in e], detail)
+        tc.assertEqual(res["errors"], [], detail)
+        tc.assertEqual(n, res["ok"], detail)
+
+    # 3. global table: writers at both instances at once
+    out = {}
+
+    def side(name, port):
+        out[name] = hammer(port, "UPDATE g SET n = n + 1 WHERE id = 1", clients=2, count=30, seconds=25)
+    ths = [threading.Thread(target=side, args=(nm, i["front_port"])) for nm, i in (("a", m1), ("b", m2))]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(timeout=60)
+    ok = sum(r["ok"] for r in out.values())
+    errors = [e for r in out.values() for e in r["errors"]]
+    hung = sum(r["hung"] for r in out.values())
+    copies = [value(i["private_port"], "SELECT n FROM _picoemu_local.g WHERE id = 1") for i in (m1, m2)]
+    detail = "%d acknowledged, %d hung, errors %s, copies %s" % (ok, hung, sorted(set(errors))[:3], copies)
+    print("     global: " + detail, flush=True)
+    with tc.subTest("concurrency: global writes from two instances neither hang nor fail"):
+        tc.assertEqual(hung, 0, detail)
+        tc.assertEqual(errors, [], detail)
+        tc.assertGreater(ok, 10, detail)
+    with tc.subTest("concurrency: every copy of the global row counts every acknowledged write"):
+        tc.assertEqual(copies, [str(ok), str(ok)], detail)
+
+    # 4. a stopped master affects only the statements that need its replicaset
+    emu(d, "stop", "default_2_1")
+    try:
+        c = w.Conn(m1["front_port"], CLIENT, CLIENT, timeout=30)
+        try:
+            checks = [
+                ("SELECT n FROM acc WHERE id = %d" % k1, True),
+                ("UPDATE acc SET n = n + 1 WHERE id = %d" % k1, True),
+                ("DELETE FROM acc WHERE id = %d" % k1, True),
+                ("INSERT INTO acc VALUES (%d, 7)" % k1, True),
+                ("SELECT n FROM acc WHERE id = %d" % k2, False),
+                ("UPDATE acc SET n = n + 1 WHERE id = %d" % k2, False),
+                ("SELECT count(*) FROM acc", False),
+            ]
+            for proto in ("simple", "extended"):
+                for sql, works in checks:
+                    ans = c.query(sql) if proto == "simple" else w.extended(c, sql)
+                    errs = w.errors(ans)
+                    with tc.subTest("stopped master default_2_1: %s (%s) %s" % (
+                            sql, proto, "works" if works else "fails")):
+                        if works:
+                            tc.assertEqual(errs, [], str(errs))
+                        else:
+                            tc.assertTrue(errs, str(ans))
+        finally:
+            c.close()
+    finally:
+        emu(d, "start", "default_2_1")
