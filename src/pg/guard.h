@@ -38,6 +38,16 @@ class PgError : public std::exception {
     ErrorData *data_;
 };
 
+// True for an error raised by this backend's own interrupt handling (statement_timeout, a query
+// cancel, a terminate or shutdown: SQLSTATE class 57) or any FATAL: a caller that tolerates remote
+// errors must still let these end the statement. Picodata never answers with class 57 (it has no
+// cancel).
+inline bool is_local_interrupt(const PgError &e) {
+    const ErrorData *d = e.data();
+    return d != nullptr && (d->elevel >= FATAL ||
+                            ERRCODE_TO_CATEGORY(d->sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION);
+}
+
 // A C++-side error that already knows its SQLSTATE, message, detail and hint.
 class SqlError : public std::exception {
   public:

@@ -153,6 +153,11 @@ IoOutcome await_result(const Waiter &waiter) {
     return IoOutcome::Done;
 }
 
+bool is_copy_result(const PGresult *result) {
+    ExecStatusType status = PQresultStatus(result);
+    return status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH;
+}
+
 IoOutcome read_last_result(const Waiter &waiter, ResultPtr &last) {
     for (;;) {
         IoOutcome read = await_result(waiter);
@@ -162,6 +167,8 @@ IoOutcome read_last_result(const Waiter &waiter, ResultPtr &last) {
         if (result == nullptr)
             return IoOutcome::Done;
         last.reset(result);
+        if (is_copy_result(result))
+            return IoOutcome::Failed;
     }
 }
 

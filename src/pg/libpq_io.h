@@ -80,8 +80,13 @@ struct ResultDeleter {
 };
 using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 
+// True for a result that puts the connection in a COPY state. Picodata never answers with one; a
+// server that does would make PQgetResult return it again and again, so every loop over results
+// stops at it and the connection is closed.
+bool is_copy_result(const PGresult *result);
+
 // Reads every result of the statement in flight and keeps the last in `last` (nullptr when there
-// was none). Call after flush_output.
+// was none). Call after flush_output. A COPY answer ends the read: Failed, with `last` holding it.
 IoOutcome read_last_result(const Waiter &waiter, ResultPtr &last);
 
 // libpq's message text without its trailing newline (and blanks); "" for nullptr.

@@ -201,18 +201,31 @@ class Audit:
     def __init__(self, path):
         self.path = path
 
-    def record(self, session, kind, code, text, statement):
+    def record_cancel(self, instance, peer):
+        """A CancelRequest: Picodata has no cancel (it never sends BackendKeyData) and closes the
+        connection; a client that sends one believes a statement can be stopped."""
         entry = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
-                 "instance": session.front.settings.instance, "kind": kind, "sqlstate": code,
-                 "message": text, "statement": statement, "user": session.params.get("user"),
-                 "database": session.params.get("database"),
-                 "application_name": session.params.get("application_name", ""), "peer": session.peer}
+                 "instance": instance, "kind": "cancel", "sqlstate": "08P01",
+                 "message": "CancelRequest: Picodata has no cancel (no BackendKeyData was sent)",
+                 "statement": "", "user": None, "database": None, "application_name": "", "peer": peer}
+        self._append(entry)
+        log("refused a cancel request from %s" % peer)
+
+    def _append(self, entry):
         line = json.dumps(entry, sort_keys=True) + "\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             os.write(fd, line.encode())
         finally:
             os.close(fd)
+
+    def record(self, session, kind, code, text, statement):
+        entry = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+                 "instance": session.front.settings.instance, "kind": kind, "sqlstate": code,
+                 "message": text, "statement": statement, "user": session.params.get("user"),
+                 "database": session.params.get("database"),
+                 "application_name": session.params.get("application_name", ""), "peer": session.peer}
+        self._append(entry)
         log("refused (%s %s) from %s %s: %s | %s" % (kind, code, entry["application_name"], session.peer,
                                                     text, statement[:500]))
 
@@ -264,7 +277,6 @@ class Session:
         self.authenticated = False
         self.hold = None            # completion of the last counted Execute
         self.sbuf = []              # messages for the server, written at once
-        self.backend_key = None
         self.closed = False
         self.batch_rec = None       # the extended-protocol batch being received, for a run again
         self.retry = None           # a retryable error held back until its ReadyForQuery
@@ -353,8 +365,8 @@ class Session:
             out += m
             return
         if typ == b"K":
-            self.backend_key = m[5:13]
-            out += m
+            # Picodata sends no BackendKeyData (src/pgproto/client.rs: the startup ends with
+            # ParameterStatus and ReadyForQuery), so a client has no key to cancel with.
             return
         if not self.pending:
             if typ == b"Z":
@@ -567,7 +579,10 @@ class Session:
                 self.cw.write(b"N")
                 continue
             if code == CANCEL_REQUEST:
-                await self.front.cancel(head + body)
+                # Picodata's handshake takes only a startup or SSL request: anything else is a
+                # protocol violation and the connection is closed unanswered. A cancel request
+                # stops nothing there, so the front relays none, and records it as refused.
+                self.front.audit.record_cancel(self.front.settings.instance, self.peer)
                 return False
             if code != PROTO_3:
                 self.cw.write(error_msg("08P01", "unsupported frontend protocol %d.%d" % (code >> 16, code & 0xffff),
@@ -1085,18 +1100,6 @@ class Front:
         self.sessions = set()  # open sessions (their statements count against pg_statement_max)
         self.verdicts = {}  # (statement text, version) -> Verdict or Reject (statements repeat)
         self.retried = 0  # statements run again (RETRY_STATES)
-
-    async def cancel(self, packet):
-        # The backend key is passed through unchanged (BackendKeyData is relayed as is), and the
-        # session may live in another worker process of this front: forward the request as it came;
-        # PostgreSQL ignores a key that is not one of its backends'.
-        try:
-            r, w = await asyncio.wait_for(asyncio.open_connection(HOST, self.private_port), 5)
-            w.write(packet)
-            await w.drain()
-            w.close()
-        except (OSError, asyncio.TimeoutError):
-            pass
 
     async def handle(self, reader, writer):
         sock = writer.get_extra_info("socket")

@@ -4,8 +4,8 @@ protocol to accept a libpq connection (as Picodata does: no BackendKeyData, so n
 answers each statement as a rule says: never, with a COPY state Picodata never enters, with an
 unknown message, with a huge or invalid error text, or with a few rows.
 
-    fake_instance.py [--port-file F] [--log L] [--rule REGEX=ACTION ...] [--default ACTION]
-                     [--refuse-login] [--lifetime S]
+    fake_instance.py [--port-file F] [--log L] [--rule REGEX=ACTION ...] [--rules-file R]
+                     [--default ACTION] [--refuse-login] [--lifetime S]
 
 It listens on 127.0.0.1 only (port 0: the kernel picks one; written to --port-file once listening,
 else printed as the first line on stdout), serves each connection in a thread, and exits after
@@ -14,7 +14,9 @@ password the client sent (it asks for a cleartext password, so a test can see wh
 at all; null when none) and each statement text go to --log as JSON lines. With --refuse-login every
 login is refused (28P01) once recorded: a test of where credentials go needs nothing more.
 
-The first rule whose REGEX matches a statement (Simple Query text or Parse text) chooses its ACTION:
+The first rule whose REGEX matches a statement (Simple Query text or Parse text) chooses its ACTION;
+the rules of --rules-file (one REGEX=ACTION a line, read again for every statement, so a test can
+change them as it goes) come before those of --rule:
   silent        read on, answer nothing (the statement hangs until the client gives up)
   copy-in       CopyInResponse where a result was due
   copy-out      CopyOutResponse, one CopyData row, and nothing more
@@ -124,7 +126,7 @@ class Session:
             return True
 
     def action_for(self, sql):
-        for pattern, action in self.rules:
+        for pattern, action in self.rules():
             if pattern.search(sql):
                 return action
         return self.default
@@ -193,6 +195,20 @@ class Session:
             # Close ('C'), Flush ('H') and anything else: nothing to answer.
 
 
+class Rules:
+    """The --rules-file rules (read again each time), then the fixed --rule ones."""
+
+    def __init__(self, fixed, path):
+        self.fixed = fixed
+        self.path = path
+
+    def __call__(self):
+        if not self.path or not os.path.exists(self.path):
+            return self.fixed
+        with open(self.path, encoding="utf-8") as f:
+            return parse_rules([line.rstrip("\n") for line in f if line.strip()]) + self.fixed
+
+
 def parse_rules(texts):
     rules = []
     for text in texts:
@@ -209,11 +225,12 @@ def main():
     ap.add_argument("--port-file", default="")
     ap.add_argument("--log", default="")
     ap.add_argument("--rule", action="append", default=[])
+    ap.add_argument("--rules-file", default="")
     ap.add_argument("--default", default="ok")
     ap.add_argument("--refuse-login", action="store_true")
     ap.add_argument("--lifetime", type=float, default=300.0)
     args = ap.parse_args()
-    rules = parse_rules(args.rule)
+    rules = Rules(parse_rules(args.rule), args.rules_file)
     log = Log(args.log)
 
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -252,7 +252,11 @@ void check_declaration_at_first_use(TableInfo *table, Oid userid) {
                 e.sqlstate() != ERRCODE_FDW_INVALID_DATA_TYPE)
                 throw;
             return;  // nothing reachable now: the statement will say so
-        } catch (const PgError &) {
+        } catch (const PgError &e) {
+            // A local interrupt (statement_timeout, a cancel, a shutdown) ends the statement: it
+            // is never taken for a remote answer, so nothing is sent after it.
+            if (is_local_interrupt(e))
+                throw;
             // A remote error (no privilege on _pico_table, an older catalog): unchecked.
             checked[table->relid] = generation;
             return;

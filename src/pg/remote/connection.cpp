@@ -60,6 +60,15 @@ Waiter waiter_of(Connection *c) {
     throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), true);
 }
 
+// The server answered a statement with a COPY state, which Picodata never does: the connection
+// cannot be used any more (its caller closes it), and what the statement did is not known.
+[[noreturn]] void unexpected_copy(Connection *c) {
+    throw ConnectionFailure(c->address,
+                            "the server answered with a COPY state, which Picodata never does; "
+                            "the connection was closed",
+                            true);
+}
+
 // The statement in flight has been answered in full: the connection is idle again.
 void statement_done(Connection *c) {
     c->busy = false;
@@ -265,8 +274,11 @@ PGresult *collect_result(Connection *c) {
     Waiter waiter = waiter_of(c);
     ResultPtr last;
     if (flush_output(waiter) != IoOutcome::Done ||
-        read_last_result(waiter, last) != IoOutcome::Done)
+        read_last_result(waiter, last) != IoOutcome::Done) {
+        if (last != nullptr && is_copy_result(last.get()))
+            unexpected_copy(c);
         lost_after_send(c);
+    }
     if (last == nullptr || PQstatus(c->conn) != CONNECTION_OK) {
         std::string message = last ? libpq_message(PQresultErrorMessage(last.get()))
                                    : libpq_message(PQerrorMessage(c->conn));
@@ -281,6 +293,10 @@ PGresult *next_result(Connection *c) {
     if (flush_output(waiter) != IoOutcome::Done || await_result(waiter) != IoOutcome::Done)
         lost_after_send(c);
     PGresult *result = PQgetResult(c->conn);
+    if (result != nullptr && is_copy_result(result)) {
+        PQclear(result);
+        unexpected_copy(c);
+    }
     if (result != nullptr)
         return result;
     if (PQstatus(c->conn) != CONNECTION_OK)
@@ -301,7 +317,10 @@ bool finish_if_arrived(Connection *c) {
             statement_done(c);
             return true;
         }
+        bool copy = is_copy_result(result);
         PQclear(result);
+        if (copy)
+            return false;  // never idle again: the caller closes it
     }
     return false;
 }
@@ -313,11 +332,17 @@ uint64_t rows_of(const PGresult *result) {
     return n != nullptr && n[0] != '\0' ? strtoull(n, nullptr, 10) : 0;
 }
 
+bool can_cancel(Connection *c) noexcept {
+    // A server that sent no BackendKeyData (Picodata never does) has no cancel: libpq would still
+    // send a request with a zero key, which stops nothing.
+    return c->busy && PQbackendPID(c->conn) != 0;
+}
+
 }  // namespace
 
 bool cancel_statement(Connection *c) noexcept {
     // PQcancel asks the instance, over a new connection, to stop the statement.
-    PGcancel *cancel = c->busy ? PQgetCancel(c->conn) : nullptr;
+    PGcancel *cancel = can_cancel(c) ? PQgetCancel(c->conn) : nullptr;
     if (cancel == nullptr)
         return false;
     char error[256];
@@ -326,60 +351,75 @@ bool cancel_statement(Connection *c) noexcept {
     return sent;
 }
 
+namespace {
+
+// Reads what the server of `c` has sent of its answer, waiting (poll, no latch: bounded and short)
+// until `deadline` at most. True with *last set when the whole answer arrived. A COPY state (which
+// Picodata never enters) ends the read: PQgetResult would return it forever.
+bool read_arrived(Connection *c, TimestampTz deadline, PGresult **last) {
+    for (;;) {
+        if (!PQconsumeInput(c->conn))
+            return false;
+        while (!PQisBusy(c->conn)) {
+            PGresult *r = PQgetResult(c->conn);
+            if (r == nullptr)
+                return true;
+            ExecStatusType status = PQresultStatus(r);
+            PQclear(*last);
+            *last = r;
+            if (status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH)
+                return false;
+        }
+        long left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+        if (left <= 0)
+            return false;
+        struct pollfd pfd;
+        pfd.fd = PQsocket(c->conn);
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, static_cast<int>(left)) < 0 && errno != EINTR)
+            return false;
+    }
+}
+
+// What the whole answer `last` says became of the statement.
+void classify_answer(const PGresult *last, Abandoned *a) {
+    ExecStatusType status = PQresultStatus(last);
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+        a->outcome = Abandoned::Applied;
+        a->rows = rows_of(last);
+    } else if (status == PGRES_FATAL_ERROR &&
+               PQresultErrorField(last, PG_DIAG_SQLSTATE) != nullptr) {
+        // One statement on one instance: an error answer means it was not applied there.
+        a->outcome = Abandoned::NotApplied;
+    }
+}
+
+}  // namespace
+
 std::vector<Abandoned> InFlight::abandon() {
     std::vector<Abandoned> out;
-    std::vector<Connection *> waiting;
+    std::vector<bool> cancelled;
     for (Connection *c : connections_) {
         Abandoned a;
         a.address = c->address;
+        // Without a cancel key nothing can stop the statement: it runs to its end there.
+        if (!can_cancel(c))
+            a.outcome = Abandoned::Running;
+        cancelled.push_back(can_cancel(c) && cancel_statement(c));
         out.push_back(a);
-        waiting.push_back(cancel_statement(c) ? c : nullptr);
     }
-    // Bounded wait for the answers: a cancelled statement ends with an error (not applied); one
-    // that had finished answers normally (applied).
-    TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kCancelWaitMs);
-    for (size_t i = 0; i < waiting.size(); i++) {
-        Connection *c = waiting[i];
-        if (c == nullptr)
-            continue;
+    // A cancelled statement is given a bounded time to answer (an error: not applied; a normal
+    // answer: it had finished, applied). Without a cancel only what already arrived is read.
+    TimestampTz now = GetCurrentTimestamp();
+    TimestampTz deadline = TimestampTzPlusMilliseconds(now, kCancelWaitMs);
+    for (size_t i = 0; i < connections_.size(); i++) {
+        Connection *c = connections_[i];
+        if (!cancelled[i] && out[i].outcome != Abandoned::Running)
+            continue;  // a cancel request that could not be sent: unknown
         PGresult *last = nullptr;
-        bool finished = false;
-        while (!finished) {
-            if (!PQconsumeInput(c->conn))
-                break;
-            while (!PQisBusy(c->conn)) {
-                PGresult *r = PQgetResult(c->conn);
-                if (r == nullptr) {
-                    finished = true;
-                    break;
-                }
-                PQclear(last);
-                last = r;
-            }
-            if (finished)
-                break;
-            long left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-            if (left <= 0)
-                break;
-            struct pollfd pfd;
-            pfd.fd = PQsocket(c->conn);
-            pfd.events = POLLIN;
-            pfd.revents = 0;
-            if (poll(&pfd, 1, static_cast<int>(left)) < 0 && errno != EINTR)
-                break;
-        }
-        if (finished && last != nullptr) {
-            ExecStatusType status = PQresultStatus(last);
-            if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
-                out[i].outcome = Abandoned::Applied;
-                out[i].rows = rows_of(last);
-            } else if (status == PGRES_FATAL_ERROR) {
-                const char *state = PQresultErrorField(last, PG_DIAG_SQLSTATE);
-                // Picodata runs each statement on its own: an error means nothing was applied.
-                if (state != nullptr)
-                    out[i].outcome = Abandoned::NotApplied;
-            }
-        }
+        if (read_arrived(c, cancelled[i] ? deadline : now, &last) && last != nullptr)
+            classify_answer(last, &out[i]);
         PQclear(last);
     }
     for (Connection *c : connections_)

@@ -125,15 +125,19 @@ using picoroute::pg::ResultDeleter;
 using picoroute::pg::ResultPtr;
 
 // What became of a statement whose answer was not collected (the wait was interrupted).
+// Running: the server gave no cancel key (Picodata never does), so nothing could stop the
+// statement: it runs to its end there. Unknown: a cancel request was sent, no answer came in time.
 struct Abandoned {
     std::string address;
-    enum Outcome { Unknown, Applied, NotApplied } outcome = Unknown;
+    enum Outcome { Unknown, Running, Applied, NotApplied } outcome = Unknown;
     uint64_t rows = 0;  // rows reported by the answer when it was applied
 };
 
 // Statements sent to several connections at once and collected together. Any connection whose
-// answer was not collected is sent a cancel request, given a bounded time to answer, then closed
-// (its state is unknown): a remote statement does not outlive the local one.
+// answer was not collected is closed. Where the server handed out a cancel key (plain PostgreSQL),
+// it is first sent a cancel request and given a bounded time to answer. Picodata hands out none
+// and has no cancel: closing the connection does not stop the statement either, so it runs to its
+// end and the caller must say so.
 class InFlight {
   public:
     InFlight() = default;
@@ -142,7 +146,8 @@ class InFlight {
     ~InFlight();
     void add(Connection *connection) { connections_.push_back(connection); }
     void done(Connection *connection);
-    // Cancels and closes every connection still waiting for an answer; tells what became of each.
+    // Closes every connection still waiting for an answer (cancelling first where the server can);
+    // tells what became of each.
     std::vector<Abandoned> abandon();
 
   private:

@@ -111,14 +111,39 @@ std::string abandoned_summary(const std::vector<Abandoned> &abandoned) {
                 out += "The statement may have been applied on instance " + a.address +
                        ": a cancel request was sent, but no answer came in time.";
                 break;
+            case Abandoned::Running:
+                out += "The statement may still run to its end on instance " + a.address +
+                       " and be applied there: Picodata cannot cancel a statement.";
+                break;
         }
     }
     return out;
 }
 
+// True when every abandoned statement's outcome is known.
+bool all_known(const std::vector<Abandoned> &abandoned) {
+    for (const Abandoned &a : abandoned)
+        if (a.outcome == Abandoned::Unknown || a.outcome == Abandoned::Running)
+            return false;
+    return true;
+}
+
+// What a read that was interrupted leaves behind: statements that run on (Picodata cannot
+// cancel them); "" when none does.
+std::string running_reads(const std::vector<Abandoned> &abandoned) {
+    std::string where;
+    for (const Abandoned &a : abandoned)
+        if (a.outcome == Abandoned::Running)
+            where += (where.empty() ? "" : ", ") + a.address;
+    if (where.empty())
+        return "";
+    return "The remote statement may still run to its end on " + where +
+           ": Picodata cannot cancel a statement.";
+}
+
 }  // namespace
 
-std::string WriteLog::summary() const {
+std::string WriteLog::summary(bool all_known) const {
     uint64_t total = 0;
     std::string where;
     for (const auto &[address, rows] : committed) {
@@ -128,7 +153,7 @@ std::string WriteLog::summary() const {
         where += (where.empty() ? "" : ", ") + address + ": " + std::to_string(rows);
     }
     if (total == 0)
-        return "No row of this statement was committed on Picodata.";
+        return all_known ? "No row of this statement was committed on Picodata." : "";
     return std::to_string(total) + " rows of this statement were already committed on Picodata (" +
            where + "); they are not undone.";
 }
@@ -176,8 +201,11 @@ std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &
                     if (a.outcome == Abandoned::Applied)
                         log->committed[a.address] += a.rows;
                 std::string detail = abandoned_summary(abandoned);
-                detail += (detail.empty() ? "" : " ") + log->summary();
+                std::string committed = log->summary(all_known(abandoned));
+                detail += (detail.empty() || committed.empty() ? "" : " ") + committed;
                 add_detail(e.data(), detail);
+            } else if (!running_reads(abandoned).empty()) {
+                add_detail(e.data(), running_reads(abandoned));
             }
             throw;
         }
@@ -203,8 +231,11 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
         try {
             check_result(job);
         } catch (PgError &e) {
+            bool sent_unanswered = false;
+            for (const Failure &f : failures)
+                sent_unanswered = sent_unanswered || f.sent;
             std::string detail = "The statement failed on instance " + job.target.address +
-                                 " and was not applied there. " + log->summary();
+                                 " and was not applied there. " + log->summary(!sent_unanswered);
             if (!failures.empty())
                 detail += " Instances that could not be reached:";
             for (const Failure &f : failures)
@@ -213,6 +244,13 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
             throw;
         }
     }
+}
+
+// For a write whose outcome on one instance is unknown: what is known of the others (rows they
+// committed), else nothing.
+std::string committed_elsewhere(const WriteLog *log) {
+    std::string known = log != nullptr ? log->summary(false) : std::string();
+    return known.empty() ? "" : " " + known;
 }
 
 // Raises for a failure that must not be retried (a scatter over masters, a write that may have
@@ -232,8 +270,7 @@ void refuse_retry(const std::vector<Job> &jobs, const std::vector<Failure> &fail
                                " while it ran a write: " + f.message,
                            "Target: " + describe(job.target) +
                                ". The statement may have been applied on instance " + f.address +
-                               "; it was not sent again." +
-                               (log != nullptr ? " " + log->summary() : std::string()),
+                               "; it was not sent again." + committed_elsewhere(log),
                            "Picodata commits every statement on its own: check the data before "
                            "running the statement again.");
     }
@@ -243,7 +280,15 @@ void refuse_retry(const std::vector<Job> &jobs, const std::vector<Failure> &fail
 void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::string &tier_name,
                ReadPref pref, WriteLog *log) {
     Target old = job.target;
-    job.target = reroute(old, tier_name, pref, f.address);
+    try {
+        job.target = reroute(old, tier_name, pref, f.address);
+    } catch (const SqlError &none) {
+        // No other instance: the first failure is what the user needs to see.
+        throw SqlError(none.sqlstate(),
+                       "picoroute: could not reach Picodata instance " + f.address + " (" +
+                           f.message + "), and no other instance can take the statement",
+                       none.detail(), none.hint());
+    }
     InFlight inflight;
     Connection *c = nullptr;
     try {
@@ -269,7 +314,9 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
             for (const Abandoned &a : abandoned)
                 if (a.outcome == Abandoned::Applied)
                     log->committed[a.address] += a.rows;
-            add_detail(e.data(), abandoned_summary(abandoned) + " " + log->summary());
+            std::string committed = log->summary(all_known(abandoned));
+            add_detail(e.data(),
+                       abandoned_summary(abandoned) + (committed.empty() ? "" : " ") + committed);
         }
         throw;
     }

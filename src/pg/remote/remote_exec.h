@@ -32,7 +32,9 @@ struct Job {
 // failed multi-row write reports (Picodata does not undo them).
 struct WriteLog {
     std::map<std::string, uint64_t> committed;
-    std::string summary() const;
+    // `all_known`: false when some instance's outcome is unknown (a lost connection, a statement
+    // that could not be stopped): then "no row was committed" is not claimed.
+    std::string summary(bool all_known = true) const;
 };
 
 // Sends every job, then collects every answer (parallel across instances). A remote error is

@@ -1,0 +1,142 @@
+# An instance that never answers, or answers what Picodata never sends, against every path that waits
+# on a remote answer: the first-use declaration check, IMPORT FOREIGN SCHEMA, ANALYZE, a routed read,
+# a streaming scan, a write, picoroute_exec. Each ends on statement_timeout with 57014 at once, sends
+# nothing after it (a local interrupt is never taken for a remote error) and no cancel request
+# (Picodata hands out no cancel key); a COPY answer closes the connection with a clear error instead
+# of spinning; the backend stays usable. The instance is test/emulator/fake_instance.py, put in the
+# map with picoroute_apply_events (admitted by allowed_hosts).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use JSON::PP qw(decode_json);
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use Picoroute::TestCluster qw(start_picoroute_node);
+
+my $dir = PostgreSQL::Test::Utils::tempdir('fake_instance');
+my $record = "$dir/statements.jsonl";
+my $rules = "$dir/rules";
+# _pico_table (the declaration check, IMPORT) first never answers, then answers with no row.
+PostgreSQL::Test::Utils::append_to_file($rules, "_pico_table=silent\n");
+my $fake_pid = open(my $fake, '-|', 'python3', "$FindBin::RealBin/../emulator/fake_instance.py",
+    '--log', $record, '--lifetime', '300', '--rules-file', $rules,
+    '--rule', 'hang_t=silent',
+    '--rule', 'copyin_t=copy-in',
+    '--rule', 'copyout_t=copy-out',
+    '--rule', 'unknown_t=unknown',
+    '--rule', 'SELECT .* FROM "quiet_t"=rows:')
+  or die "cannot start the fake instance: $!";
+my $port = <$fake>;
+die "the fake instance did not start" unless defined $port;
+chomp $port;
+note("fake instance on 127.0.0.1:$port");
+
+sub logged {
+    return [] unless -e $record;
+    open(my $in, '<', $record) or die $!;
+    my @entries = map { decode_json($_) } grep { /\S/ } <$in>;
+    close $in;
+    return \@entries;
+}
+sub statements_like {
+    my ($re) = @_;
+    return scalar grep { ($_->{event} // '') =~ /^(query|parse)$/ && $_->{sql} =~ $re } @{ logged() };
+}
+
+my $node = start_picoroute_node(
+    name => 'misbehaving',
+    conninfo => "host=127.0.0.1 port=$port dbname=picodata user=picoroute password=picoroute",
+    extra_conf => "picoroute.source = 'push'\npicoroute.allowed_hosts = '127.0.0.1'\n");
+$node->safe_psql('postgres', qq{
+SELECT picoroute_apply_events('[
+  {"op":"replace","map":"tier","name":"default","bucket_count":3000},
+  {"op":"replace","map":"replicaset","replicaset_uuid":"r1","tier":"default","current_master_uuid":"i1"},
+  {"op":"replace","map":"instance","instance_uuid":"i1","replicaset_uuid":"r1","current_state":"Online","address":"127.0.0.1:$port"},
+  {"op":"replace","map":"bucket","tier":"default","bucket_id":{"start":1,"end":3000},"current_replicaset_uuid":"r1"}]');
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE hang_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE copyin_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE copyout_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE unknown_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE quiet_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+});
+
+# Runs `sql` under a statement_timeout (1 s unless given); returns (stderr, seconds).
+sub timed {
+    my ($sql, $timeout) = @_;
+    $timeout //= '1s';
+    my $t0 = time();
+    my ($ret, $out, $err) = $node->psql('postgres', "SET statement_timeout = '$timeout';\n$sql");
+    return ($err, time() - $t0);
+}
+sub backend_usable {
+    my ($what) = @_;
+    is($node->safe_psql('postgres', 'SELECT 42'), '42', "$what: the server still answers");
+}
+
+# ---- the first-use declaration check waits on _pico_table that never answers ----------------------
+my ($err, $secs) = timed("UPDATE quiet_t SET name = 'x' WHERE id = 6");
+like($err, qr/canceling statement due to statement timeout/, 'declaration check: 57014 on statement_timeout');
+ok($secs < 1.9, "declaration check: returned at once (${secs}s)");
+is(statements_like(qr/^UPDATE/), 0, 'declaration check: the UPDATE was never sent after the interrupt');
+backend_usable('declaration check');
+
+# ---- IMPORT FOREIGN SCHEMA reads _pico_table --------------------------------------------------------
+$node->safe_psql('postgres', 'CREATE SCHEMA imported');
+($err, $secs) = timed('IMPORT FOREIGN SCHEMA public LIMIT TO (t1) FROM SERVER pico INTO imported');
+like($err, qr/canceling statement due to statement timeout/, 'IMPORT: 57014 on statement_timeout');
+ok($secs < 1.9, "IMPORT: returned at once (${secs}s)");
+
+# From here on _pico_table answers (no such table: the declarations go unchecked), so that the
+# checks at first use do not hide the paths under test.
+unlink $rules;
+PostgreSQL::Test::Utils::append_to_file($rules, "_pico_table=rows:\n");
+
+# ---- a routed read, a streaming scan, a write and picoroute_exec on an instance that never answers -
+my %paths = (
+    'routed read' => 'SELECT * FROM hang_t WHERE id = 1',
+    'streaming scan' => 'SELECT * FROM hang_t',
+    'write' => "UPDATE hang_t SET name = 'x' WHERE id = 1",
+    'picoroute_exec' => q{SELECT * FROM picoroute_exec('default', 1, 'SELECT 1 FROM hang_t') AS t(x int)},
+    'ANALYZE' => 'ANALYZE hang_t',
+);
+for my $path (sort keys %paths) {
+    ($err, $secs) = timed($paths{$path});
+    like($err, qr/canceling statement due to statement timeout/, "$path: 57014 on statement_timeout");
+    ok($secs < 1.9, "$path: returned at once (${secs}s)");
+}
+like((timed($paths{write}))[0],
+    qr/may still run to its end on instance 127\.0\.0\.1:$port and be applied there: Picodata cannot cancel a statement/,
+    'write: the DETAIL says the write may still be applied');
+backend_usable('after the timeouts');
+
+# ---- answers Picodata never sends -------------------------------------------------------------------
+# The connection is closed with a clear error; a read is tried once more after a short wait for a
+# refresh of the map (at most 2 s, as for any lost connection), then fails with that error.
+for my $case ([ 'copyin_t', 'COPY IN' ], [ 'copyout_t', 'COPY OUT' ]) {
+    my ($table, $what) = @$case;
+    for my $sql ("SELECT * FROM $table WHERE id = 1", "SELECT * FROM $table",
+        "SELECT * FROM picoroute_exec('default', 1, 'SELECT 1 FROM $table') AS t(x int)") {
+        ($err, $secs) = timed($sql, '20s');
+        like($err, qr/COPY state, which Picodata never does; the connection was closed/,
+            "$what answer to <$sql>: a clear error");
+        ok($secs < 8, "$what answer to <$sql>: no spin, no wait beyond the retry (${secs}s)");
+    }
+}
+backend_usable('after the COPY answers');
+($err, $secs) = timed('SELECT * FROM unknown_t WHERE id = 1', '20s');
+like($err, qr/ERROR:  unexpected response from server.*CONTEXT:  remote SQL on Picodata instance 127\.0\.0\.1:$port/s,
+    'an unknown message type: an error naming the instance');
+ok($secs < 8, "an unknown message type: no spin (${secs}s)");
+backend_usable('after an unknown message');
+
+is(scalar(grep { ($_->{event} // '') eq 'cancel_request' } @{ logged() }), 0,
+    'no cancel request was ever sent (the instance gave no cancel key)');
+
+kill 'TERM', $fake_pid;
+close $fake;
+$node->stop;
+done_testing();
