@@ -4,6 +4,7 @@
 # DateStyle and extra_float_digits, keyless statements spread over the masters, a masters scatter
 # that never doubles rows while a new replicaset owns no bucket and during the rebalance after,
 # and declarations checked against _pico_table.
+# Runs on every emulated version: double keys hash by the version's rule (integral doubles as integers from 26.1).
 use strict;
 use warnings;
 
