@@ -211,6 +211,27 @@ CREATE FOREIGN TABLE missing (id bigint) SERVER pico OPTIONS (table_name 'no_suc
 SELECT picoroute_check_foreign_table('missing')});
 like($err, qr/Picodata has no table "no_such_table"/, 'picoroute_check_foreign_table: unknown table');
 
+# Each fix a mis-declaration's hint gives runs as given (ADD or SET, DROP only of an option the
+# table has: an imported table carries distribution 'sharded'), and declares the table right.
+emu_table('gl', 'code text, name text', args => ['--global']);
+$node->safe_psql('postgres', q{
+CREATE FOREIGN TABLE hint_global (code text, name text) SERVER pico
+  OPTIONS (table_name 'gl', distribution 'sharded', sharding_key 'code');
+CREATE FOREIGN TABLE hint_sharded (id bigint, name text, v bigint) SERVER pico
+  OPTIONS (table_name 'users', distribution 'global');
+CREATE FOREIGN TABLE hint_key (id bigint, name text, v bigint) SERVER pico
+  OPTIONS (table_name 'users', distribution 'sharded', sharding_key 'v');
+});
+for my $t (qw(hint_global hint_sharded hint_key)) {
+    ($ret, $out, $err) = $node->psql('postgres', "SELECT count(*) FROM $t");
+    my ($fix) = $err =~ /HINT:  (ALTER FOREIGN TABLE [^\n]*;)/;
+    ok(defined $fix, "$t: the mis-declaration's error gives a fix") or diag($err);
+    ($ret, $out, $err) = $node->psql('postgres', $fix // 'SELECT 1/0');
+    is($ret, 0, "$t: the fix runs as given: " . ($fix // '(none)')) or diag($err);
+    ($ret, $out, $err) = $node->psql('postgres', "SELECT picoroute_check_foreign_table('$t')");
+    is($out, 't', "$t: the declaration agrees with Picodata after it") or diag($err);
+}
+
 # ---- a masters scatter never doubles rows: add-replicaset --no-rebalance, then the rebalance ----
 my $total = $node->safe_psql('postgres', 'SELECT count(*) FROM users');
 emu('add-replicaset', '--no-rebalance');

@@ -25,6 +25,7 @@ extern "C" {
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct Declared {
     std::string server;
     std::string tier;
     bool global = false;
+    // Which options the foreign table has, so that a hint's ALTER adds or sets each one as it
+    // must (ADD of a present option and SET or DROP of an absent one fail).
+    bool has_distribution = false;
+    bool has_sharding_key = false;
     std::vector<std::string> key;  // column names in hashing order
     struct Column {
         std::string name;
@@ -92,8 +97,15 @@ Declared read_declared(Oid relid, TableInfo *t) {
     const char *table = nullptr;
     char **names = nullptr, **type_names = nullptr;
     Oid *types = nullptr;
+    bool has_distribution = false, has_sharding_key = false;
     pg_call([&] {
         table = get_rel_name(relid);
+        ListCell *lc;
+        foreach (lc, GetForeignTable(relid)->options) {
+            const char *name = lfirst_node(DefElem, lc)->defname;
+            has_distribution = has_distribution || strcmp(name, "distribution") == 0;
+            has_sharding_key = has_sharding_key || strcmp(name, "sharding_key") == 0;
+        }
         names = static_cast<char **>(palloc0(sizeof(char *) * (t->nkeys + 1)));
         type_names = static_cast<char **>(palloc0(sizeof(char *) * (t->nkeys + 1)));
         types = static_cast<Oid *>(palloc0(sizeof(Oid) * (t->nkeys + 1)));
@@ -109,6 +121,8 @@ Declared read_declared(Oid relid, TableInfo *t) {
     d.server = t->server_name;
     d.tier = t->tier;
     d.global = t->global;
+    d.has_distribution = has_distribution;
+    d.has_sharding_key = has_sharding_key;
     for (int k = 0; k < t->nkeys; k++) {
         d.key.push_back(names[k]);
         d.key_columns.push_back({names[k], types[k], type_names[k]});
@@ -163,6 +177,23 @@ Remote read_remote(const Declared &d, Oid serverid, Oid userid) {
     return r;
 }
 
+// The ALTER that declares `d` global (or sharded by `key`) from the options it has now.
+std::string distribution_fix(const Declared &d, bool global, const std::vector<std::string> &key) {
+    std::vector<std::string> changes;
+    std::string verb = d.has_distribution ? "SET" : "ADD";
+    if (global) {
+        if (d.has_sharding_key)
+            changes.push_back("DROP sharding_key");
+        changes.push_back(verb + " distribution 'global'");
+    } else {
+        if (d.has_distribution)
+            changes.push_back("SET distribution 'sharded'");
+        changes.push_back(std::string(d.has_sharding_key ? "SET" : "ADD") + " sharding_key '" +
+                          join(key) + "'");
+    }
+    return "ALTER FOREIGN TABLE " + d.table + " OPTIONS (" + join(changes) + ");";
+}
+
 // Compares; throws the first disagreement, warns about types that hash the same.
 void compare(const Declared &d, const Remote &r) {
     const int code = ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION;
@@ -173,11 +204,7 @@ void compare(const Declared &d, const Remote &r) {
                        "picoroute: " + ft + " is declared " + (d.global ? "global" : "sharded") +
                            ", but " + pt + " is " + (r.global ? "global" : "sharded"),
                        r.global ? "" : "Picodata shards it by (" + join(r.key) + ").",
-                       r.global ? "ALTER FOREIGN TABLE " + d.table +
-                                      " OPTIONS (DROP sharding_key, ADD distribution 'global');"
-                                : "ALTER FOREIGN TABLE " + d.table +
-                                      " OPTIONS (SET distribution 'sharded', ADD sharding_key '" +
-                                      join(r.key) + "');");
+                       distribution_fix(d, r.global, r.key));
     if (r.global)
         return;
     if (r.tier != d.tier)
@@ -194,7 +221,7 @@ void compare(const Declared &d, const Remote &r) {
                        "Rows would be looked for in the wrong buckets. The order matters: it is "
                        "the hashing order.",
                        "ALTER FOREIGN TABLE " + d.table + " OPTIONS (" +
-                           (d.key.empty() ? "ADD" : "SET") + " sharding_key '" + join(r.key) +
+                           (d.has_sharding_key ? "SET" : "ADD") + " sharding_key '" + join(r.key) +
                            "');");
     for (const Declared::Column &c : d.key_columns) {
         auto it = r.types.find(c.name);
