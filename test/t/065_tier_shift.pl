@@ -31,6 +31,8 @@ listen_addresses = '127.0.0.1'
 picoroute.source = 'push'
 picoroute.conninfo = 'dbname=postgres'
 picoroute.connect_timeout = '5s'
+# The map is pushed (picoroute_apply_events): its addresses get connections only when admitted.
+picoroute.allowed_hosts = '127.0.0.1'
 CONF
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION picoroute');
