@@ -1,8 +1,8 @@
 // The routing decision as pure functions of a topology snapshot: which instance runs a statement
 // on a bucket, which instance coordinates a statement without a sharding key, which masters a
 // 'masters' scatter asks, and the bucket filter each of them gets. No PostgreSQL, no I/O: the
-// glue turns the outcomes into errors (src/pg/fdw/routing.cpp) and runs the statements on their
-// instances, with retries (src/pg/fdw/remote_exec.cpp).
+// glue turns the outcomes into errors (src/pg/remote/routing.cpp) and runs the statements on their
+// instances, with retries (src/pg/remote/remote_exec.cpp).
 #pragma once
 #include "core/firewall.h"
 #include "core/snapshot.h"
