@@ -1,5 +1,5 @@
 // The policy of a connection's named remote statements: which statement texts are kept prepared
-// on an instance and under which names, as a pure class (the glue in src/pg/fdw/remote_stmt.cpp
+// on an instance and under which names, as a pure class (the glue in src/pg/remote/remote_stmt.cpp
 // sends Parse, Bind and DEALLOCATE). The rules:
 //
 // - A text is prepared the second time the connection runs it (the first time it goes unnamed, so

@@ -90,7 +90,7 @@ REFUSED = [
 
 # What picoroute sends today: src/pg/fdw/deparse.cpp (SELECT/INSERT/UPDATE/DELETE with quoted or
 # plain identifiers, parenthesised conditions, LIKE, IN lists, NULL tests, $n parameters),
-# src/pg/fdw/routing.cpp (the appended bucket filter), src/core/catalog.h (the worker's catalog
+# src/pg/fdw/routed.cpp (the appended bucket filter), src/core/catalog.h (the worker's catalog
 # queries) and src/pg/fdw/import.cpp (IMPORT FOREIGN SCHEMA).
 PICOROUTE = [
     'SELECT id, name, v FROM users WHERE ((id = 5)) AND bucket_id = 1934',
