@@ -12,7 +12,7 @@
 # reserved per test file (test/tools/port_range.py), and the one step that installs into the
 # system directories (the package test's dpkg -i) takes a lock.
 #
-# Environment: JOBS (compile jobs, default 2), PICOROUTE_TAP_JOBS (TAP files at once, default 2),
+# Environment: JOBS (compile jobs, default 2), PICOROUTE_TAP_JOBS (TAP files at once, default 3),
 # PICOROUTE_PICODATA_VERSION (the emulated Picodata version of every TAP file, default head),
 # PICOROUTE_PICODATA_VERSIONS (the versions of the version-dependent TAP files, default
 # "25.5 head"), PICOROUTE_SQLSMITH_SECONDS (the sqlsmith bound, default 60).
@@ -21,7 +21,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-2}
-TAP_JOBS=${PICOROUTE_TAP_JOBS:-2}
+TAP_JOBS=${PICOROUTE_TAP_JOBS:-3}
 RUN_USER=${PICOROUTE_TEST_USER:-postgres}
 MAIN_VERSION=${PICOROUTE_PICODATA_VERSION:-head}
 VERSIONS=${PICOROUTE_PICODATA_VERSIONS:-25.5 head}
@@ -193,7 +193,7 @@ for version in $VERSIONS; do
 done
 if [ "$(id -u)" -eq 0 ]; then chown -R "$RUN_USER" "$TREE"; fi
 echo "version-dependent files: ${version_files[*]##*/}"
-# The longest first (seconds under prove -j on 2 cores), so that no long file starts last.
+# The longest first (seconds under prove -j3 on 2 cores), so that no long file starts last.
 slow_first="070_sqlsmith 050_routing 051_routing_failover 060_write_truth 060_live 010_topology_tracking 052_dialect"
 all=(test/t/*.pl "${links[@]}")
 ordered=()
