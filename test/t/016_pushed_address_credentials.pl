@@ -10,29 +10,15 @@ use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use File::Temp qw(tempdir);
-use JSON::PP qw(decode_json);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Picoroute::TestCluster qw(start_picoroute_node wait_for);
+use Picoroute::TestCluster qw(start_picoroute_node wait_for start_fake_instance fake_log);
 
-my $dir = PostgreSQL::Test::Utils::tempdir('fake_instance');
-my $record = "$dir/logins.jsonl";
-my $fake_pid = open(my $fake, '-|', 'python3', "$FindBin::RealBin/../emulator/fake_instance.py",
-    '--log', $record, '--refuse-login', '--lifetime', '180')
-  or die "cannot start the fake server: $!";
-my $port = <$fake>;
-die "the fake server did not start" unless defined $port;
-chomp $port;
-note("fake server on 127.0.0.1:$port");
+my $fake = start_fake_instance('--refuse-login');
+my $port = $fake->{port};
 
-sub logins {
-    return [] unless -e $record;
-    open(my $in, '<', $record) or die $!;
-    my @entries = map { decode_json($_) } grep { /\S/ } <$in>;
-    close $in;
-    return \@entries;
-}
+sub logins { return fake_log($fake); }
 
 my $node = start_picoroute_node(
     name => 'pushed',
@@ -97,6 +83,4 @@ ok(wait_for($node, "SELECT current_setting('picoroute.allowed_hosts') = '*'"), '
 like($stderr, qr/authentication failed for user "picoroute"/, "with '*' the connection goes there too");
 
 $node->stop;
-kill 'TERM', $fake_pid;
-close $fake;
 done_testing();

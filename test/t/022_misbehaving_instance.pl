@@ -9,37 +9,23 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use JSON::PP qw(decode_json);
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
-use Picoroute::TestCluster qw(start_picoroute_node);
+use Picoroute::TestCluster qw(start_picoroute_node start_fake_instance fake_log);
 
-my $dir = PostgreSQL::Test::Utils::tempdir('fake_instance');
-my $record = "$dir/statements.jsonl";
-my $rules = "$dir/rules";
+my $rules = PostgreSQL::Test::Utils::tempdir('rules') . '/rules';
 # _pico_table (the declaration check, IMPORT) first never answers, then answers with no row.
 PostgreSQL::Test::Utils::append_to_file($rules, "_pico_table=silent\n");
-my $fake_pid = open(my $fake, '-|', 'python3', "$FindBin::RealBin/../emulator/fake_instance.py",
-    '--log', $record, '--lifetime', '300', '--rules-file', $rules,
+my $fake = start_fake_instance('--rules-file', $rules,
     '--rule', 'hang_t=silent',
     '--rule', 'copyin_t=copy-in',
     '--rule', 'copyout_t=copy-out',
     '--rule', 'unknown_t=unknown',
-    '--rule', 'SELECT .* FROM "quiet_t"=rows:')
-  or die "cannot start the fake instance: $!";
-my $port = <$fake>;
-die "the fake instance did not start" unless defined $port;
-chomp $port;
-note("fake instance on 127.0.0.1:$port");
+    '--rule', 'SELECT .* FROM "quiet_t"=rows:');
+my $port = $fake->{port};
 
-sub logged {
-    return [] unless -e $record;
-    open(my $in, '<', $record) or die $!;
-    my @entries = map { decode_json($_) } grep { /\S/ } <$in>;
-    close $in;
-    return \@entries;
-}
+sub logged { return fake_log($fake); }
 sub statements_like {
     my ($re) = @_;
     return scalar grep { ($_->{event} // '') =~ /^(query|parse)$/ && $_->{sql} =~ $re } @{ logged() };
@@ -136,7 +122,5 @@ backend_usable('after an unknown message');
 is(scalar(grep { ($_->{event} // '') eq 'cancel_request' } @{ logged() }), 0,
     'no cancel request was ever sent (the instance gave no cancel key)');
 
-kill 'TERM', $fake_pid;
-close $fake;
 $node->stop;
 done_testing();

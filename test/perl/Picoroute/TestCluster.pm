@@ -15,7 +15,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
-  exec_options picodata_version picodata_has free_port_range);
+  exec_options picodata_version picodata_has free_port_range start_fake_instance fake_log);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -155,6 +155,37 @@ END {
         eval { emu('down') };
     }
 }
+
+# Starts test/emulator/fake_instance.py (a misbehaving instance on 127.0.0.1, a port of its own) with
+# `args` (its --rule, --rules-file, --refuse-login ...), logging to a file of a new temporary
+# directory. Returns { port, log, dir, pid }; it is stopped at exit (and ends by itself after 300 s).
+my @fake_pids;
+sub start_fake_instance {
+    my (@args) = @_;
+    my $dir = PostgreSQL::Test::Utils::tempdir('fake_instance');
+    my $log = "$dir/fake.jsonl";
+    my $pid = open(my $out, '-|', 'python3', "$root/test/emulator/fake_instance.py", '--log', $log,
+        '--lifetime', '300', @args)
+      or die "cannot start the fake instance: $!";
+    my $port = <$out>;
+    die "the fake instance did not start" unless defined $port;
+    chomp $port;
+    push @fake_pids, $pid;
+    note("fake instance on 127.0.0.1:$port");
+    return { port => $port, log => $log, dir => $dir, pid => $pid, out => $out };
+}
+
+# The entries a fake instance logged so far (logins, statements), as a list of hashes.
+sub fake_log {
+    my ($fake) = @_;
+    return [] unless -e $fake->{log};
+    open(my $in, '<', $fake->{log}) or die $!;
+    my @entries = map { decode_json($_) } grep { /\S/ } <$in>;
+    close $in;
+    return \@entries;
+}
+
+END { kill 'TERM', @fake_pids if @fake_pids; }
 
 # A PostgreSQL node preloading picoroute, polling the emulated cluster.
 sub start_picoroute_node {
