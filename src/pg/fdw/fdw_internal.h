@@ -237,7 +237,9 @@ bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext);
 void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,
                      const char **routing, const char **sql);
 // EXPLAIN's "Remote SQL" and "Routing" lines of a scan or a direct modification.
-void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es);
+// `sql`: the text shown when the routing is known at plan time (nullptr: the statement's own).
+void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es,
+                    const char *sql = nullptr);
 // Frees the results and ends the stream (closing a connection whose answer is still coming).
 void release_results(RoutedStatement *st);
 

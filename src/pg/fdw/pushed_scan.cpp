@@ -184,14 +184,7 @@ void pushed_end(ForeignScanState *node) {
 void pushed_explain(ForeignScanState *node, ExplainState *es) {
     PushedState *us = static_cast<PushedState *>(node->fdw_state);
     RoutedStatement *st = us->st;
-    const char *sql = psprintf("%s%s", st->sql, st->tail);
-    const char *routing = st->routing;
-    if (routing == nullptr) {
-        ExprContext *econtext = node->ss.ps.ps_ExprContext;
-        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
-    }
-    ExplainPropertyText("Remote SQL", sql, es);
-    ExplainPropertyText("Routing", routing, es);
+    explain_remote(st, node, es, psprintf("%s%s", st->sql, st->tail));
     if (us->offset > 0)
         ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
 }

@@ -331,10 +331,12 @@ bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
     return false;
 }
 
-void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es) {
+void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es,
+                    const char *sql) {
     // The statement as it is sent: with the owner's bucket filter when the routing resolves to a
     // single instance now (EXPLAIN ANALYZE, or keys given as constants).
-    const char *sql = st->sql;
+    if (sql == nullptr)
+        sql = st->sql;
     const char *routing = st->routing;
     if (routing == nullptr) {
         ExprContext *econtext = node->ss.ps.ps_ExprContext;
