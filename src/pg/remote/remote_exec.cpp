@@ -286,7 +286,8 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
         // No other instance: the first failure is what the user needs to see.
         throw SqlError(none.sqlstate(),
                        "picoroute: could not reach Picodata instance " + f.address + " (" +
-                           f.message + "), and no other instance can take the statement",
+                           libpq_message_line(f.message.c_str()) +
+                           "), and no other instance can take the statement",
                        none.detail(), none.hint());
     }
     InFlight inflight;
