@@ -6,6 +6,7 @@ extern "C" {
 #include "pg/remote/remote_stmt.h"
 
 #include "core/statement_cache.h"
+#include "pg/guard.h"
 #include "pg/settings.h"
 
 #include <algorithm>
@@ -33,6 +34,17 @@ namespace {
 
 // Picodata's SQLSTATE for a prepared statement invalidated by DDL (not a PostgreSQL code).
 constexpr const char *kInvalidatedState = "42999";
+// How Picodata refuses a Parse when the instance's statement storage (pg_statement_max, shared by
+// every client of the instance) is full: XX000 and this text.
+constexpr const char *kStorageFullState = "XX000";
+constexpr const char *kStorageFullText = "Statement storage is full";
+
+bool storage_full(const PGresult *result) {
+    const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+    const char *text = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+    return state != nullptr && text != nullptr && strcmp(state, kStorageFullState) == 0 &&
+           strncmp(text, kStorageFullText, strlen(kStorageFullText)) == 0;
+}
 
 // The cache of `c`, nullptr when none was made yet.
 RemoteStatements *cache_of(Connection *c) {
@@ -50,7 +62,7 @@ RemoteStatements *statements_of(Connection *c) {
 // ConnectionFailure(sent = false). picoroute_connections() counts only routed statements.
 ResultPtr round_trip(Connection *c, int sent_ok) {
     if (!sent_ok)
-        throw ConnectionFailure(c->address, PQerrorMessage(c->conn), false);
+        throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
     ResultPtr result;
     try {
@@ -74,12 +86,24 @@ void close_evicted(Connection *c, RemoteStatements *rs) {
 }
 
 // Prepares `sql` as `name`, after closing the statements due to be closed. False when Parse was
-// refused.
+// refused. Refused for lack of statement storage, the connection closes its named statements
+// (send_on does, before the statement goes unnamed) so that the instance's other clients, and
+// this statement, find room.
 bool prepare(Connection *c, RemoteStatements *rs, const std::string &sql, const std::string &name) {
     close_evicted(c, rs);
     // No parameter types: Picodata infers them from the text, as for an unnamed statement.
     ResultPtr result = round_trip(c, PQsendPrepare(c->conn, name.c_str(), sql.c_str(), 0, nullptr));
     if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+        if (storage_full(result.get())) {
+            rs->cache.storage_full();
+            pg_call([&] {
+                ereport(LOG, (errmsg("picoroute: the statement storage of Picodata instance %s "
+                                     "is full; this connection closes its prepared statements "
+                                     "and sends every statement unnamed from now on",
+                                     c->address.c_str())));
+            });
+            return false;
+        }
         rs->cache.prepare_failed(sql);  // sent unnamed: its error, if any, comes with the statement
         return false;
     }
@@ -118,7 +142,7 @@ void send_on(Connection *c, bool invalidation, const std::string &sql,
     for (const char *v : values)
         rs->values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
     if (!PQsendQueryPrepared(c->conn, rs->name.c_str(), n, values.data(), nullptr, nullptr, 0))
-        throw ConnectionFailure(c->address, PQerrorMessage(c->conn), false);
+        throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
 }
 
