@@ -13,6 +13,7 @@ extern "C" {
 #include "pg/remote/connect.h"
 
 #include "core/address.h"
+#include "core/remote_text.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -21,6 +22,7 @@ extern "C" {
 #include <poll.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -446,12 +448,18 @@ void throw_remote_error(const PGresult *result, const std::string &address,
                         const std::string &replicaset, const char *sql) {
     const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
     const char *primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
-    const char *detail = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL);
-    const char *hint = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT);
+    // The server's texts are bounded and made valid UTF-8 (core/remote_text.h) before they reach
+    // the client and the log.
+    std::optional<std::string> detail, hint;
+    if (const char *d = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL))
+        detail = bounded_utf8(d);
+    if (const char *h = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT))
+        hint = bounded_utf8(h);
     int code = ERRCODE_CONNECTION_FAILURE;
     if (state != nullptr && strlen(state) == 5)
         code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-    std::string message = primary ? primary : libpq_message(PQresultErrorMessage(result));
+    std::string message =
+        primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
     if (message.empty())
         message = "picoroute: remote statement failed";
     std::string context = "remote SQL on Picodata instance " + address;
@@ -462,9 +470,10 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     // Raised through ereport like any statement error, then carried as a PgError: the server log
     // gets it (or not) according to log_min_messages, as for any other ERROR.
     pg_call([&] {
-        ereport(ERROR, (errcode(code), errmsg_internal("%s", message.c_str()),
-                        detail ? errdetail_internal("%s", detail) : 0,
-                        hint ? errhint("%s", hint) : 0, errcontext("%s", context.c_str())));
+        ereport(ERROR,
+                (errcode(code), errmsg_internal("%s", message.c_str()),
+                 detail ? errdetail_internal("%s", detail->c_str()) : 0,
+                 hint ? errhint("%s", hint->c_str()) : 0, errcontext("%s", context.c_str())));
     });
     throw SqlError(code, message);  // not reached
 }
