@@ -60,9 +60,10 @@ void StatementCache::prepare_failed(const std::string &sql) {
         it->second.failed = true;
 }
 
-void StatementCache::storage_full() {
+bool StatementCache::storage_full() {
     storage_full_ = true;
     shrink(0);
+    return !to_close_.empty();
 }
 
 bool StatementCache::invalidated(const std::string &sql, const std::string &name) {

@@ -137,7 +137,7 @@ TEST(StatementCacheTest, StorageFullClosesEveryNameAndGoesUnnamed) {
     EXPECT_EQ(c.kind, Kind::Unnamed);
     c = cache.use("c", 8);
     ASSERT_EQ(c.kind, Kind::Prepare);
-    cache.storage_full();  // the instance refused the Parse of c
+    EXPECT_TRUE(cache.storage_full());  // the instance refused the Parse of c: names to close
     EXPECT_TRUE(cache.is_storage_full());
     std::vector<std::string> closed = cache.take_to_close();
     std::sort(closed.begin(), closed.end());
@@ -147,6 +147,15 @@ TEST(StatementCacheTest, StorageFullClosesEveryNameAndGoesUnnamed) {
         EXPECT_EQ(run(cache, sql, 8).kind, Kind::Unnamed) << sql;
     EXPECT_FALSE(cache.has_to_close());
     EXPECT_EQ(cache.size(), 0u);
+    EXPECT_FALSE(cache.storage_full());  // refused again: nothing left to give back
+}
+
+TEST(StatementCacheTest, StorageFullWithNothingPreparedHasNothingToGiveBack) {
+    StatementCache cache;
+    cache.use("a", 4);  // unnamed, its Parse refused for lack of storage
+    EXPECT_FALSE(cache.storage_full());
+    EXPECT_TRUE(cache.is_storage_full());
+    EXPECT_EQ(cache.use("a", 4).kind, Kind::Unnamed);
 }
 
 TEST(StatementCacheTest, APrepareAcceptedAfterStorageFullIsClosed) {
