@@ -16,7 +16,7 @@ void StatementCache::shrink(size_t capacity) {
 
 StatementCache::Use StatementCache::use(const std::string &sql, size_t capacity) {
     Use use;
-    if (capacity == 0) {
+    if (capacity == 0 || storage_full_) {
         shrink(0);
         return use;
     }
@@ -58,6 +58,12 @@ void StatementCache::prepare_failed(const std::string &sql) {
     auto it = entries_.find(sql);
     if (it != entries_.end())
         it->second.failed = true;
+}
+
+bool StatementCache::storage_full() {
+    storage_full_ = true;
+    shrink(0);
+    return !to_close_.empty();
 }
 
 bool StatementCache::invalidated(const std::string &sql, const std::string &name) {

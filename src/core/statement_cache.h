@@ -9,6 +9,10 @@
 //   unnamed and the cache empties.
 // - A text whose Parse was refused always goes unnamed; one reported invalidated is prepared again
 //   (under a new name, the old one closed) at its next use.
+// - When the instance refuses a Parse (of a named or of the unnamed statement) because its
+//   statement storage is full (Picodata's pg_statement_max, shared by every client of the
+//   instance), the connection gives its storage back: every prepared name is to be closed and from
+//   then on every text goes unnamed.
 #pragma once
 #include "core/firewall.h"
 
@@ -38,6 +42,11 @@ class StatementCache {
     // The outcome of a Prepare: the name exists on the instance, or Parse was refused.
     void prepared(const std::string &sql, const std::string &name);
     void prepare_failed(const std::string &sql);
+    // The instance refused a Parse for lack of statement storage: every prepared name is to be
+    // closed, the cache empties and every later text goes unnamed. True when there was a prepared
+    // name to close (closing them makes room: a statement refused so is worth sending again).
+    bool storage_full();
+    bool is_storage_full() const { return storage_full_; }
     // The instance reported the statement `name` of `sql` invalidated: it is prepared again at its
     // next use. False when the text is no longer cached.
     bool invalidated(const std::string &sql, const std::string &name);
@@ -62,6 +71,7 @@ class StatementCache {
     std::list<const std::string *> order_;            // keys of entries_, most recent first
     std::vector<std::string> to_close_;
     uint64_t next_id_ = 0;
+    bool storage_full_ = false;
 };
 
 }  // namespace picoroute

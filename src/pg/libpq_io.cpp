@@ -11,6 +11,7 @@ extern "C" {
 
 #include "pg/libpq_io.h"
 
+#include "core/remote_text.h"
 #include "pg/guard.h"
 
 namespace picoroute::pg {
@@ -173,7 +174,8 @@ IoOutcome read_last_result(const Waiter &waiter, ResultPtr &last) {
 }
 
 std::string libpq_message(const char *message) {
-    std::string out = message ? message : "";
+    // A server's text may be anything: bounded and valid UTF-8 before it reaches an error report.
+    std::string out = bounded_utf8(message ? message : "");
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
         out.pop_back();
     return out;

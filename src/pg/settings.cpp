@@ -25,7 +25,7 @@ char *setting_allowed_hosts = nullptr;
 int setting_max_map_memory = 64 * 1024;
 char *setting_analyze_option = nullptr;
 int setting_remote_write_in_transaction = REMOTE_WRITE_WARN;
-int setting_remote_statement_cache_size = 100;
+int setting_remote_statement_cache_size = 32;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -149,14 +149,18 @@ void define_settings() {
         "a WARNING once per transaction block; error: refuse the write; off: say nothing.",
         &setting_remote_write_in_transaction, REMOTE_WRITE_WARN, remote_write_options, PGC_USERSET,
         0, nullptr, nullptr, nullptr);
+    // Picodata's pg_statement_max (1024 by default) bounds the statements of every client of an
+    // instance together: one connection may hold at most a small share of it, and only a superuser
+    // may raise that share. The maximum stays below the default storage, so that no single
+    // connection can fill it.
     DefineCustomIntVariable(
         "picoroute.remote_statement_cache_size",
         "Statement texts each cached connection keeps prepared on its Picodata instance.",
         "A text is prepared the second time a connection runs it, and its prepared statement is "
         "closed when it leaves this LRU. 0: every statement is sent unnamed. Each instance holds "
-        "at most pg_statement_max statements (100000 by default) for all its clients together.",
-        &setting_remote_statement_cache_size, 100, 0, 10000, PGC_USERSET, 0, nullptr, nullptr,
-        nullptr);
+        "at most pg_statement_max statements (1024 by default) for all its clients together; a "
+        "connection that finds that storage full closes its prepared statements and goes unnamed.",
+        &setting_remote_statement_cache_size, 32, 0, 1000, PGC_SUSET, 0, nullptr, nullptr, nullptr);
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

@@ -3,7 +3,8 @@
 # a streaming scan, a write, picoroute_exec. Each ends on statement_timeout with 57014 at once, sends
 # nothing after it (a local interrupt is never taken for a remote error) and no cancel request
 # (Picodata hands out no cancel key); a COPY answer closes the connection with a clear error instead
-# of spinning; the backend stays usable. The instance is test/emulator/fake_instance.py, put in the
+# of spinning; the backend stays usable. A 4 MB error text with an invalid byte reaches the client
+# and the log cut to 8 kB and as valid UTF-8. The instance is test/emulator/fake_instance.py, put in the
 # map with picoroute_apply_events (admitted by allowed_hosts).
 use strict;
 use warnings;
@@ -22,6 +23,8 @@ my $fake = start_fake_instance('--rules-file', $rules,
     '--rule', 'copyin_t=copy-in',
     '--rule', 'copyout_t=copy-out',
     '--rule', 'unknown_t=unknown',
+    '--rule', 'bigerr_t=big-error',
+    '--rule', 'badbyte_t=bad-byte',
     '--rule', 'SELECT .* FROM "quiet_t"=rows:');
 my $port = $fake->{port};
 
@@ -48,6 +51,8 @@ CREATE FOREIGN TABLE copyin_t (id bigint, name text) SERVER pico OPTIONS (shardi
 CREATE FOREIGN TABLE copyout_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE unknown_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE quiet_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE bigerr_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE badbyte_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 });
 
 # Runs `sql` under a statement_timeout (1 s unless given); returns (stderr, seconds).
@@ -118,6 +123,37 @@ like($err, qr/ERROR:  unexpected response from server.*CONTEXT:  remote SQL on P
     'an unknown message type: an error naming the instance');
 ok($secs < 8, "an unknown message type: no spin (${secs}s)");
 backend_usable('after an unknown message');
+
+# ---- a 4 MB error text with a raw 0xFF byte ---------------------------------------------------------
+# The message is cut to 8 kB at a character boundary and made valid UTF-8 before it reaches the
+# client and the server log.
+for my $sql ('SELECT * FROM bigerr_t WHERE id = 1',
+    q{SELECT * FROM picoroute_exec('default', 1, 'SELECT 1 FROM bigerr_t') AS t(x int)}) {
+    my $log_offset = -s $node->logfile;
+    ($err, $secs) = timed($sql, '20s');
+    my ($message) = $err =~ /ERROR:  (remote failure: [^\n]*)/;
+    ok(defined $message, "big error <$sql>: the remote message reaches the client") or diag(substr($err, 0, 300));
+    $message //= '';
+    cmp_ok(length($message), '<=', 8192, "big error <$sql>: cut to 8 kB (" . length($message) . ' bytes)');
+    like($message, qr/\.\.\. \(\d+ bytes cut\)$/, "big error <$sql>: says how many bytes were cut");
+    cmp_ok(length($err), '<', 20000, "big error <$sql>: the whole report is small (" . length($err) . ' bytes)');
+    my $copy = $err;
+    ok(utf8::decode($copy) && $err !~ /\xff/, "big error <$sql>: valid UTF-8 for the client");
+    my $log = slurp_file($node->logfile, $log_offset);
+    my $copy_log = $log;
+    ok(utf8::decode($copy_log) && $log !~ /\xff/, "big error <$sql>: valid UTF-8 in the log");
+    cmp_ok(length($log), '<', 40000, "big error <$sql>: the log stays small (" . length($log) . ' bytes)');
+}
+my $log_offset = -s $node->logfile;
+($err, $secs) = timed('SELECT * FROM badbyte_t WHERE id = 1', '20s');
+like($err, qr/ERROR:  remote failure: bad \x{ef}\x{bf}\x{bd} byte\n/,
+    'an invalid byte in the message: replaced by U+FFFD');
+like($err, qr/DETAIL:  the detail: \x{ef}\x{bf}\x{bd}\x{ef}\x{bf}\x{bd}\n/,
+    'an overlong sequence in the detail: each byte replaced');
+my $log = slurp_file($node->logfile, $log_offset);
+like($log, qr/remote failure: bad \x{ef}\x{bf}\x{bd} byte/, 'the log has the repaired text');
+unlike($log, qr/[\xff\xc0]/, 'and no invalid byte');
+backend_usable('after a big error');
 
 is(scalar(grep { ($_->{event} // '') eq 'cancel_request' } @{ logged() }), 0,
     'no cancel request was ever sent (the instance gave no cancel key)');

@@ -2,7 +2,8 @@
 # a pg_dump --include-foreign-data restore (rows land on their owners); reads and writes stopped by
 # statement_timeout (no cancel is sent: Picodata has none; the DETAIL says the remote statement may
 # still run and a write be applied, and it is); a multi-row INSERT that
-# fails on one owner; remote writes inside transaction blocks; remote errors logged like any ERROR;
+# fails on one owner; remote writes inside transaction blocks (one warning per block, one at its
+# rollback counting the remote writes that stay applied); remote errors logged like any ERROR;
 # the view owner's user mapping; IMPORT FOREIGN SCHEMA of hostile catalog rows; string constants
 # with standard_conforming_strings off on either side.
 use strict;
@@ -155,8 +156,60 @@ ROLLBACK;
 is($ret, 0, 'writes inside BEGIN ... ROLLBACK');
 my @warnings = ($err =~ /WARNING:  picoroute: writes to Picodata/g);
 is(scalar @warnings, 1, 'one warning per transaction block');
+like($err, qr/WARNING:  picoroute: the rollback does not undo the 3 remote write statements this transaction sent to Picodata/,
+     'ROLLBACK says how many remote write statements stay applied');
 is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id IN (4001, 4002)"), '2',
    'ROLLBACK does not undo remote writes (as the warning says)');
+# A TPC-B-like transaction (pgbench's shape): one warning for the block, none at COMMIT.
+($ret, $out, $err) = $node->psql('postgres', q{
+BEGIN;
+UPDATE users SET v = v + 5 WHERE id = 4001;
+SELECT v FROM users WHERE id = 4001;
+UPDATE users SET v = v + 5 WHERE id = 4002;
+UPDATE users SET v = v + 5 WHERE id = 4001;
+INSERT INTO users VALUES (4010, 'tx', 0);
+END;
+});
+is($ret, 0, 'a TPC-B-like transaction block');
+@warnings = ($err =~ /WARNING:  /g);
+is(scalar @warnings, 1, 'one warning for its 4 remote writes') or diag($err);
+unlike($err, qr/rollback does not undo/, 'no rollback warning at COMMIT');
+# ROLLBACK TO SAVEPOINT undoes nothing remote: no second warning, and the transaction still counts
+# as having written (PREPARE TRANSACTION stays refused, the final rollback counts every write).
+($ret, $out, $err) = $node->psql('postgres', q{
+BEGIN;
+UPDATE users SET v = 1 WHERE id = 4001;
+SAVEPOINT s;
+UPDATE users SET v = 2 WHERE id = 4002;
+ROLLBACK TO SAVEPOINT s;
+UPDATE users SET v = 3 WHERE id = 4002;
+ROLLBACK;
+});
+@warnings = ($err =~ /WARNING:  picoroute: writes to Picodata/g);
+is(scalar @warnings, 1, 'ROLLBACK TO SAVEPOINT: still one warning per transaction block') or diag($err);
+like($err, qr/does not undo the 3 remote write statements/, 'and the rollback counts the writes of the rolled back savepoint');
+is($node->safe_psql('postgres', "SELECT v FROM users WHERE id = 4002"), '3', 'the writes stayed applied');
+($ret, $out, $err) = $node->psql('postgres', q{
+BEGIN;
+INSERT INTO users VALUES (4011, 'tx', 0);
+SAVEPOINT s;
+SELECT 1 / 0;
+ROLLBACK TO SAVEPOINT s;
+PREPARE TRANSACTION 'p0';
+}, on_error_stop => 0);
+like($err, qr/cannot PREPARE a transaction that has written to Picodata/,
+     'PREPARE TRANSACTION after a remote write and a rolled back savepoint is refused');
+# An error aborts the block: the warning comes with the abort.
+($ret, $out, $err) = $node->psql('postgres', q{
+BEGIN;
+INSERT INTO users VALUES (4012, 'tx', 0);
+INSERT INTO users VALUES (4012, 'again', 0);
+ROLLBACK;
+});
+like($err, qr/duplicate key value/, 'an error aborts the block');
+like($err, qr/WARNING:  picoroute: the rollback does not undo the 2 remote write statements/,
+     'the abort warns, counting the statements sent, the failed one included');
+is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id = 4012"), '1', 'the first INSERT stayed applied');
 ($ret, $out, $err) = $node->psql('postgres', "INSERT INTO users VALUES (4003, 'auto', 0)");
 unlike($err, qr/WARNING/, 'no warning outside a transaction block');
 ($ret, $out, $err) = $node->psql('postgres', q{
@@ -174,6 +227,13 @@ INSERT INTO users VALUES (4005, 'tx', 0);
 COMMIT;
 });
 is($err, '', 'remote_write_in_transaction = off says nothing');
+($ret, $out, $err) = $node->psql('postgres', q{
+SET picoroute.remote_write_in_transaction = off;
+BEGIN;
+INSERT INTO users VALUES (4013, 'tx', 0);
+ROLLBACK;
+});
+is($err, '', 'remote_write_in_transaction = off says nothing at ROLLBACK either');
 ($ret, $out, $err) = $node->psql('postgres', q{
 BEGIN;
 INSERT INTO users VALUES (4006, 'tx', 0);

@@ -3,6 +3,9 @@
 # (picoroute.remote_statement_cache_size) bounds them and closes what it evicts; after DDL the
 # instance reports the statement invalidated (42999) and picoroute prepares it again. The emulator's
 # front rules behind it (42999 at Bind, DEALLOCATE, pg_statement_max) are probed with raw messages.
+# A connection whose Parse is refused because the instance's statement storage (pg_statement_max,
+# shared by every client) is full gives its statements back and goes unnamed: its statement runs,
+# and another role's statements keep working. remote_statement_cache_size is superuser-only.
 use strict;
 use warnings;
 
@@ -143,5 +146,49 @@ is_deeply($probe->{statement_max}[3], { error => 'XX000', message => $full },
 my @other = grep { $_->{message} ne $full } @{ emu_audit() };
 is(scalar(@other), 0, 'the fronts refused nothing else') or diag(explain(\@other));
 emu_audit_clear();
+
+# 5. Statement storage full. Only a superuser sets the cache size.
+$node->safe_psql('postgres', q{
+CREATE ROLE other LOGIN;
+GRANT SELECT ON users TO other;
+CREATE USER MAPPING FOR other SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
+});
+my ($ret, $out, $err) = $node->psql('postgres', 'SET picoroute.remote_statement_cache_size = 10',
+    extra_params => [ '-U', 'other' ]);
+like($err, qr/permission denied to set parameter "picoroute.remote_statement_cache_size"/,
+     'a role that is not superuser cannot set remote_statement_cache_size');
+is($node->safe_psql('postgres', 'SHOW picoroute.remote_statement_cache_size'), '32', 'its default is 32');
+if ($named) {
+    emu('set', 'pg_statement_max', '8');
+    select(undef, undef, undef, 0.3);    # the fronts read the settings at most every 0.1 s
+    my $filler = $node->background_psql('postgres');
+    # 12 texts, each run twice (prepared at its second run), all on the instance that owns id 11:
+    # past 8 statements of the instance's clients together the storage is full.
+    my @texts = map { "SELECT name FROM users WHERE id = 11 AND id <> " . (1000 + $_) } 1 .. 12;
+    my $all = '';
+    for my $text (@texts) {
+        $all .= $filler->query_safe($text) . "\n" for 1 .. 2;
+    }
+    is($all, "name_11\n" x 24, 'every statement of the session that filled the storage ran');
+    @lines = new_log_lines();
+    my $prepares = count_lines($prepared_re, @lines);
+    my $closed = count_lines(qr/named statement picoroute_\d+ deallocated/, @lines);
+    ok($prepares >= 1 && $prepares < 8, "it prepared statements until the storage was full ($prepares)");
+    is($closed, $prepares, 'then closed every one of them');
+    my $refused = grep { $_->{message} =~ /Statement storage is full/ } @{ emu_audit() };
+    is($refused, 1, 'one Parse was refused for lack of storage');
+    like(slurp_file($node->logfile), qr/statement storage of Picodata instance .* is full; this connection closes its prepared statements/,
+         'the server log says the connection went unnamed');
+    # The session is still open: another role's statements, repeated, find room.
+    my $other = '';
+    $other .= $node->safe_psql('postgres', join('', map { "SELECT name FROM users WHERE id = 11;\n" } 1 .. 3),
+        extra_params => [ '-U', 'other' ]) . "\n";
+    is($other, "name_11\nname_11\nname_11\n", "another role's statements keep working");
+    is($filler->query_safe($texts[0]), 'name_11', 'and the session that filled it goes on, unnamed');
+    is(count_lines($prepared_re, new_log_lines()), 1, 'only the other role prepared a statement since');
+    $filler->quit;
+    emu('set', 'pg_statement_max', '1024');
+    emu_audit_clear();
+}
 
 done_testing();

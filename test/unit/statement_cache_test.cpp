@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,45 @@ TEST(StatementCacheTest, ANamePreparedForATextEvictedMeanwhileIsClosed) {
     cache.use("other", 1);  // evicts q before its Parse completed
     cache.prepared("q", use.name);
     EXPECT_EQ(cache.take_to_close(), std::vector<std::string>({use.name}));
+}
+
+TEST(StatementCacheTest, StorageFullClosesEveryNameAndGoesUnnamed) {
+    StatementCache cache;
+    for (const char *sql : {"a", "a", "b", "b"})  // a -> picoroute_1, b -> picoroute_2
+        run(cache, sql, 8);
+    StatementCache::Use c = cache.use("c", 8);
+    EXPECT_EQ(c.kind, Kind::Unnamed);
+    c = cache.use("c", 8);
+    ASSERT_EQ(c.kind, Kind::Prepare);
+    EXPECT_TRUE(cache.storage_full());  // the instance refused the Parse of c: names to close
+    EXPECT_TRUE(cache.is_storage_full());
+    std::vector<std::string> closed = cache.take_to_close();
+    std::sort(closed.begin(), closed.end());
+    EXPECT_EQ(closed, (std::vector<std::string>{"picoroute_1", "picoroute_2"}));
+    EXPECT_EQ(cache.size(), 0u);
+    for (const char *sql : {"a", "b", "c", "c", "c"})
+        EXPECT_EQ(run(cache, sql, 8).kind, Kind::Unnamed) << sql;
+    EXPECT_FALSE(cache.has_to_close());
+    EXPECT_EQ(cache.size(), 0u);
+    EXPECT_FALSE(cache.storage_full());  // refused again: nothing left to give back
+}
+
+TEST(StatementCacheTest, StorageFullWithNothingPreparedHasNothingToGiveBack) {
+    StatementCache cache;
+    cache.use("a", 4);  // unnamed, its Parse refused for lack of storage
+    EXPECT_FALSE(cache.storage_full());
+    EXPECT_TRUE(cache.is_storage_full());
+    EXPECT_EQ(cache.use("a", 4).kind, Kind::Unnamed);
+}
+
+TEST(StatementCacheTest, APrepareAcceptedAfterStorageFullIsClosed) {
+    StatementCache cache;
+    cache.use("a", 4);
+    StatementCache::Use a = cache.use("a", 4);
+    ASSERT_EQ(a.kind, Kind::Prepare);
+    cache.storage_full();
+    cache.prepared("a", a.name);  // an answer that crossed the refusal: nothing will use it
+    EXPECT_EQ(cache.take_to_close(), std::vector<std::string>{a.name});
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ extern "C" {
 #include "pg/remote/connect.h"
 
 #include "core/address.h"
+#include "core/remote_text.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -21,6 +22,7 @@ extern "C" {
 #include <poll.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -97,9 +99,38 @@ bool idle_connection_alive(PGconn *conn) {
     return PQstatus(conn) == CONNECTION_OK;
 }
 
-// A remote write was (or may have been) sent in the current transaction / warned about in it.
+// A remote write was (or may have been) sent in the current transaction / warned about in it, and
+// how many remote writes a transaction block sent (ROLLBACK does not undo them).
 bool remote_write_in_xact = false;
 bool warned_in_xact = false;
+int64_t writes_in_block = 0;
+
+// At the abort of a transaction block that wrote through picoroute: what stays applied.
+void warn_writes_kept(int64_t writes) {
+    if (writes == 0 || setting_remote_write_in_transaction == REMOTE_WRITE_OFF)
+        return;
+    ereport(WARNING,
+            (errcode(ERRCODE_WARNING),
+             errmsg_plural("picoroute: the rollback does not undo the %lld remote write statement "
+                           "this transaction sent to Picodata",
+                           "picoroute: the rollback does not undo the %lld remote write statements "
+                           "this transaction sent to Picodata",
+                           static_cast<unsigned long>(writes), static_cast<long long>(writes)),
+             errdetail("Picodata committed each write when it ran: what they applied stays "
+                       "applied.")));
+}
+
+// A connection a streaming scan reads is closed by that scan when its executor state goes away
+// (with the aborted (sub)transaction, or later for an outer scan that lives on); any other busy
+// connection is in an unknown state and is closed.
+void close_busy_connections() {
+    for (auto it = cache.begin(); it != cache.end();) {
+        if (it->second->busy && it->second->reader == nullptr)
+            it = cache.erase(it);
+        else
+            ++it;
+    }
+}
 
 void xact_callback(XactEvent event, void *) {
     if (event == XACT_EVENT_PRE_PREPARE && remote_write_in_xact)
@@ -109,27 +140,25 @@ void xact_callback(XactEvent event, void *) {
                  errdetail("Picodata committed each remote write when it ran; it cannot take part "
                            "in a two-phase commit."),
                  errhint("Run remote writes outside the transaction that is prepared.")));
-    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
-        event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+    bool abort = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
+    if (abort || event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
         event == XACT_EVENT_PREPARE) {
+        int64_t writes = writes_in_block;
         remote_write_in_xact = false;
         warned_in_xact = false;
+        writes_in_block = 0;
+        if (abort)
+            warn_writes_kept(writes);
     }
-    if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
-        return;
-    // A connection a streaming scan reads is closed by that scan when its executor state goes
-    // away (with the aborted (sub)transaction, or later for an outer scan that lives on).
-    for (auto it = cache.begin(); it != cache.end();) {
-        if (it->second->busy && it->second->reader == nullptr)
-            it = cache.erase(it);
-        else
-            ++it;
-    }
+    if (abort)
+        close_busy_connections();
 }
 
+// A subtransaction's abort undoes nothing remote either: the transaction keeps its writes (and its
+// warning given); only the connections left busy are closed.
 void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
     if (event == SUBXACT_EVENT_ABORT_SUB)
-        xact_callback(XACT_EVENT_ABORT, nullptr);
+        close_busy_connections();
 }
 
 }  // namespace
@@ -177,6 +206,8 @@ void before_remote_write(const char *relation) {
         }
     }
     remote_write_in_xact = true;
+    if (IsTransactionBlock())
+        writes_in_block++;
 }
 
 Connection *get_connection(const std::string &address, const ConnParams &params) {
@@ -446,12 +477,18 @@ void throw_remote_error(const PGresult *result, const std::string &address,
                         const std::string &replicaset, const char *sql) {
     const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
     const char *primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
-    const char *detail = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL);
-    const char *hint = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT);
+    // The server's texts are bounded and made valid UTF-8 (core/remote_text.h) before they reach
+    // the client and the log.
+    std::optional<std::string> detail, hint;
+    if (const char *d = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL))
+        detail = bounded_utf8(d);
+    if (const char *h = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT))
+        hint = bounded_utf8(h);
     int code = ERRCODE_CONNECTION_FAILURE;
     if (state != nullptr && strlen(state) == 5)
         code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-    std::string message = primary ? primary : libpq_message(PQresultErrorMessage(result));
+    std::string message =
+        primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
     if (message.empty())
         message = "picoroute: remote statement failed";
     std::string context = "remote SQL on Picodata instance " + address;
@@ -462,9 +499,10 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     // Raised through ereport like any statement error, then carried as a PgError: the server log
     // gets it (or not) according to log_min_messages, as for any other ERROR.
     pg_call([&] {
-        ereport(ERROR, (errcode(code), errmsg_internal("%s", message.c_str()),
-                        detail ? errdetail_internal("%s", detail) : 0,
-                        hint ? errhint("%s", hint) : 0, errcontext("%s", context.c_str())));
+        ereport(ERROR,
+                (errcode(code), errmsg_internal("%s", message.c_str()),
+                 detail ? errdetail_internal("%s", detail->c_str()) : 0,
+                 hint ? errhint("%s", hint->c_str()) : 0, errcontext("%s", context.c_str())));
     });
     throw SqlError(code, message);  // not reached
 }

@@ -177,8 +177,9 @@ int disconnect(const std::string &address);
 void ensure_callbacks();
 
 // Called (from a plain frame: may ereport) before a statement that writes to Picodata is sent:
-// applies picoroute.remote_write_in_transaction inside a transaction block, and remembers the
-// write so that PREPARE TRANSACTION is refused.
+// applies picoroute.remote_write_in_transaction inside a transaction block (one WARNING per
+// block), and remembers the write so that PREPARE TRANSACTION is refused and the block's rollback
+// or abort says how many remote writes stay applied.
 void before_remote_write(const char *relation);
 
 }  // namespace picoroute::pg::remote

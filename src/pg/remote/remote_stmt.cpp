@@ -6,6 +6,7 @@ extern "C" {
 #include "pg/remote/remote_stmt.h"
 
 #include "core/statement_cache.h"
+#include "pg/guard.h"
 #include "pg/settings.h"
 
 #include <algorithm>
@@ -33,6 +34,17 @@ namespace {
 
 // Picodata's SQLSTATE for a prepared statement invalidated by DDL (not a PostgreSQL code).
 constexpr const char *kInvalidatedState = "42999";
+// How Picodata refuses a Parse when the instance's statement storage (pg_statement_max, shared by
+// every client of the instance) is full: XX000 and this text.
+constexpr const char *kStorageFullState = "XX000";
+constexpr const char *kStorageFullText = "Statement storage is full";
+
+bool storage_full(const PGresult *result) {
+    const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+    const char *text = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+    return state != nullptr && text != nullptr && strcmp(state, kStorageFullState) == 0 &&
+           strncmp(text, kStorageFullText, strlen(kStorageFullText)) == 0;
+}
 
 // The cache of `c`, nullptr when none was made yet.
 RemoteStatements *cache_of(Connection *c) {
@@ -50,7 +62,7 @@ RemoteStatements *statements_of(Connection *c) {
 // ConnectionFailure(sent = false). picoroute_connections() counts only routed statements.
 ResultPtr round_trip(Connection *c, int sent_ok) {
     if (!sent_ok)
-        throw ConnectionFailure(c->address, PQerrorMessage(c->conn), false);
+        throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
     ResultPtr result;
     try {
@@ -64,23 +76,43 @@ ResultPtr round_trip(Connection *c, int sent_ok) {
 
 // Closes the evicted statements (DEALLOCATE is Picodata SQL; Close messages need libpq 17). A
 // failure leaves the statement on the instance until the connection closes: its name is never
-// used again.
+// used again. Sent as a simple query: a Parse, even of an unnamed statement, needs room in the
+// instance's statement storage, which is full when the connection gives its statements back.
 void close_evicted(Connection *c, RemoteStatements *rs) {
     for (const std::string &name : rs->cache.take_to_close()) {
-        std::string sql = "DEALLOCATE " + name;
-        (void)round_trip(
-            c, PQsendQueryParams(c->conn, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0));
+        std::string sql = "DEALLOCATE " + name;  // names are picoroute_<n>: nothing to quote
+        (void)round_trip(c, PQsendQuery(c->conn, sql.c_str()));
     }
 }
 
+// The instance refused a Parse for lack of statement storage: the connection gives back its
+// prepared statements (closed before its next statement) and goes unnamed. True when it held any,
+// so that a statement refused so finds room when sent again.
+bool give_back_storage(Connection *c, RemoteStatements *rs) {
+    bool first = !rs->cache.is_storage_full();
+    bool freed = rs->cache.storage_full();
+    if (first)
+        pg_call([&] {
+            ereport(LOG, (errmsg("picoroute: the statement storage of Picodata instance %s is "
+                                 "full; this connection closes its prepared statements and sends "
+                                 "every statement unnamed from now on",
+                                 c->address.c_str())));
+        });
+    return freed;
+}
+
 // Prepares `sql` as `name`, after closing the statements due to be closed. False when Parse was
-// refused.
+// refused: the statement goes unnamed (refused for lack of storage, after the connection gave its
+// prepared statements back, see give_back_storage).
 bool prepare(Connection *c, RemoteStatements *rs, const std::string &sql, const std::string &name) {
     close_evicted(c, rs);
     // No parameter types: Picodata infers them from the text, as for an unnamed statement.
     ResultPtr result = round_trip(c, PQsendPrepare(c->conn, name.c_str(), sql.c_str(), 0, nullptr));
     if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-        rs->cache.prepare_failed(sql);  // sent unnamed: its error, if any, comes with the statement
+        if (storage_full(result.get()))
+            give_back_storage(c, rs);
+        else
+            rs->cache.prepare_failed(sql);  // its error, if any, comes with the statement
         return false;
     }
     rs->cache.prepared(sql, name);
@@ -96,8 +128,6 @@ std::string statement_name(Connection *c, RemoteStatements *rs, bool invalidatio
         return {};
     if (use.kind == StatementCache::Use::Kind::Prepare && !prepare(c, rs, sql, use.name))
         return {};
-    rs->in_flight = true;
-    rs->sql = sql;
     return use.name;
 }
 
@@ -109,16 +139,22 @@ void send_on(Connection *c, bool invalidation, const std::string &sql,
     rs->name = statement_name(c, rs, invalidation, sql);
     if (rs->cache.has_to_close())
         close_evicted(c, rs);
+    // A connection that may hold named statements keeps what it sends, to send it once more after
+    // an invalidation or after giving its statement storage back.
+    if (invalidation) {
+        rs->in_flight = true;
+        rs->sql = sql;
+        rs->values.clear();
+        for (const char *v : values)
+            rs->values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
+    }
     int n = static_cast<int>(values.size());
     if (rs->name.empty()) {
         send_statement(c, sql.c_str(), n, values.data());
         return;
     }
-    rs->values.clear();
-    for (const char *v : values)
-        rs->values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
     if (!PQsendQueryPrepared(c->conn, rs->name.c_str(), n, values.data(), nullptr, nullptr, 0))
-        throw ConnectionFailure(c->address, PQerrorMessage(c->conn), false);
+        throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
 }
 
@@ -132,8 +168,14 @@ Connection *send_routed(const std::string &address, const ConnParams &params,
 
 bool statement_invalidated(Connection *c, const PGresult *result) {
     RemoteStatements *rs = cache_of(c);
-    if (rs == nullptr || !rs->in_flight || rs->name.empty() || result == nullptr ||
+    if (rs == nullptr || !rs->in_flight || result == nullptr ||
         PQresultStatus(result) != PGRES_FATAL_ERROR)
+        return false;
+    // Its Parse refused for lack of storage (nothing ran): sent again once the connection's own
+    // prepared statements are closed, when it had any.
+    if (storage_full(result))
+        return !rs->retried && give_back_storage(c, rs);
+    if (rs->name.empty())
         return false;
     const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
     if (state == nullptr || strcmp(state, kInvalidatedState) != 0)

@@ -11,6 +11,10 @@
 //   pico_stmt_invalidation=true, sent from Picodata 26.1 on) use named statements. After DDL on a
 //   table a statement prepared before fails at Bind with SQLSTATE 42999; it is then prepared again
 //   and run once more (it was not applied: Bind failed).
+// - The statements of all clients of an instance share its storage (pg_statement_max). A Parse
+//   refused because it is full makes the connection close its named statements and send every
+//   statement unnamed from then on; a statement whose own Parse was refused so is sent once more
+//   (nothing of it ran). core/statement_cache.h has the policy.
 // - Parse carries no parameter types: Picodata infers them from the same text as for an unnamed
 //   statement, so values are typed and hashed exactly as before.
 // - A statement's parameters and the routed bucket (bucket_id = $n) are parameters, so one text
@@ -32,10 +36,14 @@ Connection *send_routed(const std::string &address, const ConnParams &params,
 
 // True when `result` is the answer of a named statement of `c` that Picodata reports invalidated
 // (SQLSTATE 42999) and that was not re-prepared for this execution yet: the statement is marked to
-// be prepared again. Call with every result that ends a statement sent by send_routed.
+// be prepared again. Also true, once, when the statement's Parse was refused because the
+// instance's statement storage is full while `c` held prepared statements: they are given back
+// (closed) and the statement goes unnamed. Call with every result that ends a statement sent by
+// send_routed.
 bool statement_invalidated(Connection *c, const PGresult *result);
-// After statement_invalidated: prepares the statement again and sends it once more, with the same
-// parameter values. The connection must be idle (its answer read).
+// After statement_invalidated: prepares the statement again (or closes the statements given back)
+// and sends it once more, with the same parameter values. The connection must be idle (its answer
+// read).
 void resend_invalidated(Connection *c);
 
 // collect_result, with the re-prepare and second execution after an invalidation.
