@@ -1,6 +1,6 @@
 # An instance that never answers, or answers what Picodata never sends, against every path that waits
 # on a remote answer: the first-use declaration check, IMPORT FOREIGN SCHEMA, ANALYZE, a routed read,
-# a streaming scan, a write, picoroute_exec. Each ends on statement_timeout with 57014 at once, sends
+# a streaming scan, a write, picoroute_exec, the worker. Each ends on statement_timeout with 57014 at once, sends
 # nothing after it (a local interrupt is never taken for a remote error) and no cancel request
 # (Picodata hands out no cancel key); a COPY answer closes the connection with a clear error instead
 # of spinning; the backend stays usable. A 4 MB error text with an invalid byte reaches the client
@@ -158,5 +158,34 @@ backend_usable('after a big error');
 is(scalar(grep { ($_->{event} // '') eq 'cancel_request' } @{ logged() }), 0,
     'no cancel request was ever sent (the instance gave no cancel key)');
 
+# ---- the worker, polling an instance that never answers ------------------------------------------
+# Its waits end on its own exit: pg_terminate_backend and a fast shutdown take effect at once.
 $node->stop;
+my $silent = start_fake_instance('--default', 'silent');
+my $poller = start_picoroute_node(
+    name => 'silent_catalog',
+    conninfo => "host=127.0.0.1 port=$silent->{port} dbname=picodata user=picoroute password=picoroute",
+    refresh_interval => '200ms');
+my $worker = '';
+for (1 .. 100) {
+    $worker = $poller->safe_psql('postgres', 'SELECT worker_pid FROM picoroute_status');
+    last if $worker ne '' && grep { ($_->{event} // '') =~ /^(query|parse)$/ } @{ fake_log($silent) };
+    Time::HiRes::sleep(0.1);
+}
+ok(scalar(grep { ($_->{event} // '') =~ /^(query|parse)$/ } @{ fake_log($silent) }) > 0,
+    'the worker is waiting on its catalog query');
+my $t0 = time();
+$poller->safe_psql('postgres', "SELECT pg_terminate_backend($worker)");
+my $gone = 0;
+for (1 .. 100) {
+    my $now = $poller->safe_psql('postgres', 'SELECT worker_pid FROM picoroute_status');
+    if ($now ne $worker) { $gone = 1; last; }
+    Time::HiRes::sleep(0.05);
+}
+my $secs = time() - $t0;
+ok($gone && $secs < 3, "pg_terminate_backend of the waiting worker takes effect at once (${secs}s)");
+$t0 = time();
+$poller->stop('fast');
+$secs = time() - $t0;
+ok($secs < 10, "a fast shutdown with the worker waiting takes a moment (${secs}s)");
 done_testing();
