@@ -181,11 +181,11 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
                    &retrieved, &params, &has_where);
     table_close(rel, NoLock);
 
-    // Route by every clause, pushed down or not: the remote side returns the rows of the chosen
-    // buckets and local filters still apply.
-    List *all_clauses = list_concat(list_copy(remote_exprs), local_exprs);
+    // Route only by the clauses sent with the statement: no bucket filter goes with it, so a key
+    // fixed by a local clause alone (a subquery's array) would have the owner answer for the whole
+    // cluster. Such a statement goes out without a key.
     List *key_exprs = NIL;
-    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, all_clauses, &key_exprs);
+    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, remote_exprs, &key_exprs);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
     // A lookup per outer row (a parameterized path that fixes the key) reads its few rows whole.
     bool lookup = path->path.param_info != nullptr && key_kinds != NIL;
