@@ -120,6 +120,12 @@ is(scalar(@scatter), 2, 'masters scatter: one statement per master') or diag(joi
 is(scalar(grep { /bucket_id IN \((\d+, ){299}\d+\)/ } @scatter), 2, 'each with the list of its 300 buckets');
 my %to = map { /^(\d+):/ ? ($1 => 1) : () } @scatter;
 is(scalar(keys %to), 2, 'sent to two different instances');
+# The WHERE clause counts: two values of a column IN list times 300 buckets are 600 chains.
+like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT count(*) FROM notes WHERE body IN ('a', 'b')}),
+     qr/Routing: scatter 'masters': the buckets of 127\.0\.0\.1:\d+ expand the WHERE clause to 600 OR-of-AND chains, over Picodata's limit of 512; scatter through coordinator/,
+     'EXPLAIN: a 2-value IN list over 300-bucket masters (600 chains): one coordinator instead');
+like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT count(*) FROM notes WHERE NOT (body IN ('a', 'b') OR id > 3)}),
+     qr/Routing: scatter to the 2 masters/, 'EXPLAIN: NOT (a OR b) is one chain per bucket: still a scatter');
 
 # ---- a stale map sends a key to the wrong replicaset: the right rows anyway ------------------------
 # (A bucket computed by another rule would do the same: the statement goes to a wrong instance, and

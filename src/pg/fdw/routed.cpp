@@ -102,6 +102,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     info.read_pref = static_cast<ReadPref>(t->read_pref);
     info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
     info.prune_by_bucket_id = caps::has(t->picodata_version, caps::Capability::PruneByBucketId);
+    info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
     info.tier = t->tier;
     info.bucket_count = view.tier(tier).bucket_count;
     if (keys != nullptr)

@@ -193,6 +193,7 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
         list_make5(makeString(sql.data), retrieved, makeInteger(list_length(params)), key_kinds,
                    makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeBoolean(lookup));
+    fdw_private = lappend(fdw_private, makeInteger(where_dnf_chains(remote_exprs)));
     return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
                             outer_plan);
 }
@@ -218,6 +219,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
                                    intVal(list_nth(priv, PRIV_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
     ss->st->userid = userid;
+    if (list_length(priv) > PRIV_WHERE_CHAINS)
+        ss->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));
