@@ -73,8 +73,9 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v
 SELECT picoroute_apply_events('[
   {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 2901, "end": 3000}, "current_replicaset_uuid": "rs-b"}
 ]') > 0 AS applied;
--- ... and reads each master's own ranges once the map covers the tier.
-EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL);
+-- ... and once the map covers the tier, would send each master its own bucket list: 1500 buckets
+-- are more OR-of-AND chains than Picodata's 512, so one coordinator takes it (EXPLAIN says why).
+SELECT explain_masked($q$SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL)$q$);
 SELECT explain_masked($q$SELECT * FROM settings$q$);
 -- Pushdown: only needed columns; unsupported expressions stay local.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT name FROM users WHERE id = 1 AND lower(name) = 'x';
@@ -92,7 +93,7 @@ RESET plan_cache_mode;
 -- Modifications.
 EXPLAIN (COSTS OFF) UPDATE users SET v = v + 1, name = 'x' WHERE id = 1;
 EXPLAIN (COSTS OFF) DELETE FROM users WHERE id IN (1, 2);
-EXPLAIN (COSTS OFF) DELETE FROM users_m WHERE v > 3;
+SELECT explain_masked($q$DELETE FROM users_m WHERE v > 3$q$);
 EXPLAIN (COSTS OFF) INSERT INTO users VALUES (1, 'a', 2);
 UPDATE users SET id = 2 WHERE id = 1;
 UPDATE pairs SET b = 2 WHERE a = 'x';

@@ -2,8 +2,10 @@
 #include "core/statement_route.h"
 
 #include "core/bucket_hash.h"
+#include "core/capabilities.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <utility>
 
@@ -23,15 +25,20 @@ size_t key_combinations(const KeyValues &keys) {
 // once.
 std::set<uint32_t> key_buckets(const KeyValues &keys, size_t combos, uint32_t bucket_count) {
     size_t nkeys = keys.counts.size();
-    std::vector<std::vector<std::optional<std::string>>> encoded(nkeys);
-    for (size_t i = 0; i < nkeys; i++)
-        encoded[i].resize(keys.counts[i]);
+    // Column by column, flat: value v of column i at first[i] + v.
+    std::vector<size_t> first(nkeys, 0);
+    size_t total = 0;
+    for (size_t i = 0; i < nkeys; i++) {
+        first[i] = total;
+        total += keys.counts[i];
+    }
+    std::vector<std::optional<std::string>> encoded(total);
     std::set<uint32_t> buckets;
     std::vector<size_t> index(nkeys, 0);
     for (size_t c = 0; c < combos; c++) {
         std::string bytes;
         for (size_t i = 0; i < nkeys; i++) {
-            std::optional<std::string> &value = encoded[i][index[i]];
+            std::optional<std::string> &value = encoded[first[i] + index[i]];
             if (!value)
                 value = keys.encode(i, index[i]);
             bytes += *value;
@@ -74,6 +81,24 @@ std::string describe_masters(const std::string &tier, const std::vector<Target> 
     return out;
 }
 
+// Why a 'masters' scatter cannot be sent where Picodata restricts a statement by bucket_id, or ""
+// when it can: a key list combined with bucket lists, or a master whose bucket list would expand
+// the WHERE clause beyond Picodata's chain limit (it would then ask every replicaset, from each
+// master).
+std::string masters_refusal(const StatementInfo &st, const std::vector<Target> &masters) {
+    if (st.keys)
+        return "scatter 'masters' is not combined with a list of sharding keys; ";
+    for (const Target &m : masters) {
+        size_t chains = dnf_chains(st.where_chains, m);
+        if (chains > caps::kDnfChainLimit)
+            return "scatter 'masters': the buckets of " + m.address +
+                   " expand the WHERE clause to " + std::to_string(chains) +
+                   " OR-of-AND chains, over Picodata's limit of " +
+                   std::to_string(caps::kDnfChainLimit) + "; ";
+    }
+    return "";
+}
+
 // A statement without a key: every master of the tier, or one coordinator.
 void route_keyless(const StatementInfo &st, const StatementLookups &lookups, ReadPref pref,
                    StatementRoute *out) {
@@ -85,14 +110,32 @@ void route_keyless(const StatementInfo &st, const StatementLookups &lookups, Rea
             "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
             "restrict a statement before); ";
     } else if (st.scatter_masters) {
-        out->targets = lookups.masters();
-        out->retry = RetryRule::Never;
-        out->description = describe_masters(st.tier, out->targets);
-        return;
+        std::vector<Target> masters = lookups.masters();
+        note = masters_refusal(st, masters);
+        if (note.empty()) {
+            out->targets = std::move(masters);
+            out->retry = RetryRule::Never;
+            out->description = describe_masters(st.tier, out->targets);
+            return;
+        }
     }
     Target c = lookups.spread(pref, st.write);
     out->description = note + "scatter through coordinator " + c.address;
     out->targets = {c};
+}
+
+// Several owners of a keyed statement's buckets: the statement goes once to the first of them,
+// which routes it by its key (each owner sent the whole key list would answer for all of it).
+void send_once(StatementRoute *out) {
+    if (out->targets.size() <= 1)
+        return;
+    Target first = out->targets[0];
+    for (size_t i = 1; i < out->targets.size(); i++)
+        first.buckets.insert(first.buckets.end(), out->targets[i].buckets.begin(),
+                             out->targets[i].buckets.end());
+    std::sort(first.buckets.begin(), first.buckets.end());
+    out->description += ": sent once to " + first.address + ", which routes it by the key";
+    out->targets = {first};
 }
 
 }  // namespace
@@ -127,11 +170,23 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
             out.targets = lookups.group(key_buckets(*st.keys, combos, st.bucket_count), pref);
             out.keyless = false;
             out.description = describe_groups(out.targets);
+            send_once(&out);
             return out;
         }
     }
     route_keyless(st, lookups, pref, &out);
     return out;
+}
+
+size_t dnf_chains(size_t where_chains, const Target &target) {
+    size_t buckets = target.buckets.size();
+    for (const auto &[start, end] : target.ranges)
+        buckets += end >= start ? size_t{end} - start + 1 : 0;
+    if (buckets == 0)
+        return where_chains;
+    if (where_chains > SIZE_MAX / buckets)
+        return SIZE_MAX;
+    return where_chains * buckets;
 }
 
 std::vector<RowGroup> group_rows_by_owner(

@@ -44,6 +44,9 @@ struct StatementInfo {
     std::string tier;                       // its name, for the description
     uint32_t bucket_count = 0;              // of the tier
     std::optional<KeyValues> keys;          // when the clauses fix every key column
+    // The OR-of-AND chains Picodata expands the statement's own WHERE clause into (1: none, or a
+    // conjunction of simple terms), before any bucket filter.
+    size_t where_chains = 1;
 };
 
 // The topology lookups of the decision (each may throw when the map cannot answer).
@@ -67,7 +70,16 @@ struct StatementRoute {
     std::string description;  // what EXPLAIN and errors show
 };
 
+// The statement's targets. A statement that fixes the sharding key carries no bucket filter
+// (Picodata routes it by its key, and a filter would turn a bucket computed differently into an
+// empty answer): the owner of its buckets gets it, and when they have several owners, the first of
+// them gets it once and routes it on. Only a 'masters' scatter restricts each master to its ranges.
 StatementRoute route_statement(const StatementInfo &statement, const StatementLookups &lookups);
+
+// The OR-of-AND chains of "(<where>) AND bucket_id IN (<the target's buckets>)" as Picodata expands
+// it (an IN list is rewritten as ORs): `where_chains` times the number of buckets (the target's
+// buckets, or every bucket of its ranges), `where_chains` when it has none. Saturates at SIZE_MAX.
+size_t dnf_chains(size_t where_chains, const Target &target);
 
 // ---- the rows of an INSERT, grouped by the instance that owns their bucket -------------------
 

@@ -82,6 +82,9 @@ ISO_TS = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\
 UNKNOWN_STARTUP_DROP = ("pico_stmt_invalidation", "picodata_catalog_cdc")
 
 LOG = None
+# PICOEMU_LOG_STATEMENTS=1 in the environment of "picoemu up": every statement a client sends (Query
+# or Parse) is written to front.log as "statement: <text>", so a test can read what it was sent.
+LOG_STATEMENTS = os.environ.get("PICOEMU_LOG_STATEMENTS") == "1"
 
 
 def log(msg):
@@ -638,6 +641,9 @@ class Session:
         if "forward" in o:
             g["picoemu.strict"] = "on" if o["forward"] == "off" else "off"
         g["picoemu.vdbe_opcode_max"] = str(o.get("sql_vdbe_opcode_max", self.front.settings.vdbe_opcode_max))
+        # A statement is routed by the key values bound to it (key_route.sql): every execution is
+        # planned with its own values, never from a generic plan that folded another key's owner.
+        g["plan_cache_mode"] = "force_custom_plan"
         return g
 
     def statement_gucs(self, opts):
@@ -751,6 +757,8 @@ class Session:
             self.skip_until_sync = True
 
     def judge(self, sql, extended):
+        if LOG_STATEMENTS:
+            log("statement: " + " ".join(sql.split()))
         self.front.settings.refresh()
         key = (sql, self.front.settings.version)
         v = self.front.verdicts.get(key)
@@ -909,6 +917,11 @@ class Session:
         if info is not None and info["kind"] in ("tcl", "set"):
             self.synth(msg(b"2"))
             return
+        values = bind_values(body, pos)
+        if info is not None and info["kind"] == "query" and values:
+            # Picodata routes by a sharding key given as a parameter once it is bound: the values
+            # (text format; None otherwise) for key_route.sql, set before the Bind plans the statement.
+            self.inject_extended([("picoemu.bind_params", json.dumps(values))])
         self.push(Entry("fwd", ends=(b"2",)))
         self.send_server(raw)
 
@@ -1026,6 +1039,26 @@ class Session:
 
     def _helper_done(self, e):
         self.helper = "yes" if e.completed else "no"
+
+
+def bind_values(body, pos):
+    """The parameter values of a Bind (from its format codes on) as text, None for NULL or binary."""
+    nf = int.from_bytes(body[pos:pos + 2], "big")
+    fmts = struct.unpack("!%dH" % nf, body[pos + 2:pos + 2 + 2 * nf]) if nf else ()
+    pos += 2 + 2 * nf
+    np = int.from_bytes(body[pos:pos + 2], "big")
+    pos += 2
+    out = []
+    for i in range(np):
+        ln = struct.unpack("!i", body[pos:pos + 4])[0]
+        pos += 4
+        val = None
+        if ln >= 0:
+            val = body[pos:pos + ln]
+            pos += ln
+        fmt = fmts[0] if nf == 1 else (fmts[i] if nf > 1 else 0)
+        out.append(val.decode("utf-8", "replace") if val is not None and fmt == 0 else None)
+    return out
 
 
 def check_bind(body, pos, types):

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import bucket_hash_reference as ref  # noqa: E402
 import emu_pg as pg  # noqa: E402
+import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
 import selftest_front  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
@@ -647,6 +648,7 @@ def old_version_cluster(tc, d):
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 AND bucket_id = 1934", "picoroute"))
     with tc.subTest("25.5: a read that fixes the sharding key is routed to the owner only"):
         tc.assertEqual(t, [p3], str(t))
+    key_as_parameter(tc, ports, s["instances"][0]["front_port"], p1, p3)
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 OR id = 2", "picoroute"))
     with tc.subTest("25.5: a key the emulator cannot read (OR) asks every master"):
         tc.assertEqual(t, [p1, p3], str(t))
@@ -664,6 +666,47 @@ def old_version_cluster(tc, d):
     with tc.subTest("25.5: rows read through the hops"):
         tc.assertEqual(q1(p2, "SELECT count(*) FROM users", "picoroute"), "500")
     move_race(tc, d, [p1, p3], p2)
+
+
+def key_as_parameter(tc, ports, front, p1, p3):
+    """A sharding key given as a bound parameter ("id" = $1) is routed by its value, as Picodata routes
+    after Bind: sent through p1's front, only the owner's (p3) storage is read, the rows are right, and
+    a named statement executed with keys of both owners in one session reaches each owner (no plan
+    folded for another key)."""
+    def rows(answers):
+        errors = [a[1] for a in answers if a[0] == "E"]
+        tc.assertEqual(errors, [], str(errors))
+        return [a[1] for a in answers if a[0] == "D"]
+
+    def once(sql, params):
+        c = w.Conn(front, "picoroute", "picoroute")
+        try:
+            return rows(w.extended(c, sql, params))
+        finally:
+            c.close()
+    got = {}
+    t = touched(ports, lambda: got.update(r=once('SELECT "name" FROM "users" WHERE ("id" = $1)', [1])))
+    with tc.subTest("25.5: a key given as a parameter reaches only its owner"):
+        tc.assertEqual(t, [p3], str(t))
+        tc.assertEqual(got["r"], [["name_1"]])
+    t = touched(ports, lambda: once('UPDATE "users" SET "v" = "v" WHERE ("id" = $1) AND ("v" >= $2)', [1, 0]))
+    with tc.subTest("25.5: an UPDATE by a key given as a parameter reaches only its owner"):
+        tc.assertEqual(t, [p3], str(t))
+    t = touched(ports, lambda: once('SELECT "name" FROM "users" WHERE ("id" = $1) OR ("v" = $2)', [1, -1]))
+    with tc.subTest("25.5: a parameter key under OR is not routed: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    seen = []
+    c = w.Conn(front, "picoroute", "picoroute")
+    try:
+        c.send(w.parse('SELECT "name" FROM "users" WHERE "id" = $1', name="s") + w.sync())
+        c.until_ready()
+        for key in [1] * 7 + [5, 1, 5]:  # id 1: bucket 1934 (p3), id 5: bucket 219 (p1)
+            c.send(w.bind([key], stmt="s") + w.execute() + w.sync())
+            seen.append(rows(c.until_ready()))
+    finally:
+        c.close()
+    with tc.subTest("25.5: a named statement routes every execution by its own key"):
+        tc.assertEqual(seen, [[["name_1"]]] * 7 + [[["name_5"]], [["name_1"]], [["name_5"]]], str(seen))
 
 
 def move_race(tc, d, masters, reader_port, seconds=25):

@@ -19,7 +19,7 @@ use Picoroute::TestCluster
   qw(emu emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
   create_foreign_tables wait_for);
 
-start_emulator(tiers => [ 'default:2:1:3000', 'other:1:1:300' ]);
+start_emulator(tiers => [ 'default:2:1:900', 'other:1:1:300' ]);
 
 emu_table('users', 'id int8, name text, v int8', rows => 20000);
 emu_table('kw', 'option int8, set text, by int8, begin text, filter int8, over text',

@@ -114,8 +114,8 @@ sub check_pushed {
     }
     like($node->safe_psql('postgres', 'EXPLAIN (VERBOSE, COSTS OFF) SELECT u.name, o.id FROM '
                           . 'users u JOIN orders o ON o.user_id = u.id WHERE u.id = 777'),
-         qr/"r1"\."bucket_id" = (\d+)\n.*Routing: bucket \1 -> /s,
-         "${when}fixed key: sent to the owner with its bucket");
+         qr/Remote SQL: SELECT (?:(?!bucket_id)[^\n])* JOIN (?:(?!bucket_id)[^\n])*\n.*Routing: bucket \d+ -> /s,
+         "${when}fixed key: sent to the owner, without a bucket filter");
     # A key from a parameter of a generic plan routes each execution.
     my @keys = (1, 500, 777, 2999, -4);
     is($node->safe_psql('postgres', q{

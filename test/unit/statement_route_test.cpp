@@ -10,10 +10,12 @@
 //   7. exactly kMaxKeyCombinations combinations: still routed by key;
 //   8. more combinations than the cap: keyless, through a coordinator;
 //   9. a tier of 0 buckets: keyless, through a coordinator;
-//  10. several targets: descriptions joined with "; ", "buckets a, b";
+//  10. several owners: descriptions joined with "; ", sent once to the first (no bucket filter);
 //  11. a write with keys: grouped with the leader preference whatever the table's;
 //  12. scatter 'masters' where bucket_id does not prune: the note, then one coordinator;
-//  13. scatter 'masters' where it prunes: every master with its ranges, retry rule Never;
+//  13. scatter 'masters' where it prunes: every master with its ranges, retry rule Never, while
+//      each master's bucket list keeps the WHERE clause within Picodata's 512 chains; else (or
+//      with a key list) one coordinator, and the description says why (dnf_chains counted);
 //  14. no keys, scatter 'coordinator': "scatter through coordinator <address>";
 //  15. a conversion error of a key value propagates.
 #include "core/statement_route.h"
@@ -23,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -55,6 +58,9 @@ struct Recorder {
     std::vector<std::set<uint32_t>> group_calls;
     std::vector<ReadPref> group_prefs;
     int masters_calls = 0;
+    // The ranges of the two masters (2000 and 1000 buckets by default, over the chain limit).
+    std::vector<std::pair<uint32_t, uint32_t>> ranges_a = {{1, 1000}, {2001, 3000}};
+    std::vector<std::pair<uint32_t, uint32_t>> ranges_b = {{1001, 2000}};
 
     StatementLookups lookups() {
         StatementLookups l;
@@ -65,8 +71,8 @@ struct Recorder {
         l.masters = [this] {
             masters_calls++;
             Target a = master("a:1", "r1"), b = master("b:1", "r2");
-            a.ranges = {{1, 1000}, {2001, 3000}};
-            b.ranges = {{1001, 2000}};
+            a.ranges = ranges_a;
+            b.ranges = ranges_b;
             return std::vector<Target>{a, b};
         };
         l.group = [this](const std::set<uint32_t> &buckets, ReadPref pref) {
@@ -245,8 +251,18 @@ TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
     if (!high.empty())
         expected +=
             (expected.empty() ? "" : "; ") + list(high) + " -> b:1 (master of replicaset r2)";
-    EXPECT_EQ(r.description, expected);
-    EXPECT_EQ(r.targets.size(), (low.empty() ? 0u : 1u) + (high.empty() ? 0u : 1u));
+    ASSERT_FALSE(low.empty() || high.empty());  // 1, 2 and 3 have both owners
+    // Each owner sent the whole key list would answer for all of it: the first gets it once and
+    // routes it by the key, with every bucket (a retry re-routes by them).
+    EXPECT_EQ(r.description, expected + ": sent once to a:1, which routes it by the key");
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "a:1");
+    std::vector<uint32_t> all = low;
+    all.insert(all.end(), high.begin(), high.end());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(r.targets[0].buckets, all);
+    EXPECT_TRUE(r.targets[0].ranges.empty());  // no bucket filter
+    EXPECT_FALSE(r.keyless);
 }
 
 TEST(StatementRouteTest, AWriteGroupsItsBucketsOnLeaders) {  // 11
@@ -281,6 +297,8 @@ TEST(StatementRouteTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) 
 
 TEST(StatementRouteTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
     Recorder rec;
+    rec.ranges_a = {{1, 100}, {201, 300}};
+    rec.ranges_b = {{101, 200}};
     StatementInfo st = sharded();
     st.scatter_masters = true;
     st.prune_by_bucket_id = true;
@@ -290,9 +308,82 @@ TEST(StatementRouteTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
     EXPECT_EQ(r.retry, RetryRule::Never);
     EXPECT_TRUE(r.keyless);
     EXPECT_EQ(r.description,
-              "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-1000, 2001-3000), b:1 "
-              "(buckets 1001-2000)");
+              "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-100, 201-300), b:1 "
+              "(buckets 101-200)");
     EXPECT_TRUE(rec.spread_calls.empty());
+}
+
+TEST(StatementRouteTest, MastersScatterAtTheChainLimitStillScatters) {  // 13
+    Recorder rec;
+    rec.ranges_a = {{1, 256}};
+    rec.ranges_b = {{257, 512}};
+    StatementInfo st = sharded();
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    st.where_chains = 2;  // 2 x 256 = 512 chains: the limit itself is allowed
+    StatementRoute r = route_statement(st, rec.lookups());
+    EXPECT_EQ(r.targets.size(), 2u);
+    EXPECT_TRUE(rec.spread_calls.empty());
+}
+
+TEST(StatementRouteTest, MastersScatterOverTheChainLimitGoesThroughOneCoordinator) {  // 13
+    Recorder rec;
+    rec.ranges_a = {{1, 100}};
+    rec.ranges_b = {{101, 300}};
+    StatementInfo st = sharded();
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    st.where_chains = 3;  // b:1: 3 x 200 = 600 chains
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "c:1");
+    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.description,
+              "scatter 'masters': the buckets of b:1 expand the WHERE clause to 600 OR-of-AND "
+              "chains, over Picodata's limit of 512; scatter through coordinator c:1");
+}
+
+TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierGoesThroughOneCoordinator) {  // 13
+    Recorder rec;  // 2000 and 1000 buckets: a plain scan is already over 512 chains
+    StatementInfo st = sharded();
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.description,
+              "scatter 'masters': the buckets of a:1 expand the WHERE clause to 2000 OR-of-AND "
+              "chains, over Picodata's limit of 512; scatter through coordinator c:1");
+}
+
+TEST(StatementRouteTest, MastersScatterIsNeverCombinedWithAKeyList) {  // 13
+    Recorder rec;
+    rec.ranges_a = {{1, 10}};
+    rec.ranges_b = {{11, 20}};
+    // More key combinations than the cap: the statement goes out without routing by its key, but
+    // its key list is still in the WHERE clause.
+    StatementInfo st = sharded(
+        encoded_key_values({std::vector<std::string>(kMaxKeyCombinations + 1, int_bytes(1))}));
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "c:1");
+    EXPECT_EQ(r.description,
+              "scatter 'masters' is not combined with a list of sharding keys; scatter through "
+              "coordinator c:1");
+}
+
+TEST(StatementRouteTest, DnfChainsCountEveryBucketOfTheList) {
+    Target t;
+    EXPECT_EQ(dnf_chains(1, t), 1u);  // no filter
+    EXPECT_EQ(dnf_chains(7, t), 7u);
+    t.buckets = {5, 9};
+    EXPECT_EQ(dnf_chains(1, t), 2u);
+    EXPECT_EQ(dnf_chains(100, t), 200u);  // (k IN (100 keys)) AND bucket_id IN (2 buckets)
+    Target m;
+    m.ranges = {{1, 1500}, {3000, 3000}};
+    EXPECT_EQ(dnf_chains(1, m), 1501u);
+    EXPECT_EQ(dnf_chains(SIZE_MAX / 2, m), SIZE_MAX);  // saturates
 }
 
 TEST(StatementRouteTest, NoKeyGoesThroughACoordinator) {  // 14

@@ -101,7 +101,8 @@ bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     fscan->fdw_exprs = list_concat(list_copy(params), key_exprs);
     List *priv = list_make5(makeString(sql.data), NIL, makeInteger(list_length(params)), key_kinds,
                             makeBoolean(has_where));
-    fscan->fdw_private = lappend(priv, makeBoolean(plan->canSetTag));
+    priv = lappend(priv, makeBoolean(plan->canSetTag));
+    fscan->fdw_private = lappend(priv, makeInteger(where_dnf_chains(clauses)));
     fscan->scan.plan.async_capable = false;
     return true;
 }
@@ -124,6 +125,7 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
     ds->st->userid = userid;
     ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
+    ds->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
     node->fdw_state = ds;
 }
 

@@ -81,6 +81,8 @@ enum PrivateIndex {
 // Scans only, at the index direct modifications use for PRIV_SET_PROCESSED: true for a lookup per
 // outer row (a parameterized path whose join clauses fix the sharding key).
 constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
+// Scans and direct modifications: where_dnf_chains of the clauses sent (an Integer).
+constexpr int PRIV_WHERE_CHAINS = PRIV_SET_PROCESSED + 1;
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
@@ -176,6 +178,9 @@ enum KeyKind { KEY_SCALAR = 1, KEY_ARRAY = 2, KEY_NULL = 3 };
 List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs);
 // `node` without the RelabelTypes around it.
 Node *strip_relabel(Node *node);
+// The OR-of-AND chains Picodata expands the AND-ed `exprs` into (an IN list of constants counts
+// one chain per element, as Picodata rewrites it into ORs), capped at INT_MAX; 1 for none.
+int where_dnf_chains(List *exprs);
 
 struct RoutedStatement;
 // Evaluated sharding-key values of one execution.
@@ -201,6 +206,7 @@ struct RoutedStatement {
     bool has_where;
     bool is_write;
     int nparams;
+    int where_chains;    // the WHERE clause's OR-of-AND chains (0: not known, counted as 1)
     List *param_states;  // ExprState per $n
     FmgrInfo *param_out;
     int32 *param_typmods;  // per $n: the numeric(p,s) typmod to rescale its value to, or -1

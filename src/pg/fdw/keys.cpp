@@ -14,6 +14,7 @@ extern "C" {
 
 #include "pg/fdw/fdw_internal.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace picoroute::pg::fdw {
@@ -60,7 +61,57 @@ bool array_of_values(Node *array, Index relid) {
     return true;
 }
 
+constexpr double kChainCap = 2147483647.0;
+
+// The elements of an IN list's array when they are known at plan time, else 1.
+double array_elements(Node *array) {
+    array = strip_relabel(array);
+    if (array != nullptr && IsA(array, Const) && !reinterpret_cast<Const *>(array)->constisnull) {
+        ArrayType *a = DatumGetArrayTypeP(reinterpret_cast<Const *>(array)->constvalue);
+        return std::max(1, ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)));
+    }
+    if (array != nullptr && IsA(array, ArrayExpr))
+        return std::max(1, list_length(reinterpret_cast<ArrayExpr *>(array)->elements));
+    return 1;
+}
+
+// The chains of `node`, or of NOT `node` when `negated` (De Morgan: an OR under NOT is an AND).
+double dnf_chains_of(Node *node, bool negated) {
+    node = strip_relabel(node);
+    if (node == nullptr)
+        return 1;
+    if (IsA(node, BoolExpr)) {
+        BoolExpr *b = reinterpret_cast<BoolExpr *>(node);
+        if (b->boolop == NOT_EXPR)
+            return dnf_chains_of(static_cast<Node *>(linitial(b->args)), !negated);
+        bool ored = (b->boolop == OR_EXPR) != negated;
+        double n = ored ? 0 : 1;
+        ListCell *lc;
+        foreach (lc, b->args) {
+            double c = dnf_chains_of(static_cast<Node *>(lfirst(lc)), negated);
+            n = ored ? n + c : n * c;
+        }
+        return std::min(n, kChainCap);
+    }
+    if (IsA(node, ScalarArrayOpExpr)) {
+        ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(node);
+        // x IN (a, b) is a OR of equalities; NOT IN, an AND of inequalities (and the reverse
+        // under NOT).
+        if (sa->useOr != negated)
+            return array_elements(static_cast<Node *>(lsecond(sa->args)));
+    }
+    return 1;
+}
+
 }  // namespace
+
+int where_dnf_chains(List *exprs) {
+    double n = 1;
+    ListCell *lc;
+    foreach (lc, exprs)
+        n = std::min(n * dnf_chains_of(static_cast<Node *>(lfirst(lc)), false), kChainCap);
+    return static_cast<int>(n);
+}
 
 Node *strip_relabel(Node *node) {
     while (node != nullptr && IsA(node, RelabelType))

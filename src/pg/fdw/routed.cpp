@@ -4,11 +4,13 @@
 // every master otherwise), the statement as each target gets it, and its execution (whole answers
 // or a stream) through the remote layer; EXPLAIN's "Remote SQL" and "Routing".
 //
-// A single bucket is sent as a parameter, "bucket_id = $n" after the statement's own parameters,
-// so that one text, prepared once per connection, serves every bucket; several buckets, and the
-// ranges of a master, go as the literal list "bucket_id IN (...)" (core/route.h). EXPLAIN shows
-// the bucket written out. The bucket is computed at execution time from constants and
-// parameter values, so a prepared statement follows the map of the moment it runs.
+// A bucket picoroute computes decides where a statement goes, never which rows it sees: a statement
+// that fixes the sharding key is sent as written, without a bucket_id term (Picodata routes it by
+// its key; a bucket computed differently would otherwise make it read nothing and change nothing),
+// so one text, prepared once per connection, serves every key. Only a master of a 'masters'
+// scatter gets a bucket filter, the list of its own buckets (core/route.h). The buckets are
+// computed at execution time from constants and parameter values, so a prepared statement goes
+// where the map of the moment it runs says.
 extern "C" {
 #include "postgres.h"
 
@@ -100,6 +102,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     info.read_pref = static_cast<ReadPref>(t->read_pref);
     info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
     info.prune_by_bucket_id = caps::has(t->picodata_version, caps::Capability::PruneByBucketId);
+    info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
     info.tier = t->tier;
     info.bucket_count = view.tier(tier).bucket_count;
     if (keys != nullptr)
@@ -121,15 +124,12 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     return std::move(route.targets);
 }
 
-// The statement as sent to `target`: the bucket filter, then the OPTION clause (always last).
-// With `bucket_param` > 0, a single bucket is the parameter $bucket_param instead of a literal, so
-// that one text, prepared once per connection, serves every bucket (EXPLAIN shows the literal).
-std::string statement_for(RoutedStatement *st, const Target &target, bool keyless,
-                          int bucket_param = 0) {
+// The statement as sent to `target`: a master's bucket filter (a 'masters' scatter only), then the
+// OPTION clause (always last).
+std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
     const char *column = st->bucket_column ? st->bucket_column : "bucket_id";
-    std::string sql = bucket_param > 0 && target.buckets.size() == 1 && target.ranges.empty()
-                          ? std::string(st->sql) + (st->has_where ? " AND " : " WHERE ") + column +
-                                " = $" + std::to_string(bucket_param)
+    std::string sql = target.ranges.empty()
+                          ? std::string(st->sql)
                           : with_bucket_filter(st->sql, st->has_where, target, column);
     return sql + (st->tail ? st->tail : "") + option_clause(st->table, keyless);
 }
@@ -156,17 +156,8 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
         jobs[i].target = targets[i];
-        jobs[i].sql = statement_for(st, targets[i], keyless, st->nparams + 1);
+        jobs[i].sql = statement_for(st, targets[i], keyless);
         jobs[i].values.assign(values, values + st->nparams);
-        if (targets[i].buckets.size() == 1 && targets[i].ranges.empty()) {
-            jobs[i].shown = statement_for(st, targets[i], keyless);
-            // The bucket's text lives as long as the parameter values (the query's context).
-            std::string bucket = std::to_string(targets[i].buckets[0]);
-            char *copy = nullptr;
-            pg_call(
-                [&] { copy = MemoryContextStrdup(GetMemoryChunkContext(values), bucket.c_str()); });
-            jobs[i].values.push_back(copy);
-        }
     }
     return jobs;
 }
@@ -333,8 +324,8 @@ bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
 
 void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es,
                     const char *sql) {
-    // The statement as it is sent: with the owner's bucket filter when the routing resolves to a
-    // single instance now (EXPLAIN ANALYZE, or keys given as constants).
+    // The statement as it is sent (with its OPTION clause) when the routing resolves to a single
+    // instance now (EXPLAIN ANALYZE, or keys given as constants).
     if (sql == nullptr)
         sql = st->sql;
     const char *routing = st->routing;

@@ -181,11 +181,11 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
                    &retrieved, &params, &has_where);
     table_close(rel, NoLock);
 
-    // Route by every clause, pushed down or not: the remote side returns the rows of the chosen
-    // buckets and local filters still apply.
-    List *all_clauses = list_concat(list_copy(remote_exprs), local_exprs);
+    // Route only by the clauses sent with the statement: no bucket filter goes with it, so a key
+    // fixed by a local clause alone (a subquery's array) would have the owner answer for the whole
+    // cluster. Such a statement goes out without a key.
     List *key_exprs = NIL;
-    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, all_clauses, &key_exprs);
+    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, remote_exprs, &key_exprs);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
     // A lookup per outer row (a parameterized path that fixes the key) reads its few rows whole.
     bool lookup = path->path.param_info != nullptr && key_kinds != NIL;
@@ -193,6 +193,7 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
         list_make5(makeString(sql.data), retrieved, makeInteger(list_length(params)), key_kinds,
                    makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeBoolean(lookup));
+    fdw_private = lappend(fdw_private, makeInteger(where_dnf_chains(remote_exprs)));
     return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
                             outer_plan);
 }
@@ -218,6 +219,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
                                    intVal(list_nth(priv, PRIV_NPARAMS)),
                                    static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
     ss->st->userid = userid;
+    if (list_length(priv) > PRIV_WHERE_CHAINS)
+        ss->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));

@@ -3,13 +3,16 @@
 -- Picodata routes a statement by its sharding-key predicate on every version: this recognises the
 -- simple shape "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and
 -- DELETE FROM t WHERE) in the statement the client sent (current_query()) and computes the bucket
--- the way the storage does. Parameters ($n) elsewhere in the WHERE clause (a bucket_id filter sent as a
--- parameter) do not stop it; anything it is not sure about (a key given as a parameter, OR, joins, subqueries, several
--- statements, a literal whose type differs from the column's, IS NULL, ...) gives NULL: not routed,
--- every replicaset is asked, which costs more, never less.
+-- the way the storage does. A key given as a parameter ("key = $n") is routed by the value bound to it,
+-- as Picodata routes after Bind: the front sets picoemu.bind_params (a JSON array of the text values)
+-- before each Bind. Parameters ($n) elsewhere in the WHERE clause do not stop it; anything it is not
+-- sure about (OR, joins, subqueries, several statements, a literal or bound value whose type differs
+-- from the column's, IS NULL, ...) gives NULL: not routed, every replicaset is asked, which costs
+-- more, never less.
 CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
 RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
 DECLARE
+  params json := coalesce(nullif(current_setting('picoemu.bind_params', true), ''), '[]')::json;
   lits text[] := '{}';
   m text;
   w text;
@@ -59,9 +62,9 @@ BEGIN
   FOREACH t IN ARRAY terms LOOP
     -- without its parentheses, the term must read exactly "column = literal"
     t := btrim(translate(t, '()', ''));
-    r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#)$');
+    r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#|\$[0-9]+)$');
     IF r IS NULL THEN
-      r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#) ?= ?([a-z_][a-z0-9_]*)$');
+      r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#|\$[0-9]+) ?= ?([a-z_][a-z0-9_]*)$');
       IF r IS NOT NULL THEN r := ARRAY[r[2], r[1]]; END IF;
     END IF;
     IF r IS NOT NULL AND NOT (r[1] = ANY(found_cols)) THEN
@@ -73,7 +76,18 @@ BEGIN
     pos := array_position(found_cols, keycols[k]);
     IF pos IS NULL THEN RETURN NULL; END IF;
     val := found_vals[pos];
-    IF keycls[k] = 'int' AND val ~ '^-?[0-9]+$' AND length(val) < 19 THEN
+    IF val ~ '^\$[0-9]+$' THEN
+      -- a bound value: the text of parameter n (NULL, binary or missing: not routed)
+      val := params ->> (substr(val, 2)::int - 1);
+      IF val IS NULL THEN RETURN NULL; END IF;
+      IF keycls[k] = 'int' AND val ~ '^-?[0-9]+$' AND length(val) < 19 THEN
+        key := key || _picoemu.enc_int(val::int8);
+      ELSIF keycls[k] = 'text' THEN
+        key := key || _picoemu.enc_text(val);
+      ELSE
+        RETURN NULL;
+      END IF;
+    ELSIF keycls[k] = 'int' AND val ~ '^-?[0-9]+$' AND length(val) < 19 THEN
       key := key || _picoemu.enc_int(val::int8);
     ELSIF keycls[k] = 'text' AND val ~ '^#[0-9]+#$' THEN
       key := key || _picoemu.enc_text(lits[substr(val, 2, length(val) - 2)::int]);
@@ -98,7 +112,8 @@ CREATE OR REPLACE FUNCTION _picoemu.asked(tbl text, tier text, rs text, keycols 
 RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $f$
 DECLARE
   q text := current_query();
-  tag text := md5(coalesce(q, '') || '|' || tbl || '|' || bucket_count);
+  tag text := md5(coalesce(q, '') || '|' || coalesce(current_setting('picoemu.bind_params', true), '')
+                  || '|' || tbl || '|' || bucket_count);
   c text := current_setting('picoemu.key_cache', true);
   b bigint;
   o text;
