@@ -71,7 +71,7 @@ std::optional<uint32_t> json_bucket_id(const json &value) {
 
 struct ParsedInstance {
     std::string uuid;
-    Field name, raft_id, replicaset_uuid;
+    Field name, raft_id, replicaset_uuid, picodata_version;
     std::string state;
 };
 
@@ -255,6 +255,9 @@ ParsedInstance parse_instance(const InstanceRow &row, size_t i) {
     parsed.name = row.name;
     parsed.raft_id = row.raft_id;
     parsed.replicaset_uuid = row.replicaset_uuid;
+    if (row.picodata_version && !row.picodata_version->empty()) {
+        parsed.picodata_version = row.picodata_version;
+    }
     return parsed;
 }
 
@@ -402,6 +405,7 @@ void add_instance_events(const Topology &current, const ParsedInstances &instanc
         event.replicaset_uuid = parsed.replicaset_uuid;
         event.current_state = parsed.state;
         event.address = instance_address(uuid, parsed, peers, warnings);
+        event.picodata_version = parsed.picodata_version;
         events.push_back(std::move(event));
     }
 }

@@ -28,6 +28,9 @@ struct InstanceEvent {
     std::optional<std::string> current_state;  // e.g. "Online", "Offline"
     std::optional<std::string> address;        // pgproto address "host:port"
     std::optional<std::string> name;           // not in notifications; filled by the catalog source
+    // The release the instance runs as it reports it (_pico_instance.picodata_version, e.g.
+    // "26.1.6"); filled by the catalog source, optional in pushed events.
+    std::optional<std::string> picodata_version;
 };
 
 // A bucket range [start, end] (inclusive) of a tier owned by a replicaset. Notifications only send

@@ -45,6 +45,13 @@ Topology sample() {
             in.current_state = i == 2 ? "Offline" : "Online";
             in.address = "10.0." + std::to_string(r) + "." + std::to_string(i) + ":4327";
             in.name = "i" + std::to_string(r * 10 + i);
+            if (r == 4 && i == 2) {
+                in.picodata_version = "25.5.10";  // offline: does not lower the cluster's version
+            } else if (r == 1) {
+                in.picodata_version = "26.1.6";
+            } else if (r != 5) {
+                in.picodata_version = "26.3.0-142-gabc";
+            }                           // r == 5: an instance that reports none
             if (!(r == 2 && i == 0)) {  // R2's master instance is never seen
                 ev.push_back(in);
             }
@@ -138,6 +145,31 @@ TEST(Snapshot, RoundTripAgreesWithTheModel) {
     EXPECT_EQ(view.find_range(kNone, 1), kNone);
     EXPECT_EQ(view.find_range(99, 1), kNone);
     EXPECT_EQ(view.find_master(kNone, 1), kNone);
+}
+
+TEST(Snapshot, InstancesCarryTheirVersionAndTheClusterVersionIsTheLowestOnline) {
+    Topology t = sample();
+    std::string image = build_snapshot(t, kRoomy);
+    SnapshotView view(image.data(), image.size());
+    int32_t i = view.find_instance(uuid('I', 11));
+    ASSERT_NE(i, kNone);
+    EXPECT_EQ(view.str(view.instance(i).version), "26.1.6");
+    EXPECT_EQ(view.instance(view.find_instance(uuid('I', 50))).version.length, 0u);
+    EXPECT_EQ(t.cluster_version(), std::optional<std::string>("26.1.6"));
+    EXPECT_EQ(view.cluster_version(), std::optional<std::string>("26.1.6"));
+    // The 26.1.6 instances go offline: the lowest online is the head build.
+    for (int n : {10, 11}) {
+        InstanceEvent off;
+        off.instance_uuid = uuid('I', n);
+        off.current_state = "Offline";
+        t.apply(off);
+    }
+    image = build_snapshot(t, kRoomy);
+    EXPECT_EQ(SnapshotView(image.data(), image.size()).cluster_version(),
+              std::optional<std::string>("26.3.0-142-gabc"));
+    EXPECT_EQ(Topology().cluster_version(), std::nullopt);
+    std::string empty = build_snapshot(Topology(), kRoomy);
+    EXPECT_EQ(SnapshotView(empty.data(), empty.size()).cluster_version(), std::nullopt);
 }
 
 TEST(Snapshot, EmptyTopology) {
