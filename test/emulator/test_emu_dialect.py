@@ -110,7 +110,7 @@ PICOROUTE = [
     'UPDATE users SET name = $1, v = $2 WHERE ((id = 7))',
     'DELETE FROM users WHERE ((id = 5)) AND bucket_id = 1934',
     "DELETE FROM users WHERE ((name = 'batch'))",
-    'SELECT name, uuid, raft_id, replicaset_uuid, current_state, tier FROM _pico_instance',
+    'SELECT * FROM _pico_instance',
     'SELECT raft_id, address, connection_type FROM _pico_peer_address',
     'SELECT name, uuid, current_master_name, tier, state FROM _pico_replicaset',
     'SELECT name, bucket_count FROM _pico_tier',
