@@ -124,7 +124,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_replicas) {
 }
 
 // Behind the view picoroute_instances: (uuid, name, replicaset_uuid, replicaset_name, tier,
-// state, address, is_master, is_online), ordered by uuid.
+// state, address, is_master, is_online, picodata_version), ordered by uuid.
 PICOROUTE_SQL_FUNCTION(picoroute_instance_rows) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
@@ -144,6 +144,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_instance_rows) {
             Cell::str_or_null(view.str(instance.address)),
             Cell::boolean(replicaset != nullptr && replicaset->master == static_cast<int32_t>(i)),
             Cell::boolean(instance.online != 0),
+            Cell::str_or_null(view.str(instance.version)),
         });
     }
     return_rows(fcinfo, rows);
