@@ -318,6 +318,23 @@ std::map<std::string, uint32_t> parse_tiers(const CatalogRows &rows) {
     return tiers;
 }
 
+// _pico_tier.is_default of the tier `name` as a boolean's text ("t", "true"); std::nullopt when
+// the column is absent or null.
+std::optional<bool> tier_is_default(const CatalogRows &rows, const std::string &name) {
+    for (const TierRow &row : rows.tiers) {
+        if (row.name && *row.name == name && row.is_default) {
+            const std::string &v = *row.is_default;
+            if (v == "t" || v == "true" || v == "1") {
+                return true;
+            }
+            if (v == "f" || v == "false" || v == "0") {
+                return false;
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 // The bucket ranges listed for each tier that was read, parsed before anything is emitted so that
 // a bad answer produces no events. A range beyond the tier's bucket_count (the known count, unless
 // it is 0: a tier without buckets yet takes the listed count) is refused.
@@ -458,7 +475,7 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
     add_replicaset_events(current, replicasets, instances, events);
     add_instance_events(current, instances, peers, warnings, events);
     for (const auto &[name, count] : tiers) {
-        events.push_back(TierEvent{name, count});
+        events.push_back(TierEvent{name, count, tier_is_default(rows, name)});
     }
     for (auto &[tier, listing] : listings) {
         add_bucket_events(current, tier, listing, events);

@@ -26,7 +26,7 @@ inline constexpr const char *kPeerAddressQuery =
     "SELECT raft_id, address, connection_type FROM _pico_peer_address";
 inline constexpr const char *kReplicasetQuery =
     "SELECT name, uuid, current_master_name, tier, state FROM _pico_replicaset";
-inline constexpr const char *kTierQuery = "SELECT name, bucket_count FROM _pico_tier";
+inline constexpr const char *kTierQuery = "SELECT * FROM _pico_tier";  // is_default: 25.4.1+
 inline constexpr const char *kBucketQuery = "SELECT _pico_bucket($1)";
 
 struct InstanceRow {
@@ -41,6 +41,7 @@ struct ReplicasetRow {
 };
 struct TierRow {
     Field name, bucket_count;
+    Field is_default;  // "t"/"true" for the default tier; null when the catalog has no such column
 };
 
 struct CatalogRows {

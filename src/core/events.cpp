@@ -47,6 +47,9 @@ struct Describer {
     }
     void operator()(const TierEvent &e) const {
         out << "tier name=\"" << e.name << "\" bucket_count=" << e.bucket_count;
+        if (e.is_default.value_or(false)) {
+            out << " default";
+        }
     }
 };
 

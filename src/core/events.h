@@ -49,6 +49,9 @@ struct BucketEvent {
 struct TierEvent {
     std::string name;
     uint32_t bucket_count = 0;
+    // _pico_tier.is_default: the tier a table goes to when its DDL names none; std::nullopt when
+    // not said (a catalog without the column, a pushed event).
+    std::optional<bool> is_default;
 };
 
 using Event = std::variant<ReplicasetEvent, InstanceEvent, BucketEvent, TierEvent>;

@@ -177,8 +177,10 @@ void add_tiers(const Topology &topology, const std::vector<std::string> &names,
     for (const std::string &name : names) {
         auto count = topology.tiers().find(name);
         bool known = count != topology.tiers().end();
-        TierRecord tier{out.pool.add(std::string_view(name)), known ? count->second : 0,
-                        known ? kTierCountKnown : 0, static_cast<uint32_t>(out.ranges.size()), 0};
+        uint32_t flags =
+            (known ? kTierCountKnown : 0) | (topology.default_tier() == name ? kTierDefault : 0);
+        TierRecord tier{out.pool.add(std::string_view(name)), known ? count->second : 0, flags,
+                        static_cast<uint32_t>(out.ranges.size()), 0};
         auto map = topology.buckets().find(name);
         if (map != topology.buckets().end()) {
             for (const auto &[start, range] : map->second) {
@@ -480,6 +482,15 @@ int32_t SnapshotView::find_master(int32_t tier_index, uint32_t bucket_id) const 
 
 int32_t SnapshotView::find_instance(std::string_view uuid) const {
     return find_sorted(*this, instances_, header_->n_instances, &InstanceRecord::uuid, uuid);
+}
+
+int32_t SnapshotView::default_tier() const {
+    for (uint32_t i = 0; i < header_->n_tiers; ++i) {
+        if (tiers_[i].flags & kTierDefault) {
+            return static_cast<int32_t>(i);
+        }
+    }
+    return kNone;
 }
 
 std::optional<std::string> SnapshotView::cluster_version() const {

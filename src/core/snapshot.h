@@ -45,8 +45,9 @@ struct SnapshotHeader {
     uint64_t total_size;  // bytes of the whole image, header included
 };
 
-inline constexpr uint32_t kTierCountKnown =
-    1;  // TierRecord::flags: bucket_count came from the tier
+// TierRecord::flags: bucket_count came from the tier; the catalog flags it as the default tier.
+inline constexpr uint32_t kTierCountKnown = 1;
+inline constexpr uint32_t kTierDefault = 2;
 
 struct TierRecord {
     StringRef name;
@@ -132,6 +133,8 @@ class SnapshotView {
     // Index of the master instance of the bucket's owner or kNone (same rules as
     // Topology::find_bucket_master).
     int32_t find_master(int32_t tier_index, uint32_t bucket_id) const;
+    // Index of the tier flagged kTierDefault or kNone.
+    int32_t default_tier() const;
     // Index of the instance with this uuid or kNone.
     int32_t find_instance(std::string_view uuid) const;
     // The lowest version reported by an online instance (Topology::cluster_version on the image).

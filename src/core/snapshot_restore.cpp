@@ -122,7 +122,8 @@ void replay_tier_counts(const SnapshotView &view, Topology &topology) {
     for (uint32_t t = 0; t < view.n_tiers(); ++t) {
         const TierRecord &tier = view.tier(t);
         if (tier.flags & kTierCountKnown) {
-            topology.apply(TierEvent{std::string(view.str(tier.name)), tier.bucket_count});
+            topology.apply(TierEvent{std::string(view.str(tier.name)), tier.bucket_count,
+                                     (tier.flags & kTierDefault) != 0});
         }
     }
 }

@@ -30,7 +30,8 @@ bool BucketRange::operator==(const BucketRange &other) const {
 
 bool Topology::operator==(const Topology &other) const {
     return instances_ == other.instances_ && replicasets_ == other.replicasets_ &&
-           buckets_ == other.buckets_ && tiers_ == other.tiers_;
+           buckets_ == other.buckets_ && tiers_ == other.tiers_ &&
+           default_tier_ == other.default_tier_;
 }
 
 namespace {
@@ -305,6 +306,13 @@ bool Topology::apply_tier(const TierEvent &event) {
         added = true;
     }
     added |= buckets_.try_emplace(event.name).second;
+    if (event.is_default.value_or(false) && default_tier_ != event.name) {
+        default_tier_ = event.name;
+        added = true;
+    } else if (!event.is_default.value_or(true) && default_tier_ == event.name) {
+        default_tier_.reset();
+        added = true;
+    }
     return added;
 }
 

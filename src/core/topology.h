@@ -85,6 +85,8 @@ class Topology {
     const std::map<std::string, TierBucketMap, std::less<>> &buckets() const { return buckets_; }
     // tier name -> bucket_count.
     const std::map<std::string, uint32_t, std::less<>> &tiers() const { return tiers_; }
+    // The tier the catalog flags as the default one (_pico_tier.is_default), when it says.
+    const std::optional<std::string> &default_tier() const { return default_tier_; }
 
     bool operator==(const Topology &other) const;
 
@@ -106,6 +108,7 @@ class Topology {
     std::map<std::string, Replicaset> replicasets_;
     std::map<std::string, TierBucketMap, std::less<>> buckets_;
     std::map<std::string, uint32_t, std::less<>> tiers_;
+    std::optional<std::string> default_tier_;
 };
 
 }  // namespace picoroute

@@ -1,6 +1,8 @@
 // Catalog rows -> events: parsing, address resolution, ordering, deletes and malformed rows.
 #include "core/catalog.h"
 #include "core/errors.h"
+#include "core/snapshot.h"
+#include "core/snapshot_restore.h"
 
 #include <gtest/gtest.h>
 
@@ -39,7 +41,7 @@ CatalogRows cluster() {
         {"r1", kR1, "i1", "default", "ready"},
         {"r2", kR2, "nobody", "default", "ready"},
     };
-    rows.tiers = {{"default", "3000"}};
+    rows.tiers = {{"default", "3000", std::nullopt}};
     rows.bucket_json["default"] =
         "[" + range_json(1501, 3000, kR2) + "," + range_json(1, 1500, kR1) + "]";
     return rows;
@@ -319,7 +321,7 @@ TEST(Catalog, NonTcpAddressesAreRejectedAndReported) {
 // its buckets are then read; before, the first count stayed and every later refresh failed.
 TEST(Catalog, TierWithZeroBucketsAtStartRecovers) {
     CatalogRows rows = cluster();
-    rows.tiers = {{"default", "0"}};
+    rows.tiers = {{"default", "0", std::nullopt}};
     rows.bucket_json.clear();
     Topology t;
     t.apply_all(events_from_catalog(rows, t));
@@ -363,6 +365,24 @@ TEST(Catalog, InstancesCarryTheReportedVersion) {
     Topology fresh;
     fresh.apply_all(events_from_catalog(rows, fresh));
     EXPECT_EQ(fresh.cluster_version(), std::nullopt);
+}
+
+TEST(Catalog, TheDefaultTierIsTheOneFlaggedIsDefault) {
+    Topology t;
+    t.apply_all(events_from_catalog(cluster(), t));
+    EXPECT_EQ(t.default_tier(), std::nullopt);  // no is_default column: not said
+    CatalogRows rows = cluster();
+    rows.tiers = {{"default", "3000", "f"}, {"main", "0", "t"}};
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(t.default_tier(), std::optional<std::string>("main"));
+    std::string image = build_snapshot(t, SnapshotLimits{16, 16, 16});
+    SnapshotView view(image.data(), image.size());
+    ASSERT_NE(view.default_tier(), kNone);
+    EXPECT_EQ(view.str(view.tier(view.default_tier()).name), "main");
+    EXPECT_EQ(topology_from_snapshot(view).default_tier(), std::optional<std::string>("main"));
+    rows.tiers = {{"default", "3000", "true"}, {"main", "0", "false"}};
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(t.default_tier(), std::optional<std::string>("default"));
 }
 
 TEST(Catalog, ExpelledCountsAsAbsent) {

@@ -24,9 +24,9 @@ std::string uuid(char kind, int n) {
 Topology sample() {
     Topology t;
     std::vector<Event> ev;
-    ev.push_back(TierEvent{"hot", 3000});
-    ev.push_back(TierEvent{"cold", 16});
-    ev.push_back(TierEvent{"empty", 0});
+    ev.push_back(TierEvent{"hot", 3000, std::nullopt});
+    ev.push_back(TierEvent{"cold", 16, std::nullopt});
+    ev.push_back(TierEvent{"empty", 0, std::nullopt});
     for (int r = 1; r <= 5; ++r) {
         ReplicasetEvent rs;
         rs.replicaset_uuid = uuid('R', r);
@@ -199,7 +199,7 @@ TEST(Snapshot, CapacityErrorsNameTheSetting) {
 
     Topology tiers_only;
     for (int i = 0; i < 3; ++i) {
-        tiers_only.apply(TierEvent{"t" + std::to_string(i), 10});
+        tiers_only.apply(TierEvent{"t" + std::to_string(i), 10, std::nullopt});
     }
     try {
         build_snapshot(tiers_only, {0, 2, 0});
@@ -226,7 +226,7 @@ TEST(Snapshot, CapacityErrorsNameTheSetting) {
 TEST(Snapshot, RealisticTopologyAtTheLimitsFits) {
     const SnapshotLimits limits{300, 100, 3000};
     Topology t;
-    t.apply(TierEvent{"default", 3000});
+    t.apply(TierEvent{"default", 3000, std::nullopt});
     std::vector<Event> ev;
     for (int r = 0; r < 100; ++r) {
         ReplicasetEvent rs;
@@ -431,7 +431,7 @@ namespace {
 // including gaps, buckets beyond a tier's count, tiers without a count and tiers too large for it.
 TEST(SnapshotBucketIndex, AgreesWithTheSearchForEveryBucket) {
     Topology topology;
-    std::vector<Event> events{TierEvent{"a", 100}, TierEvent{"b", 7}};
+    std::vector<Event> events{TierEvent{"a", 100, std::nullopt}, TierEvent{"b", 7, std::nullopt}};
     for (const char *rs : {"r1", "r2"}) {
         ReplicasetEvent e;
         e.replicaset_uuid = rs;
@@ -478,7 +478,7 @@ TEST(SnapshotBucketIndex, StaysWithinItsMemoryBudget) {
     const uint32_t kTiers = 20, kBuckets = 100000;
     for (uint32_t i = 0; i < kTiers; ++i) {
         std::string tier = "t" + std::to_string(100 + i);
-        events.push_back(TierEvent{tier, kBuckets});
+        events.push_back(TierEvent{tier, kBuckets, std::nullopt});
         events.push_back(bucket(tier, 1, kBuckets / 2, "r1"));
         events.push_back(bucket(tier, kBuckets / 2 + 1, kBuckets, "r2"));
     }
