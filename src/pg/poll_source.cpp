@@ -287,8 +287,9 @@ CatalogRows PollSource::read_catalog(std::vector<std::string> &warnings) {
                                  {"name", "uuid", "current_master_name", "tier", "state"}))
         rows.replicasets.push_back(ReplicasetRow{f[0], f[1], f[2], f[3], f[4]});
     r = fetch_table("_pico_tier", kTierQuery);
+    std::vector<Field> is_default = optional_column(r.get(), "is_default");
     for (auto &f : named_columns(r.get(), "_pico_tier", {"name", "bucket_count"}))
-        rows.tiers.push_back(TierRow{f[0], f[1]});
+        rows.tiers.push_back(TierRow{f[0], f[1], is_default[rows.tiers.size()]});
     r.reset();
     read_bucket_maps(rows, warnings);
     return rows;

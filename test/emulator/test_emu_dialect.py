@@ -113,7 +113,7 @@ PICOROUTE = [
     'SELECT * FROM _pico_instance',
     'SELECT raft_id, address, connection_type FROM _pico_peer_address',
     'SELECT name, uuid, current_master_name, tier, state FROM _pico_replicaset',
-    'SELECT name, bucket_count FROM _pico_tier',
+    'SELECT * FROM _pico_tier',
     'SELECT _pico_bucket($1)',
     'SELECT * FROM _pico_bucket($1)',
     'SELECT "name", "distribution", "format" FROM "_pico_table"',

@@ -44,7 +44,7 @@ struct TableInfo {
     Oid relid;
     Oid serverid;
     char *server_name;
-    char *tier;          // server option tier (default "default")
+    char *tier;          // server option tier (server_tier_name)
     int scatter;         // Scatter
     int read_pref;       // ReadPref
     char *remote_table;  // table_name or the foreign table's name
@@ -85,6 +85,9 @@ constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
+// The tier of a server: its option `tier` when given, else the tier the catalog flags as the
+// default (_pico_tier.is_default, from the map), else "default". C++ context (reads the map).
+std::string server_tier_name(const char *option);
 // How the table's server hashes an integral double key value (its Picodata version's rule).
 DoubleHashRule double_rule_of(const TableInfo *table);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.

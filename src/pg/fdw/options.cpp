@@ -1,6 +1,7 @@
 // Options of the picoroute foreign data wrapper: validation and resolution.
 //
-//   server:        tier (default 'default'), scatter (coordinator | masters),
+//   server:        tier (default: the tier _pico_tier.is_default flags, else 'default'), scatter
+//   (coordinator | masters),
 //                  read_preference (leader | replica | any), dbname, sslmode, batch_size,
 //                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1: overrides the detected
 //                  version; without it the lowest version of the online instances, 26.2
@@ -217,6 +218,22 @@ std::string server_version(const char *option) {
 
 }  // namespace
 
+namespace picoroute::pg::fdw {
+
+std::string server_tier_name(const char *option) {
+    if (option != nullptr)
+        return option;
+    if (map_store_available()) {
+        MapRef map = current_map();
+        int32_t tier = map.view->default_tier();
+        if (tier != kNone)
+            return std::string(map.view->str(map.view->tier(tier).name));
+    }
+    return "default";
+}
+
+}  // namespace picoroute::pg::fdw
+
 extern "C" Datum picoroute_fdw_validator(PG_FUNCTION_ARGS) {
     List *options = untransformRelOptions(PG_GETARG_DATUM(0));
     Oid catalog = PG_GETARG_OID(1);
@@ -233,8 +250,9 @@ TableInfo *get_table_info(Oid relid) {
     t->relid = relid;
     t->serverid = server->serverid;
     t->server_name = pstrdup(server->servername);
-    const char *tier = option_value(server->options, "tier");
-    t->tier = pstrdup(tier ? tier : "default");
+    const char *tier_option = option_value(server->options, "tier");
+    std::string tier = guarded([&] { return server_tier_name(tier_option); });
+    t->tier = pstrdup(tier.c_str());
     const char *scatter = option_value(server->options, "scatter");
     t->scatter = static_cast<int>(
         scatter && strcmp(scatter, "masters") == 0 ? Scatter::Masters : Scatter::Coordinator);
