@@ -3,6 +3,8 @@
 # picodata_version follows it: float8 keys (1.0 and -3.0 hash differently from 26.1.1 on, 1.5 and
 # 1e300 the same everywhere) are inserted, read, updated and deleted with the right rows, EXPLAIN
 # showing the bucket of the detected version's rule. The option still overrides the detection.
+# The cluster's default tier is called `main`: servers without a tier option take the tier that
+# _pico_tier.is_default flags.
 # Runs on every emulated version: the detected version and the rule for doubles differ by version.
 use strict;
 use warnings;
@@ -13,22 +15,26 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
-  qw(emu emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
+  qw(emu emu_json emu_private_psql emu_table start_emulator start_picoroute_node exec_options
   wait_for picodata_has);
 
-start_emulator();
+start_emulator(tiers => [ 'main:2:1:3000', 'spare:1:1:300' ]);
 my $release = emu_json('status', '--json')->{picodata_release};
 emu_table('fl', 'f float8, v text');
 
-my $node = start_routing_node(name => 'version', admin => 1, refresh_interval => '300ms');
-create_servers($node, 'pico');
-# The other rule's server: an override of the detected version.
+my $node = start_picoroute_node(name => 'version', refresh_interval => '300ms',
+    conninfo => emu('conninfo', '--user', 'admin'));
+ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'main'", '2', 10), 'map loaded');
+# Neither server names a tier; pico_o overrides the detected version with the other rule's.
 my $integral = picodata_has('double_as_integer');
 my $other = $integral ? '25.5' : '26.2';
+my $xo = exec_options();
 $node->safe_psql('postgres', qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (dbname 'picodata', $xo);
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE fl (f float8, v text) SERVER pico OPTIONS (sharding_key 'f');
 CREATE SERVER pico_o FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', picodata_version '$other');
+  OPTIONS (dbname 'picodata', picodata_version '$other');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_o OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE fl_o (f float8, v text) SERVER pico_o
   OPTIONS (table_name 'fl', sharding_key 'f');
