@@ -77,7 +77,8 @@ PICOROUTE_SQL_FUNCTION(picoroute_route) {
     int32_t tier = require_tier(view, map.generation, text_arg(fcinfo, 0));
     uint32_t bucket_count = require_bucket_count(view, tier);
     bool key_is_null = false;
-    uint32_t bucket_id = hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null);
+    uint32_t bucket_id =
+        hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null, cluster_double_rule(view));
     if (key_is_null)
         PG_RETURN_NULL();
     Owner owner = find_owner(view, tier, bucket_id);

@@ -78,6 +78,8 @@ for my $key ('1.0', '-3.0', '1.5', '1e300') {
     my $bucket = reference_bucket($key, $rule);
     my $located = emu_json('locate', 'fl', '--key', "[$key]");
     is($located->{bucket_id}, $bucket, "key $key: the emulator and the reference agree on bucket $bucket");
+    is($node->safe_psql('postgres', "SELECT picoroute_bucket_id('main', '$key'::float8)"), $bucket,
+       "key $key: picoroute_bucket_id hashes by the detected version's rule");
     $node->safe_psql('postgres', "INSERT INTO fl VALUES ('$key'::float8, 'v$i')");
     is(stored($key), "$bucket\@$located->{master}|v$i", "key $key: INSERT stored the row at its owner");
     like($node->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) SELECT v FROM fl WHERE f = '$key'::float8"),
