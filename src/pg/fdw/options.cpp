@@ -1,7 +1,7 @@
 // Options of the picoroute foreign data wrapper: validation and resolution.
 //
-//   server:        tier (default: the tier _pico_tier.is_default flags, else 'default'), scatter
-//   (coordinator | masters),
+//   server:        tier (default: the tier flagged _pico_tier.is_default, else 'default'),
+//                  scatter (coordinator | masters),
 //                  read_preference (leader | replica | any), dbname, sslmode, batch_size,
 //                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1: overrides the detected
 //                  version; without it the lowest version of the online instances, 26.2
@@ -216,6 +216,18 @@ std::string server_version(const char *option) {
     return kUndetectedVersion;
 }
 
+// A palloc'd copy of the string `fn` computes in C++, for a caller in PostgreSQL context: no C++
+// object outlives the call, so a later ereport crosses no destructor.
+template <typename Fn>
+char *palloc_copy(Fn &&fn) {
+    return guarded([&] {
+        std::string value = fn();
+        char *out = nullptr;
+        pg_call([&] { out = pstrdup(value.c_str()); });
+        return out;
+    });
+}
+
 }  // namespace
 
 namespace picoroute::pg::fdw {
@@ -251,8 +263,7 @@ TableInfo *get_table_info(Oid relid) {
     t->serverid = server->serverid;
     t->server_name = pstrdup(server->servername);
     const char *tier_option = option_value(server->options, "tier");
-    std::string tier = guarded([&] { return server_tier_name(tier_option); });
-    t->tier = pstrdup(tier.c_str());
+    t->tier = palloc_copy([&] { return server_tier_name(tier_option); });
     const char *scatter = option_value(server->options, "scatter");
     t->scatter = static_cast<int>(
         scatter && strcmp(scatter, "masters") == 0 ? Scatter::Masters : Scatter::Coordinator);
@@ -270,8 +281,7 @@ TableInfo *get_table_info(Oid relid) {
     if (batch)
         (void)parse_int(batch, &t->batch_size, 0, nullptr);
     const char *version_option = option_value(server->options, "picodata_version");
-    std::string version = guarded([&] { return server_version(version_option); });
-    t->picodata_version = pstrdup(version.c_str());
+    t->picodata_version = palloc_copy([&] { return server_version(version_option); });
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");
