@@ -258,3 +258,23 @@ SELECT * FROM picoroute_instances ORDER BY uuid;
 SELECT * FROM picoroute_replicasets ORDER BY uuid;
 SELECT * FROM pr_bucket_map;
 SELECT * FROM picoroute_tiers WHERE name IN ('default', 't1', 't2', 't9') ORDER BY name;
+
+------------------------------------------------------------------------------------------------
+-- The detected version: the lowest that an online instance reports (an offline one does not
+-- count); NULL while none reports one. The instances are removed again, leaving the state above.
+------------------------------------------------------------------------------------------------
+SELECT picodata_version FROM picoroute_status;
+SELECT picoroute_apply_events('[
+  {"op": "replace", "map": "instance", "instance_uuid": "iv1", "current_state": "Online", "address": "10.9.0.1:4327", "picodata_version": "26.3.0-142-gabc"},
+  {"op": "replace", "map": "instance", "instance_uuid": "iv2", "current_state": "Online", "address": "10.9.0.2:4327", "picodata_version": "25.5.10"},
+  {"op": "replace", "map": "instance", "instance_uuid": "iv3", "current_state": "Offline", "address": "10.9.0.3:4327", "picodata_version": "25.5.1"}
+]');
+SELECT uuid, is_online, picodata_version FROM picoroute_instances WHERE uuid LIKE 'iv%' ORDER BY uuid;
+SELECT picodata_version FROM picoroute_status;
+SELECT picoroute_apply_events('{"op": "delete", "map": "instance", "instance_uuid": "iv2"}');
+SELECT picodata_version FROM picoroute_status;
+SELECT picoroute_apply_events('[
+  {"op": "delete", "map": "instance", "instance_uuid": "iv1"},
+  {"op": "delete", "map": "instance", "instance_uuid": "iv3"}
+]');
+SELECT picodata_version FROM picoroute_status;

@@ -134,6 +134,19 @@ const char *capability_name(Capability capability) {
     return "";
 }
 
+std::optional<std::string> lowest_version(const std::vector<std::string> &versions) {
+    std::optional<std::string> lowest_text;
+    std::optional<Version> lowest;
+    for (const std::string &text : versions) {
+        std::optional<Version> v = parse_version(text);
+        if (v && (!lowest || *v < *lowest)) {
+            lowest = v;
+            lowest_text = text;
+        }
+    }
+    return lowest_text;
+}
+
 bool has(const Version &version, Capability capability) {
     for (const CapabilityRow &row : capability_table()) {
         if (row.capability != capability)

@@ -30,6 +30,10 @@ inline bool operator>=(const Version &a, const Version &b) {
 // nullopt for a missing or unrecognised version: such a version has no capability.
 std::optional<Version> parse_version(std::string_view text);
 std::string to_string(const Version &v);
+// The lowest of `versions` as reported (the text itself, "25.5.10" of {"26.1.6", "25.5.10"}): what
+// a cluster whose instances report them can do. Texts that do not parse (an instance that reports
+// nothing) are skipped; std::nullopt when none parses.
+std::optional<std::string> lowest_version(const std::vector<std::string> &versions);
 
 enum class Capability {
     PruneByBucketId,     // bucket_id = N / IN (...) restricts a statement to the owners

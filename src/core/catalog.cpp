@@ -71,7 +71,7 @@ std::optional<uint32_t> json_bucket_id(const json &value) {
 
 struct ParsedInstance {
     std::string uuid;
-    Field name, raft_id, replicaset_uuid;
+    Field name, raft_id, replicaset_uuid, picodata_version;
     std::string state;
 };
 
@@ -255,6 +255,9 @@ ParsedInstance parse_instance(const InstanceRow &row, size_t i) {
     parsed.name = row.name;
     parsed.raft_id = row.raft_id;
     parsed.replicaset_uuid = row.replicaset_uuid;
+    if (row.picodata_version && !row.picodata_version->empty()) {
+        parsed.picodata_version = row.picodata_version;
+    }
     return parsed;
 }
 
@@ -313,6 +316,23 @@ std::map<std::string, uint32_t> parse_tiers(const CatalogRows &rows) {
         tiers.emplace(*row.name, *count);
     }
     return tiers;
+}
+
+// _pico_tier.is_default of the tier `name` as a boolean's text ("t", "true"); std::nullopt when
+// the column is absent or null.
+std::optional<bool> tier_is_default(const CatalogRows &rows, const std::string &name) {
+    for (const TierRow &row : rows.tiers) {
+        if (row.name && *row.name == name && row.is_default) {
+            const std::string &v = *row.is_default;
+            if (v == "t" || v == "true" || v == "1") {
+                return true;
+            }
+            if (v == "f" || v == "false" || v == "0") {
+                return false;
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 // The bucket ranges listed for each tier that was read, parsed before anything is emitted so that
@@ -402,6 +422,7 @@ void add_instance_events(const Topology &current, const ParsedInstances &instanc
         event.replicaset_uuid = parsed.replicaset_uuid;
         event.current_state = parsed.state;
         event.address = instance_address(uuid, parsed, peers, warnings);
+        event.picodata_version = parsed.picodata_version;
         events.push_back(std::move(event));
     }
 }
@@ -454,7 +475,7 @@ std::vector<Event> events_from_catalog(const CatalogRows &rows, const Topology &
     add_replicaset_events(current, replicasets, instances, events);
     add_instance_events(current, instances, peers, warnings, events);
     for (const auto &[name, count] : tiers) {
-        events.push_back(TierEvent{name, count});
+        events.push_back(TierEvent{name, count, tier_is_default(rows, name)});
     }
     for (auto &[tier, listing] : listings) {
         add_bucket_events(current, tier, listing, events);

@@ -18,18 +18,20 @@ namespace picoroute {
 // A text column as libpq returns it; std::nullopt is SQL NULL.
 using Field = std::optional<std::string>;
 
-// The queries a poll runs, columns selected by name (columns were added between releases).
-inline constexpr const char *kInstanceQuery =
-    "SELECT name, uuid, raft_id, replicaset_uuid, current_state, tier FROM _pico_instance";
+// The queries a poll runs, columns selected by name (columns were added between releases). Every
+// column of _pico_instance is asked for so that one a release lacks (picodata_version) comes back
+// absent instead of failing the poll; the answer is read by column name.
+inline constexpr const char *kInstanceQuery = "SELECT * FROM _pico_instance";
 inline constexpr const char *kPeerAddressQuery =
     "SELECT raft_id, address, connection_type FROM _pico_peer_address";
 inline constexpr const char *kReplicasetQuery =
     "SELECT name, uuid, current_master_name, tier, state FROM _pico_replicaset";
-inline constexpr const char *kTierQuery = "SELECT name, bucket_count FROM _pico_tier";
+inline constexpr const char *kTierQuery = "SELECT * FROM _pico_tier";  // is_default: 25.4.1+
 inline constexpr const char *kBucketQuery = "SELECT _pico_bucket($1)";
 
 struct InstanceRow {
     Field name, uuid, raft_id, replicaset_uuid, current_state, tier;
+    Field picodata_version;  // null when the catalog has no such column
 };
 struct PeerAddressRow {
     Field raft_id, address, connection_type;
@@ -39,6 +41,7 @@ struct ReplicasetRow {
 };
 struct TierRow {
     Field name, bucket_count;
+    Field is_default;  // "t"/"true" for the default tier; null when the catalog has no such column
 };
 
 struct CatalogRows {

@@ -33,6 +33,7 @@ struct Describer {
         put_optional(out, "replicaset", e.replicaset_uuid);
         put_optional(out, "state", e.current_state);
         put_optional(out, "address", e.address);
+        put_optional(out, "version", e.picodata_version);
     }
     void operator()(const BucketEvent &e) const {
         out << "bucket " << op_name(e.op) << " tier=\"" << e.tier << "\" range=[" << e.start << ", "
@@ -46,6 +47,9 @@ struct Describer {
     }
     void operator()(const TierEvent &e) const {
         out << "tier name=\"" << e.name << "\" bucket_count=" << e.bucket_count;
+        if (e.is_default.value_or(false)) {
+            out << " default";
+        }
     }
 };
 

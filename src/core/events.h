@@ -28,6 +28,9 @@ struct InstanceEvent {
     std::optional<std::string> current_state;  // e.g. "Online", "Offline"
     std::optional<std::string> address;        // pgproto address "host:port"
     std::optional<std::string> name;           // not in notifications; filled by the catalog source
+    // The release the instance runs as it reports it (_pico_instance.picodata_version, e.g.
+    // "26.1.6"); filled by the catalog source, optional in pushed events.
+    std::optional<std::string> picodata_version;
 };
 
 // A bucket range [start, end] (inclusive) of a tier owned by a replicaset. Notifications only send
@@ -46,6 +49,9 @@ struct BucketEvent {
 struct TierEvent {
     std::string name;
     uint32_t bucket_count = 0;
+    // _pico_tier.is_default: the tier a table goes to when its DDL names none; std::nullopt when
+    // not said (a catalog without the column, a pushed event).
+    std::optional<bool> is_default;
 };
 
 using Event = std::variant<ReplicasetEvent, InstanceEvent, BucketEvent, TierEvent>;

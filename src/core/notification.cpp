@@ -148,7 +148,8 @@ Event decode(const json &object, size_t index) {
                              element.optional_nonempty("replicaset_uuid"),
                              element.optional_string("current_state"),
                              element.optional_string("address"),
-                             element.optional_string("name")};
+                             element.optional_string("name"),
+                             element.optional_nonempty("picodata_version")};
     }
     if (map == "bucket") {
         BucketEvent event;

@@ -1,6 +1,7 @@
 // The flat topology image: building it from a Topology and reading it back safely.
 #include "core/snapshot.h"
 
+#include "core/capabilities.h"
 #include "core/errors.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@ namespace picoroute {
 static_assert(sizeof(SnapshotHeader) == 32 && alignof(SnapshotHeader) == 8);
 static_assert(sizeof(TierRecord) == 24 && alignof(TierRecord) <= 8);
 static_assert(sizeof(ReplicasetRecord) == 40 && alignof(ReplicasetRecord) <= 8);
-static_assert(sizeof(InstanceRecord) == 48 && alignof(InstanceRecord) <= 8);
+static_assert(sizeof(InstanceRecord) == 56 && alignof(InstanceRecord) <= 8);
 static_assert(sizeof(RangeRecord) == 28 && alignof(RangeRecord) <= 8);
 
 namespace {
@@ -176,8 +177,10 @@ void add_tiers(const Topology &topology, const std::vector<std::string> &names,
     for (const std::string &name : names) {
         auto count = topology.tiers().find(name);
         bool known = count != topology.tiers().end();
-        TierRecord tier{out.pool.add(std::string_view(name)), known ? count->second : 0,
-                        known ? kTierCountKnown : 0, static_cast<uint32_t>(out.ranges.size()), 0};
+        uint32_t flags =
+            (known ? kTierCountKnown : 0) | (topology.default_tier() == name ? kTierDefault : 0);
+        TierRecord tier{out.pool.add(std::string_view(name)), known ? count->second : 0, flags,
+                        static_cast<uint32_t>(out.ranges.size()), 0};
         auto map = topology.buckets().find(name);
         if (map != topology.buckets().end()) {
             for (const auto &[start, range] : map->second) {
@@ -208,7 +211,7 @@ void add_instances(const Topology &topology, const PositionIndex &replicaset_ind
             out.pool.add(std::string_view(uuid)), out.pool.add(instance.name),
             out.pool.add(instance.replicaset_uuid), out.pool.add(instance.current_state),
             out.pool.add(instance.address), lookup(replicaset_index, instance.replicaset_uuid),
-            instance.is_online() ? 1u : 0u});
+            instance.is_online() ? 1u : 0u, out.pool.add(instance.picodata_version)});
     }
 }
 
@@ -347,8 +350,9 @@ void SnapshotView::check_replicasets() const {
 void SnapshotView::check_instances() const {
     for (uint32_t i = 0; i < header_->n_instances; ++i) {
         const InstanceRecord &inst = instances_[i];
-        check_refs({inst.uuid, inst.name, inst.replicaset_uuid, inst.state, inst.address},
-                   "instance", i);
+        check_refs(
+            {inst.uuid, inst.name, inst.replicaset_uuid, inst.state, inst.address, inst.version},
+            "instance", i);
         check_index(inst.replicaset, header_->n_replicasets, "instance", i);
         if (inst.online > 1) {
             damaged("instance " + std::to_string(i) + " has a bad online flag");
@@ -478,6 +482,25 @@ int32_t SnapshotView::find_master(int32_t tier_index, uint32_t bucket_id) const 
 
 int32_t SnapshotView::find_instance(std::string_view uuid) const {
     return find_sorted(*this, instances_, header_->n_instances, &InstanceRecord::uuid, uuid);
+}
+
+int32_t SnapshotView::default_tier() const {
+    for (uint32_t i = 0; i < header_->n_tiers; ++i) {
+        if (tiers_[i].flags & kTierDefault) {
+            return static_cast<int32_t>(i);
+        }
+    }
+    return kNone;
+}
+
+std::optional<std::string> SnapshotView::cluster_version() const {
+    std::vector<std::string> versions;
+    for (uint32_t i = 0; i < header_->n_instances; ++i) {
+        if (instances_[i].online && instances_[i].version.length != 0) {
+            versions.emplace_back(str(instances_[i].version));
+        }
+    }
+    return caps::lowest_version(versions);
 }
 
 }  // namespace picoroute

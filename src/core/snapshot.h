@@ -18,13 +18,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace picoroute {
 
-inline constexpr uint32_t kSnapshotMagic = 0x50525431;  // "PRT1"
+// The magic names the layout: it changes with any record (PRT2: instances carry their version).
+inline constexpr uint32_t kSnapshotMagic = 0x50525432;  // "PRT2"
 inline constexpr int32_t kNone = -1;
 inline constexpr size_t kBucketIndexEntryBytes = 8;  // one bucket in SnapshotView's dense table
 
@@ -43,8 +45,9 @@ struct SnapshotHeader {
     uint64_t total_size;  // bytes of the whole image, header included
 };
 
-inline constexpr uint32_t kTierCountKnown =
-    1;  // TierRecord::flags: bucket_count came from the tier
+// TierRecord::flags: bucket_count came from the tier; the catalog flags it as the default tier.
+inline constexpr uint32_t kTierCountKnown = 1;
+inline constexpr uint32_t kTierDefault = 2;
 
 struct TierRecord {
     StringRef name;
@@ -65,6 +68,7 @@ struct InstanceRecord {
     StringRef uuid, name, replicaset_uuid, state, address;
     int32_t replicaset;  // index into ReplicasetRecord[] or kNone
     uint32_t online;     // 1 when state is Online
+    StringRef version;   // picodata_version as reported; empty ref = unknown
 };
 
 struct RangeRecord {
@@ -129,8 +133,12 @@ class SnapshotView {
     // Index of the master instance of the bucket's owner or kNone (same rules as
     // Topology::find_bucket_master).
     int32_t find_master(int32_t tier_index, uint32_t bucket_id) const;
+    // Index of the tier flagged kTierDefault or kNone.
+    int32_t default_tier() const;
     // Index of the instance with this uuid or kNone.
     int32_t find_instance(std::string_view uuid) const;
+    // The lowest version reported by an online instance (Topology::cluster_version on the image).
+    std::optional<std::string> cluster_version() const;
 
   private:
     const SnapshotHeader *header_;

@@ -67,10 +67,11 @@ std::set<std::string> replay_replicasets(const SnapshotView &view, Topology &top
 void replay_instances(const SnapshotView &view, Topology &topology) {
     for (uint32_t i = 0; i < view.n_instances(); ++i) {
         const InstanceRecord &record = view.instance(i);
-        topology.apply(InstanceEvent{
-            Op::Replace, std::string(view.str(record.uuid)),
-            optional_text(view, record.replicaset_uuid), optional_text(view, record.state),
-            optional_text(view, record.address), optional_text(view, record.name)});
+        topology.apply(
+            InstanceEvent{Op::Replace, std::string(view.str(record.uuid)),
+                          optional_text(view, record.replicaset_uuid),
+                          optional_text(view, record.state), optional_text(view, record.address),
+                          optional_text(view, record.name), optional_text(view, record.version)});
     }
 }
 
@@ -121,7 +122,8 @@ void replay_tier_counts(const SnapshotView &view, Topology &topology) {
     for (uint32_t t = 0; t < view.n_tiers(); ++t) {
         const TierRecord &tier = view.tier(t);
         if (tier.flags & kTierCountKnown) {
-            topology.apply(TierEvent{std::string(view.str(tier.name)), tier.bucket_count});
+            topology.apply(TierEvent{std::string(view.str(tier.name)), tier.bucket_count,
+                                     (tier.flags & kTierDefault) != 0});
         }
     }
 }

@@ -4,6 +4,7 @@
 #include "core/topology.h"
 
 #include "core/address.h"
+#include "core/capabilities.h"
 #include "core/errors.h"
 
 #include <algorithm>
@@ -13,7 +14,8 @@ namespace picoroute {
 
 bool Instance::operator==(const Instance &other) const {
     return uuid == other.uuid && name == other.name && replicaset_uuid == other.replicaset_uuid &&
-           current_state == other.current_state && address == other.address;
+           current_state == other.current_state && address == other.address &&
+           picodata_version == other.picodata_version;
 }
 
 bool Replicaset::operator==(const Replicaset &other) const {
@@ -28,7 +30,8 @@ bool BucketRange::operator==(const BucketRange &other) const {
 
 bool Topology::operator==(const Topology &other) const {
     return instances_ == other.instances_ && replicasets_ == other.replicasets_ &&
-           buckets_ == other.buckets_ && tiers_ == other.tiers_;
+           buckets_ == other.buckets_ && tiers_ == other.tiers_ &&
+           default_tier_ == other.default_tier_;
 }
 
 namespace {
@@ -191,6 +194,7 @@ bool Topology::apply_instance(const InstanceEvent &event) {
     changed |= update(instance.replicaset_uuid, event.replicaset_uuid);
     changed |= update(instance.current_state, event.current_state);
     changed |= update(instance.address, event.address);
+    changed |= update(instance.picodata_version, event.picodata_version);
     return changed;
 }
 
@@ -302,6 +306,13 @@ bool Topology::apply_tier(const TierEvent &event) {
         added = true;
     }
     added |= buckets_.try_emplace(event.name).second;
+    if (event.is_default.value_or(false) && default_tier_ != event.name) {
+        default_tier_ = event.name;
+        added = true;
+    } else if (!event.is_default.value_or(true) && default_tier_ == event.name) {
+        default_tier_.reset();
+        added = true;
+    }
     return added;
 }
 
@@ -373,6 +384,16 @@ std::set<std::string> Topology::known_tiers() const {
         result.insert(name);
     }
     return result;
+}
+
+std::optional<std::string> Topology::cluster_version() const {
+    std::vector<std::string> versions;
+    for (const auto &[uuid, instance] : instances_) {
+        if (instance.is_online() && instance.picodata_version) {
+            versions.push_back(*instance.picodata_version);
+        }
+    }
+    return caps::lowest_version(versions);
 }
 
 }  // namespace picoroute

@@ -23,7 +23,8 @@ struct Instance {
     std::optional<std::string> name;
     std::optional<std::string> replicaset_uuid;
     std::optional<std::string> current_state;
-    std::optional<std::string> address;  // pgproto "host:port"
+    std::optional<std::string> address;           // pgproto "host:port"
+    std::optional<std::string> picodata_version;  // as the instance reports it
     bool is_online() const { return current_state && *current_state == kOnlineState; }
     bool operator==(const Instance &other) const;
 };
@@ -74,6 +75,9 @@ class Topology {
     std::set<std::string> online_addresses() const;
     // Names of the known tiers.
     std::set<std::string> known_tiers() const;
+    // The version the cluster can be relied on for: the lowest reported by an Online instance
+    // (caps::lowest_version), std::nullopt when none reports one that parses.
+    std::optional<std::string> cluster_version() const;
 
     const std::map<std::string, Instance> &instances() const { return instances_; }
     const std::map<std::string, Replicaset> &replicasets() const { return replicasets_; }
@@ -81,6 +85,8 @@ class Topology {
     const std::map<std::string, TierBucketMap, std::less<>> &buckets() const { return buckets_; }
     // tier name -> bucket_count.
     const std::map<std::string, uint32_t, std::less<>> &tiers() const { return tiers_; }
+    // The tier the catalog flags as the default one (_pico_tier.is_default), when it says.
+    const std::optional<std::string> &default_tier() const { return default_tier_; }
 
     bool operator==(const Topology &other) const;
 
@@ -102,6 +108,7 @@ class Topology {
     std::map<std::string, Replicaset> replicasets_;
     std::map<std::string, TierBucketMap, std::less<>> buckets_;
     std::map<std::string, uint32_t, std::less<>> tiers_;
+    std::optional<std::string> default_tier_;
 };
 
 }  // namespace picoroute

@@ -61,6 +61,16 @@ std::vector<std::vector<Field>> named_columns(const PGresult *result, const char
     return rows;
 }
 
+// The column `name` of every row, all null when the answer has no such column (one a release
+// lacks).
+std::vector<Field> optional_column(const PGresult *result, const char *name) {
+    int index = PQfnumber(result, name);
+    std::vector<Field> values(static_cast<size_t>(PQntuples(result)));
+    for (size_t i = 0; index >= 0 && i < values.size(); i++)
+        values[i] = field(result, static_cast<int>(i), index);
+    return values;
+}
+
 // Opens a connection bounded by picoroute.connect_timeout (expand_dbname on: keywords[0] is
 // "dbname" with a whole connection string, later keywords override it). nullptr and `error` on
 // failure; throws SourceError("shutting down") when shutdown is requested meanwhile.
@@ -262,10 +272,12 @@ ResultPtr PollSource::fetch_table(const char *table, const char *sql) {
 CatalogRows PollSource::read_catalog(std::vector<std::string> &warnings) {
     CatalogRows rows;
     ResultPtr r = fetch_table("_pico_instance", kInstanceQuery);
+    std::vector<Field> versions = optional_column(r.get(), "picodata_version");
     for (auto &f :
          named_columns(r.get(), "_pico_instance",
                        {"name", "uuid", "raft_id", "replicaset_uuid", "current_state", "tier"}))
-        rows.instances.push_back(InstanceRow{f[0], f[1], f[2], f[3], f[4], f[5]});
+        rows.instances.push_back(
+            InstanceRow{f[0], f[1], f[2], f[3], f[4], f[5], versions[rows.instances.size()]});
     r = fetch_table("_pico_peer_address", kPeerAddressQuery);
     for (auto &f :
          named_columns(r.get(), "_pico_peer_address", {"raft_id", "address", "connection_type"}))
@@ -275,8 +287,9 @@ CatalogRows PollSource::read_catalog(std::vector<std::string> &warnings) {
                                  {"name", "uuid", "current_master_name", "tier", "state"}))
         rows.replicasets.push_back(ReplicasetRow{f[0], f[1], f[2], f[3], f[4]});
     r = fetch_table("_pico_tier", kTierQuery);
+    std::vector<Field> is_default = optional_column(r.get(), "is_default");
     for (auto &f : named_columns(r.get(), "_pico_tier", {"name", "bucket_count"}))
-        rows.tiers.push_back(TierRow{f[0], f[1]});
+        rows.tiers.push_back(TierRow{f[0], f[1], is_default[rows.tiers.size()]});
     r.reset();
     read_bucket_maps(rows, warnings);
     return rows;

@@ -119,6 +119,8 @@ PICOROUTE_SQL_FUNCTION(picoroute_status_row) {
     row.push_back(Cell::int4(static_cast<int32_t>(limits.max_instances)));
     row.push_back(Cell::int4(static_cast<int32_t>(limits.max_bucket_ranges)));
     row.push_back(Cell::boolean(map_over_capacity()));
+    std::optional<std::string> version = map.view->cluster_version();
+    row.push_back(version ? Cell::str(*version) : Cell::null());
     return make_result_row(fcinfo, row);
 }
 

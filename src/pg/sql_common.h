@@ -87,9 +87,14 @@ uint32_t require_bucket_count(const SnapshotView &view, int32_t tier_index);
 // bound when the bucket_count is not known yet).
 uint32_t require_bucket_in_range(const SnapshotView &view, int32_t tier_index, int32_t bucket_id);
 
+// The rule for doubles of the cluster's detected version (the lowest online instance's); 25.5's
+// (IEEE 754) while no version is detected.
+DoubleHashRule cluster_double_rule(const SnapshotView &view);
+
 // Hashes the VARIADIC "any" arguments from `first_argno` on (or the explicit VARIADIC array) as
 // Picodata does, doubles by `double_rule`. Sets *key_is_null and returns 0 when the whole key is an
-// explicit NULL array. The SQL functions keep 25.5's rule until the cluster's version chooses it.
+// explicit NULL array. Functions that know the map hash by the cluster's rule
+// (cluster_double_rule); picoroute_bucket_id_with_count keeps 25.5's.
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
                             bool *key_is_null,
                             DoubleHashRule double_rule = DoubleHashRule::Ieee754);

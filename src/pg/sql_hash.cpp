@@ -13,6 +13,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include "core/capabilities.h"
 #include "core/bucket_hash.h"
 #include "core/errors.h"
 #include "pg/guard.h"
@@ -20,6 +21,7 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/sql_common.h"
 
+#include <optional>
 #include <string>
 
 namespace picoroute::pg {
@@ -46,6 +48,13 @@ Oid argument_type(FunctionCallInfo fcinfo, int argno) {
 }
 
 }  // namespace
+
+DoubleHashRule cluster_double_rule(const SnapshotView &view) {
+    std::optional<std::string> version = view.cluster_version();
+    return version && caps::has(*version, caps::Capability::IntegralDoubleHash)
+               ? DoubleHashRule::IntegralAsInteger
+               : DoubleHashRule::Ieee754;
+}
 
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
                             bool *key_is_null, DoubleHashRule double_rule) {
@@ -104,7 +113,8 @@ PICOROUTE_SQL_FUNCTION(picoroute_bucket_id) {
     int32_t tier = require_tier(*map.view, map.generation, text_arg(fcinfo, 0));
     uint32_t bucket_count = require_bucket_count(*map.view, tier);
     bool key_is_null = false;
-    uint32_t bucket = hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null);
+    uint32_t bucket =
+        hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null, cluster_double_rule(*map.view));
     if (key_is_null)
         PG_RETURN_NULL();
     PG_RETURN_INT32(static_cast<int32>(bucket));

@@ -77,7 +77,8 @@ PICOROUTE_SQL_FUNCTION(picoroute_route) {
     int32_t tier = require_tier(view, map.generation, text_arg(fcinfo, 0));
     uint32_t bucket_count = require_bucket_count(view, tier);
     bool key_is_null = false;
-    uint32_t bucket_id = hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null);
+    uint32_t bucket_id =
+        hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null, cluster_double_rule(view));
     if (key_is_null)
         PG_RETURN_NULL();
     Owner owner = find_owner(view, tier, bucket_id);
@@ -124,7 +125,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_replicas) {
 }
 
 // Behind the view picoroute_instances: (uuid, name, replicaset_uuid, replicaset_name, tier,
-// state, address, is_master, is_online), ordered by uuid.
+// state, address, is_master, is_online, picodata_version), ordered by uuid.
 PICOROUTE_SQL_FUNCTION(picoroute_instance_rows) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
@@ -144,6 +145,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_instance_rows) {
             Cell::str_or_null(view.str(instance.address)),
             Cell::boolean(replicaset != nullptr && replicaset->master == static_cast<int32_t>(i)),
             Cell::boolean(instance.online != 0),
+            Cell::str_or_null(view.str(instance.version)),
         });
     }
     return_rows(fcinfo, rows);

@@ -72,7 +72,7 @@ COMMENT ON FUNCTION picoroute_replicas(text, integer) IS
 CREATE FUNCTION picoroute_instance_rows(OUT uuid text, OUT name text, OUT replicaset_uuid text,
                                         OUT replicaset_name text, OUT tier text, OUT state text,
                                         OUT address text, OUT is_master boolean,
-                                        OUT is_online boolean)
+                                        OUT is_online boolean, OUT picodata_version text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'picoroute_instance_rows'
 LANGUAGE C STABLE PARALLEL SAFE;
@@ -85,7 +85,8 @@ CREATE VIEW picoroute_instances AS
 
 COMMENT ON VIEW picoroute_instances IS
 'Instances of the Picodata cluster as the topology map knows them: replicaset, tier, state, '
-'PostgreSQL-protocol address, whether it is its replicaset''s master and whether it is Online.';
+'PostgreSQL-protocol address, whether it is its replicaset''s master, whether it is Online, and '
+'the Picodata version it reports (_pico_instance.picodata_version).';
 
 CREATE FUNCTION picoroute_replicaset_rows(OUT uuid text, OUT name text, OUT tier text,
                                           OUT master_uuid text, OUT master_name text,
@@ -152,7 +153,8 @@ CREATE FUNCTION picoroute_status_row(OUT source text, OUT conninfo text,
                                      OUT instances integer, OUT bucket_ranges integer,
                                      OUT max_replicasets integer, OUT max_instances integer,
                                      OUT max_bucket_ranges integer,
-                                     OUT capacity_exceeded boolean)
+                                     OUT capacity_exceeded boolean,
+                                     OUT picodata_version text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'picoroute_status_row'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -168,7 +170,9 @@ COMMENT ON VIEW picoroute_status IS
 '(shown to superusers and members of pg_read_all_settings only), the instance read from, the '
 'worker''s state, refresh times and counters (topology_resets counts the times the topology was '
 'cleared and rebuilt because the worker started reading from another instance), the last error and warning, the map generation, '
-'and entry counts against the configured capacities.';
+'entry counts against the configured capacities, and the detected Picodata version (the lowest '
+'that an online instance reports; NULL while none is known), which capability lookups follow '
+'unless a server sets the option picodata_version.';
 
 -- The map is not secret (the password in the connection string is masked, and the string is only
 -- shown to superusers and members of pg_read_all_settings): every role may read the views.

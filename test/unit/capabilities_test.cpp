@@ -45,6 +45,24 @@ TEST(CapabilitiesTest, RefusesWhatIsNotAVersion) {
         EXPECT_FALSE(parse_version(text).has_value()) << text;
 }
 
+TEST(CapabilitiesTest, LowestVersionIsTheTextOfTheLowest) {
+    EXPECT_EQ(lowest_version({"26.1.6", "25.5.10", "26.3.0-142-gabc"}),
+              std::optional<std::string>("25.5.10"));
+    EXPECT_EQ(lowest_version({"26.3.0-142-gabc", "26.1.6"}), std::optional<std::string>("26.1.6"));
+    EXPECT_EQ(lowest_version({"26.2.1", "26.2.1-rc2", "26.2.1-4-gabc"}),
+              std::optional<std::string>("26.2.1-rc2"));
+    EXPECT_EQ(lowest_version({"picodata 25.5.1", "25.5.10"}),
+              std::optional<std::string>("picodata 25.5.1"));
+    // What does not parse (an instance reporting nothing usable) is skipped.
+    EXPECT_EQ(lowest_version({"", "garbage", "26.1.6"}), std::optional<std::string>("26.1.6"));
+    EXPECT_EQ(lowest_version({"", "x"}), std::nullopt);
+    EXPECT_EQ(lowest_version({}), std::nullopt);
+    // The lowest decides the capabilities: 25.5 keeps the IEEE 754 rule for doubles.
+    EXPECT_FALSE(has(*lowest_version({"26.1.6", "25.5.10"}), Capability::IntegralDoubleHash));
+    EXPECT_TRUE(
+        has(*lowest_version({"26.1.6", "26.3.0-142-gabc"}), Capability::IntegralDoubleHash));
+}
+
 TEST(CapabilitiesTest, OrdersAsReleased) {
     std::vector<const char *> ascending = {
         "25.5.10",    "26.1.0",     "26.1.1",           "26.1.1-12-gab", "26.1.6",       "26.2.0",

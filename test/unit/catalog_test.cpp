@@ -1,6 +1,8 @@
 // Catalog rows -> events: parsing, address resolution, ordering, deletes and malformed rows.
 #include "core/catalog.h"
 #include "core/errors.h"
+#include "core/snapshot.h"
+#include "core/snapshot_restore.h"
 
 #include <gtest/gtest.h>
 
@@ -24,10 +26,10 @@ std::string range_json(uint32_t start, uint32_t end, const std::string &rs) {
 CatalogRows cluster() {
     CatalogRows rows;
     rows.instances = {
-        {"i1", "u-i1", "1", kR1, "[\"Online\",1]", "default"},
-        {"i2", "u-i2", "2", kR1, "[\"Offline\",3]", "default"},
-        {"i3", "u-i3", "3", kR2, "[\"Online\",1]", "default"},
-        {"i4", "u-i4", "4", kR2, "[\"Online\",2]", "default"},
+        {"i1", "u-i1", "1", kR1, "[\"Online\",1]", "default", "26.3.0-142-gabc"},
+        {"i2", "u-i2", "2", kR1, "[\"Offline\",3]", "default", "25.5.10"},
+        {"i3", "u-i3", "3", kR2, "[\"Online\",1]", "default", "26.1.6"},
+        {"i4", "u-i4", "4", kR2, "[\"Online\",2]", "default", std::nullopt},
     };
     rows.peer_addresses = {
         {"1", "10.0.0.1:4327", "pgproto"}, {"1", "10.0.0.1:3301", "iproto"},
@@ -39,7 +41,7 @@ CatalogRows cluster() {
         {"r1", kR1, "i1", "default", "ready"},
         {"r2", kR2, "nobody", "default", "ready"},
     };
-    rows.tiers = {{"default", "3000"}};
+    rows.tiers = {{"default", "3000", std::nullopt}};
     rows.bucket_json["default"] =
         "[" + range_json(1501, 3000, kR2) + "," + range_json(1, 1500, kR1) + "]";
     return rows;
@@ -319,7 +321,7 @@ TEST(Catalog, NonTcpAddressesAreRejectedAndReported) {
 // its buckets are then read; before, the first count stayed and every later refresh failed.
 TEST(Catalog, TierWithZeroBucketsAtStartRecovers) {
     CatalogRows rows = cluster();
-    rows.tiers = {{"default", "0"}};
+    rows.tiers = {{"default", "0", std::nullopt}};
     rows.bucket_json.clear();
     Topology t;
     t.apply_all(events_from_catalog(rows, t));
@@ -343,12 +345,53 @@ TEST(Catalog, TierAbsentFromBucketJsonKeepsItsRanges) {
     EXPECT_EQ(t.buckets().at("default").size(), 2u);
 }
 
+TEST(Catalog, InstancesCarryTheReportedVersion) {
+    Topology t;
+    t.apply_all(events_from_catalog(cluster(), t));
+    EXPECT_EQ(t.instances().at("u-i1").picodata_version.value_or("?"), "26.3.0-142-gabc");
+    EXPECT_EQ(t.instances().at("u-i4").picodata_version.value_or("?"), "?");  // column absent
+    // Lowest among the online: i2 (25.5.10) is offline.
+    EXPECT_EQ(t.cluster_version(), std::optional<std::string>("26.1.6"));
+    // An upgrade is an instance event like any other change.
+    CatalogRows rows = cluster();
+    rows.instances[2].picodata_version = "26.2.1";
+    std::vector<Event> events = events_from_catalog(rows, t);
+    EXPECT_TRUE(t.apply_all(events));
+    EXPECT_EQ(t.cluster_version(), std::optional<std::string>("26.2.1"));
+    // A catalog without the column (every version null) detects nothing.
+    for (InstanceRow &row : rows.instances) {
+        row.picodata_version = std::nullopt;
+    }
+    Topology fresh;
+    fresh.apply_all(events_from_catalog(rows, fresh));
+    EXPECT_EQ(fresh.cluster_version(), std::nullopt);
+}
+
+TEST(Catalog, TheDefaultTierIsTheOneFlaggedIsDefault) {
+    Topology t;
+    t.apply_all(events_from_catalog(cluster(), t));
+    EXPECT_EQ(t.default_tier(), std::nullopt);  // no is_default column: not said
+    CatalogRows rows = cluster();
+    rows.tiers = {{"default", "3000", "f"}, {"main", "0", "t"}};
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(t.default_tier(), std::optional<std::string>("main"));
+    std::string image = build_snapshot(t, SnapshotLimits{16, 16, 16});
+    SnapshotView view(image.data(), image.size());
+    ASSERT_NE(view.default_tier(), kNone);
+    EXPECT_EQ(view.str(view.tier(view.default_tier()).name), "main");
+    EXPECT_EQ(topology_from_snapshot(view).default_tier(), std::optional<std::string>("main"));
+    rows.tiers = {{"default", "3000", "true"}, {"main", "0", "false"}};
+    t.apply_all(events_from_catalog(rows, t));
+    EXPECT_EQ(t.default_tier(), std::optional<std::string>("default"));
+}
+
 TEST(Catalog, ExpelledCountsAsAbsent) {
     Topology t;
     t.apply_all(events_from_catalog(cluster(), t));
     CatalogRows rows = cluster();
     rows.instances[3].current_state = "[\"Expelled\",3]";  // known: deleted
-    rows.instances.push_back({"i5", "u-i5", "5", kR2, "[\"Expelled\",1]", "default"});  // unknown
+    rows.instances.push_back(
+        {"i5", "u-i5", "5", kR2, "[\"Expelled\",1]", "default", std::nullopt});  // unknown
     rows.replicasets[1].state = "expelled";
     rows.replicasets[1].current_master_name = "i5";
     std::vector<Event> events = events_from_catalog(rows, t);

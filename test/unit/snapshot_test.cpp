@@ -24,9 +24,9 @@ std::string uuid(char kind, int n) {
 Topology sample() {
     Topology t;
     std::vector<Event> ev;
-    ev.push_back(TierEvent{"hot", 3000});
-    ev.push_back(TierEvent{"cold", 16});
-    ev.push_back(TierEvent{"empty", 0});
+    ev.push_back(TierEvent{"hot", 3000, std::nullopt});
+    ev.push_back(TierEvent{"cold", 16, std::nullopt});
+    ev.push_back(TierEvent{"empty", 0, std::nullopt});
     for (int r = 1; r <= 5; ++r) {
         ReplicasetEvent rs;
         rs.replicaset_uuid = uuid('R', r);
@@ -45,6 +45,13 @@ Topology sample() {
             in.current_state = i == 2 ? "Offline" : "Online";
             in.address = "10.0." + std::to_string(r) + "." + std::to_string(i) + ":4327";
             in.name = "i" + std::to_string(r * 10 + i);
+            if (r == 4 && i == 2) {
+                in.picodata_version = "25.5.10";  // offline: does not lower the cluster's version
+            } else if (r == 1) {
+                in.picodata_version = "26.1.6";
+            } else if (r != 5) {
+                in.picodata_version = "26.3.0-142-gabc";
+            }                           // r == 5: an instance that reports none
             if (!(r == 2 && i == 0)) {  // R2's master instance is never seen
                 ev.push_back(in);
             }
@@ -140,6 +147,31 @@ TEST(Snapshot, RoundTripAgreesWithTheModel) {
     EXPECT_EQ(view.find_master(kNone, 1), kNone);
 }
 
+TEST(Snapshot, InstancesCarryTheirVersionAndTheClusterVersionIsTheLowestOnline) {
+    Topology t = sample();
+    std::string image = build_snapshot(t, kRoomy);
+    SnapshotView view(image.data(), image.size());
+    int32_t i = view.find_instance(uuid('I', 11));
+    ASSERT_NE(i, kNone);
+    EXPECT_EQ(view.str(view.instance(i).version), "26.1.6");
+    EXPECT_EQ(view.instance(view.find_instance(uuid('I', 50))).version.length, 0u);
+    EXPECT_EQ(t.cluster_version(), std::optional<std::string>("26.1.6"));
+    EXPECT_EQ(view.cluster_version(), std::optional<std::string>("26.1.6"));
+    // The 26.1.6 instances go offline: the lowest online is the head build.
+    for (int n : {10, 11}) {
+        InstanceEvent off;
+        off.instance_uuid = uuid('I', n);
+        off.current_state = "Offline";
+        t.apply(off);
+    }
+    image = build_snapshot(t, kRoomy);
+    EXPECT_EQ(SnapshotView(image.data(), image.size()).cluster_version(),
+              std::optional<std::string>("26.3.0-142-gabc"));
+    EXPECT_EQ(Topology().cluster_version(), std::nullopt);
+    std::string empty = build_snapshot(Topology(), kRoomy);
+    EXPECT_EQ(SnapshotView(empty.data(), empty.size()).cluster_version(), std::nullopt);
+}
+
 TEST(Snapshot, EmptyTopology) {
     const std::string image = build_snapshot(Topology{}, SnapshotLimits{});
     SnapshotView view(image.data(), image.size());
@@ -167,7 +199,7 @@ TEST(Snapshot, CapacityErrorsNameTheSetting) {
 
     Topology tiers_only;
     for (int i = 0; i < 3; ++i) {
-        tiers_only.apply(TierEvent{"t" + std::to_string(i), 10});
+        tiers_only.apply(TierEvent{"t" + std::to_string(i), 10, std::nullopt});
     }
     try {
         build_snapshot(tiers_only, {0, 2, 0});
@@ -194,7 +226,7 @@ TEST(Snapshot, CapacityErrorsNameTheSetting) {
 TEST(Snapshot, RealisticTopologyAtTheLimitsFits) {
     const SnapshotLimits limits{300, 100, 3000};
     Topology t;
-    t.apply(TierEvent{"default", 3000});
+    t.apply(TierEvent{"default", 3000, std::nullopt});
     std::vector<Event> ev;
     for (int r = 0; r < 100; ++r) {
         ReplicasetEvent rs;
@@ -399,7 +431,7 @@ namespace {
 // including gaps, buckets beyond a tier's count, tiers without a count and tiers too large for it.
 TEST(SnapshotBucketIndex, AgreesWithTheSearchForEveryBucket) {
     Topology topology;
-    std::vector<Event> events{TierEvent{"a", 100}, TierEvent{"b", 7}};
+    std::vector<Event> events{TierEvent{"a", 100, std::nullopt}, TierEvent{"b", 7, std::nullopt}};
     for (const char *rs : {"r1", "r2"}) {
         ReplicasetEvent e;
         e.replicaset_uuid = rs;
@@ -446,7 +478,7 @@ TEST(SnapshotBucketIndex, StaysWithinItsMemoryBudget) {
     const uint32_t kTiers = 20, kBuckets = 100000;
     for (uint32_t i = 0; i < kTiers; ++i) {
         std::string tier = "t" + std::to_string(100 + i);
-        events.push_back(TierEvent{tier, kBuckets});
+        events.push_back(TierEvent{tier, kBuckets, std::nullopt});
         events.push_back(bucket(tier, 1, kBuckets / 2, "r1"));
         events.push_back(bucket(tier, kBuckets / 2 + 1, kBuckets, "r2"));
     }

@@ -33,7 +33,7 @@ Ranges ranges(const Topology &t, const std::string &tier) {
 // A tier "default" of 3000 buckets with replicasets R1..R3 (or fewer) owning `initial`.
 Topology tier_with(const Ranges &initial, const std::string &tier = "default") {
     Topology t;
-    t.apply(TierEvent{tier, 3000});
+    t.apply(TierEvent{tier, 3000, std::nullopt});
     for (const auto &[start, end, rs] : initial) {
         if (t.replicasets().count(rs) == 0) {
             t.apply(replicaset(rs, tier));
@@ -84,7 +84,7 @@ TEST(TopologySeed, WeightsChanged) {
 
 TEST(TopologySeed, TierIsolation) {
     Topology t = tier_with({{1, 1500, "R1"}, {1501, 3000, "R2"}}, "T1");
-    t.apply(TierEvent{"T2", 3000});
+    t.apply(TierEvent{"T2", 3000, std::nullopt});
     t.apply(replicaset("R3", "T2"));
     EXPECT_EQ(ranges(t, "T1"), (Ranges{{1, 1500, "R1"}, {1501, 3000, "R2"}}));
     t.apply(bucket("T2", 1, 3000, "R3"));
@@ -200,7 +200,7 @@ TEST(Topology, InstanceUpsertAndDelete) {
 TEST(Topology, ClearKeepsTiers) {
     Topology t = tier_with({{1, 3000, "R1"}});
     t.apply(instance("i1", "R1"));
-    t.apply(TierEvent{"other", 16});
+    t.apply(TierEvent{"other", 16, std::nullopt});
     t.clear();
     EXPECT_TRUE(t.instances().empty());
     EXPECT_TRUE(t.replicasets().empty());
@@ -211,8 +211,8 @@ TEST(Topology, ClearKeepsTiers) {
 
 TEST(Topology, TierKeepsItsFirstBucketCount) {
     Topology t;
-    t.apply(TierEvent{"default", 3000});
-    t.apply(TierEvent{"default", 10});
+    t.apply(TierEvent{"default", 3000, std::nullopt});
+    t.apply(TierEvent{"default", 10, std::nullopt});
     EXPECT_EQ(t.tiers().at("default"), 3000u);
     EXPECT_NO_THROW(t.apply(bucket("default", 1, 3000, "R1")));
 }
@@ -258,7 +258,7 @@ TEST(Topology, BucketReplicasMasterFirstThenByUuid) {
 
 TEST(Topology, InvalidEventsThrowAndChangeNothing) {
     Topology t = tier_with({{1, 1000, "R1"}});
-    t.apply(TierEvent{"empty", 0});
+    t.apply(TierEvent{"empty", 0, std::nullopt});
     const Topology before = t;
     auto rejects = [&](const Event &e) {
         try {
@@ -278,7 +278,7 @@ TEST(Topology, InvalidEventsThrowAndChangeNothing) {
     rejects(bucket("default", 1, 10, ""));
     rejects(bucket("", 1, 10, "R1"));
     rejects(bucket("empty", 1, 1, "R1"));  // bucket_count 0: no bucket is in range
-    rejects(TierEvent{"", 5});
+    rejects(TierEvent{"", 5, std::nullopt});
     try {
         t.apply(bucket("default", 2001, 3001, "R1"));
         ADD_FAILURE() << "range beyond bucket_count accepted";
@@ -316,7 +316,7 @@ TEST(Topology, DescribeNamesTheEvent) {
     EXPECT_EQ(describe(bucket("default", 1, 10, "R1")),
               "bucket replace tier=\"default\" range=[1, 10] replicaset=\"R1\" state=\"active\"");
     EXPECT_EQ(describe(replicaset_delete("R2")), "replicaset delete uuid=\"R2\"");
-    EXPECT_EQ(describe(TierEvent{"t", 3}), "tier name=\"t\" bucket_count=3");
+    EXPECT_EQ(describe(TierEvent{"t", 3, std::nullopt}), "tier name=\"t\" bucket_count=3");
     EXPECT_NE(describe(instance("i1", "R1")).find("state=\"Online\""), std::string::npos);
 }
 

@@ -159,12 +159,14 @@ Remote read_remote(const Declared &d, Oid serverid, Oid userid) {
             const nlohmann::json &s = distribution["ShardedImplicitly"];
             for (const auto &c : s.at(0))
                 r.key.push_back(c.get<std::string>());
-            r.tier = s.size() >= 3 && s[2].is_string() ? s[2].get<std::string>() : "default";
+            r.tier = s.size() >= 3 && s[2].is_string() ? s[2].get<std::string>()
+                                                       : server_tier_name(nullptr);
         } else if (distribution.contains("ShardedByField")) {
             // [field, tier]
             const nlohmann::json &s = distribution["ShardedByField"];
             r.key.push_back(s.at(0).get<std::string>());
-            r.tier = s.size() >= 2 && s[1].is_string() ? s[1].get<std::string>() : "default";
+            r.tier = s.size() >= 2 && s[1].is_string() ? s[1].get<std::string>()
+                                                       : server_tier_name(nullptr);
         }
         for (const auto &field : format)
             if (field.contains("name") && field.contains("field_type"))

@@ -44,14 +44,15 @@ struct TableInfo {
     Oid relid;
     Oid serverid;
     char *server_name;
-    char *tier;          // server option tier (default "default")
+    char *tier;          // server option tier (server_tier_name)
     int scatter;         // Scatter
     int read_pref;       // ReadPref
     char *remote_table;  // table_name or the foreign table's name
     bool global;         // distribution 'global'
     int batch_size;
-    // Server option picodata_version ("26.2" when not given): what the server can do is looked
-    // up in core/capabilities.h.
+    // The version capabilities are looked up for (core/capabilities.h): the server option
+    // picodata_version when given (an override), else the cluster's detected version (the lowest
+    // of its online instances), "26.2" while none is known.
     const char *picodata_version;
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
@@ -86,10 +87,13 @@ constexpr int PRIV_WHERE_CHAINS = PRIV_SET_PROCESSED + 1;
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
+// The tier of a server: its option `tier` when given, else the tier the catalog flags as the
+// default (_pico_tier.is_default, from the map), else "default". C++ context (reads the map).
+std::string server_tier_name(const char *option);
 // How the table's server hashes an integral double key value (its Picodata version's rule).
 DoubleHashRule double_rule_of(const TableInfo *table);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
-// `picodata_version`: the server option (nullptr for the default); where the version has the
+// `picodata_version`: the server option (nullptr: the detected version); where the version has the
 // capability, the connection asks for errors on invalidated prepared statements
 // (pico_stmt_invalidation=true).
 std::string startup_options(const char *execution_options, const char *read_preference,

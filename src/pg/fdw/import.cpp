@@ -95,7 +95,7 @@ List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid) {
         }
     }
     guarded([&] {
-        std::string server_tier = tier_option ? tier_option : "default";
+        std::string server_tier = server_tier_name(tier_option);
         MapRef map = current_map();
         std::vector<Job> jobs(1);
         jobs[0].target = coordinator_target(*map.view);

@@ -1,8 +1,11 @@
 // Options of the picoroute foreign data wrapper: validation and resolution.
 //
-//   server:        tier (default 'default'), scatter (coordinator | masters),
+//   server:        tier (default: the tier flagged _pico_tier.is_default, else 'default'),
+//                  scatter (coordinator | masters),
 //                  read_preference (leader | replica | any), dbname, sslmode, batch_size,
-//                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1, default 26.2),
+//                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1: overrides the detected
+//                  version; without it the lowest version of the online instances, 26.2
+//                  until one is known),
 //                  execution_options (on | off), sql_motion_row_max, sql_vdbe_opcode_max,
 //                  pushdown_aggregates (on | off)
 //   user mapping:  user, password (a non-superuser must give a password)
@@ -33,8 +36,11 @@ PG_FUNCTION_INFO_V1(picoroute_fdw_validator);
 #include "core/capabilities.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
+#include "pg/map_store.h"
 
 #include <cstring>
+#include <optional>
+#include <string>
 
 using namespace picoroute;
 using namespace picoroute::pg;
@@ -196,12 +202,49 @@ int int_option(List *options, const char *name) {
     return out;
 }
 
-// The version a server runs, as its option picodata_version says (26.2 when not given).
-const char *server_version(const char *option) {
-    return option != nullptr ? option : "26.2";
+// What is assumed of a cluster whose version is not known yet (push mode, no map yet).
+constexpr const char *kUndetectedVersion = "26.2";
+
+// The version a server's capabilities are looked up for: its option picodata_version when given
+// (an override), else the lowest version the online instances of the map report, else 26.2.
+std::string server_version(const char *option) {
+    if (option != nullptr)
+        return option;
+    if (map_store_available())
+        if (std::optional<std::string> detected = current_map().view->cluster_version())
+            return *detected;
+    return kUndetectedVersion;
+}
+
+// A palloc'd copy of the string `fn` computes in C++, for a caller in PostgreSQL context: no C++
+// object outlives the call, so a later ereport crosses no destructor.
+template <typename Fn>
+char *palloc_copy(Fn &&fn) {
+    return guarded([&] {
+        std::string value = fn();
+        char *out = nullptr;
+        pg_call([&] { out = pstrdup(value.c_str()); });
+        return out;
+    });
 }
 
 }  // namespace
+
+namespace picoroute::pg::fdw {
+
+std::string server_tier_name(const char *option) {
+    if (option != nullptr)
+        return option;
+    if (map_store_available()) {
+        MapRef map = current_map();
+        int32_t tier = map.view->default_tier();
+        if (tier != kNone)
+            return std::string(map.view->str(map.view->tier(tier).name));
+    }
+    return "default";
+}
+
+}  // namespace picoroute::pg::fdw
 
 extern "C" Datum picoroute_fdw_validator(PG_FUNCTION_ARGS) {
     List *options = untransformRelOptions(PG_GETARG_DATUM(0));
@@ -219,8 +262,8 @@ TableInfo *get_table_info(Oid relid) {
     t->relid = relid;
     t->serverid = server->serverid;
     t->server_name = pstrdup(server->servername);
-    const char *tier = option_value(server->options, "tier");
-    t->tier = pstrdup(tier ? tier : "default");
+    const char *tier_option = option_value(server->options, "tier");
+    t->tier = palloc_copy([&] { return server_tier_name(tier_option); });
     const char *scatter = option_value(server->options, "scatter");
     t->scatter = static_cast<int>(
         scatter && strcmp(scatter, "masters") == 0 ? Scatter::Masters : Scatter::Coordinator);
@@ -237,8 +280,8 @@ TableInfo *get_table_info(Oid relid) {
         batch = table_batch;
     if (batch)
         (void)parse_int(batch, &t->batch_size, 0, nullptr);
-    t->picodata_version =
-        pstrdup(server_version(option_value(server->options, "picodata_version")));
+    const char *version_option = option_value(server->options, "picodata_version");
+    t->picodata_version = palloc_copy([&] { return server_version(version_option); });
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");

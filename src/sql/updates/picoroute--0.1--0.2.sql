@@ -33,7 +33,8 @@ COMMENT ON FUNCTION picoroute_check_foreign_table(regclass) IS
 COMMENT ON FOREIGN DATA WRAPPER picoroute IS
 'Picodata tables as foreign tables: statements go to the instance that owns the bucket of their '
 'sharding key. Server options: tier, scatter (coordinator|masters), read_preference '
-'(leader|replica|any), picodata_version (25.5|26.1|26.2|26.2.1), execution_options (on|off), '
+'(leader|replica|any), picodata_version (25.5|26.1|26.2|26.2.1: overrides the version detected '
+'from the cluster), execution_options (on|off), '
 'sql_motion_row_max, sql_vdbe_opcode_max, dbname, sslmode, batch_size. User mapping: user, '
 'password. Table options: table_name, sharding_key, distribution (sharded|global), batch_size, '
 'sql_motion_row_max, sql_vdbe_opcode_max. Remote writes commit immediately, whatever the local '
@@ -101,3 +102,63 @@ REVOKE ALL ON FUNCTION picoroute_exec_masters(text, text, text[]) FROM PUBLIC;
 -- query) is an error (22004) as for the other forms, not an empty result (part src/sql/20_routing.sql).
 ALTER FUNCTION picoroute_exec(text, integer, text, boolean) CALLED ON NULL INPUT;
 ALTER FUNCTION picoroute_exec_all(text, text) CALLED ON NULL INPUT;
+
+-- The detected Picodata version (part src/sql/00_topology.sql): picoroute_status and
+-- picoroute_instances gain a column picodata_version; their functions' result types change.
+DROP VIEW picoroute_instances;
+DROP FUNCTION picoroute_instance_rows();
+CREATE FUNCTION picoroute_instance_rows(OUT uuid text, OUT name text, OUT replicaset_uuid text,
+                                        OUT replicaset_name text, OUT tier text, OUT state text,
+                                        OUT address text, OUT is_master boolean,
+                                        OUT is_online boolean, OUT picodata_version text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'picoroute_instance_rows'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION picoroute_instance_rows() IS
+'The instances of the topology map (behind the view picoroute_instances).';
+
+CREATE VIEW picoroute_instances AS
+    SELECT * FROM picoroute_instance_rows();
+
+COMMENT ON VIEW picoroute_instances IS
+'Instances of the Picodata cluster as the topology map knows them: replicaset, tier, state, '
+'PostgreSQL-protocol address, whether it is its replicaset''s master, whether it is Online, and '
+'the Picodata version it reports (_pico_instance.picodata_version).';
+
+DROP VIEW picoroute_status;
+DROP FUNCTION picoroute_status_row();
+CREATE FUNCTION picoroute_status_row(OUT source text, OUT conninfo text,
+                                     OUT source_instance text, OUT worker_pid integer,
+                                     OUT worker_state text,
+                                     OUT last_refresh_start timestamptz,
+                                     OUT last_refresh_end timestamptz,
+                                     OUT last_success timestamptz, OUT last_error text,
+                                     OUT last_warning text, OUT generation bigint,
+                                     OUT refreshes bigint, OUT refresh_failures bigint,
+                                     OUT topology_resets bigint, OUT tiers integer, OUT replicasets integer,
+                                     OUT instances integer, OUT bucket_ranges integer,
+                                     OUT max_replicasets integer, OUT max_instances integer,
+                                     OUT max_bucket_ranges integer,
+                                     OUT capacity_exceeded boolean,
+                                     OUT picodata_version text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'picoroute_status_row'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION picoroute_status_row() IS
+'The state of the topology source and map (behind the view picoroute_status).';
+
+CREATE VIEW picoroute_status AS
+    SELECT * FROM picoroute_status_row();
+
+COMMENT ON VIEW picoroute_status IS
+'One row: the topology source (poll or push), its connection string with the password masked '
+'(shown to superusers and members of pg_read_all_settings only), the instance read from, the '
+'worker''s state, refresh times and counters (topology_resets counts the times the topology was '
+'cleared and rebuilt because the worker started reading from another instance), the last error and warning, the map generation, '
+'entry counts against the configured capacities, and the detected Picodata version (the lowest '
+'that an online instance reports; NULL while none is known), which capability lookups follow '
+'unless a server sets the option picodata_version.';
+
+GRANT SELECT ON picoroute_instances, picoroute_status TO PUBLIC;

@@ -1,0 +1,100 @@
+# The Picodata version picoroute detects: picoroute_status and picoroute_instances show the release
+# the instances report (_pico_instance.picodata_version), and a server without the option
+# picodata_version follows it: float8 keys (1.0 and -3.0 hash differently from 26.1.1 on, 1.5 and
+# 1e300 the same everywhere) are inserted, read, updated and deleted with the right rows, EXPLAIN
+# showing the bucket of the detected version's rule. The option still overrides the detection.
+# The cluster's default tier is called `main`: servers without a tier option take the tier that
+# _pico_tier.is_default flags.
+# Runs on every emulated version: the detected version and the rule for doubles differ by version.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Picoroute::TestCluster
+  qw(emu emu_json emu_private_psql emu_table start_emulator start_picoroute_node exec_options
+  wait_for picodata_has);
+
+start_emulator(tiers => [ 'main:2:1:3000', 'spare:1:1:300' ]);
+my $release = emu_json('status', '--json')->{picodata_release};
+emu_table('fl', 'f float8, v text');
+
+my $node = start_picoroute_node(name => 'version', refresh_interval => '300ms',
+    conninfo => emu('conninfo', '--user', 'admin'));
+ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'main'", '2', 10), 'map loaded');
+# Neither server names a tier; pico_o overrides the detected version with the other rule's.
+my $integral = picodata_has('double_as_integer');
+my $other = $integral ? '25.5' : '26.2';
+my $xo = exec_options();
+$node->safe_psql('postgres', qq{
+CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (dbname 'picodata', $xo);
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE fl (f float8, v text) SERVER pico OPTIONS (sharding_key 'f');
+CREATE SERVER pico_o FOREIGN DATA WRAPPER picoroute
+  OPTIONS (dbname 'picodata', picodata_version '$other');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_o OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE fl_o (f float8, v text) SERVER pico_o
+  OPTIONS (table_name 'fl', sharding_key 'f');
+});
+
+# ---- the detected version is shown ----------------------------------------------------------------
+ok(wait_for($node, 'SELECT picodata_version FROM picoroute_status', $release, 10),
+   "picoroute_status.picodata_version is the emulated release $release");
+is($node->safe_psql('postgres',
+    "SELECT count(*) FILTER (WHERE picodata_version = '$release') || '/' || count(*) FROM picoroute_instances"),
+   do { my $n = $node->safe_psql('postgres', 'SELECT count(*) FROM picoroute_instances'); "$n/$n" },
+   'picoroute_instances shows the version of every instance');
+
+# ---- float8 keys by the detected rule -------------------------------------------------------------
+# The bucket of a double key under a rule, from the Python reference.
+sub reference_bucket {
+    my ($key, $rule) = @_;
+    my $out = `python3 $FindBin::RealBin/../tools/bucket_hash_reference.py --double-rule $rule double:$key`;
+    chomp $out;
+    return $out;
+}
+my $rule = $integral ? 'integral-as-integer' : 'ieee754';
+my $other_rule = $integral ? 'ieee754' : 'integral-as-integer';
+note("emulated $release: doubles hash by $rule; server pico_o (picodata_version '$other') by $other_rule");
+
+# Where the storages hold the row of key $key: "bucket_id@master|v", read around picoroute.
+sub stored {
+    my ($key) = @_;
+    my @found;
+    for my $rs (@{ emu_json('status', '--json')->{replicasets} }) {
+        my $row = emu_private_psql($rs->{master},
+            "SELECT bucket_id || '\@$rs->{master}|' || v FROM _picoemu_local.fl WHERE f = '$key'::float8");
+        push @found, $row if $row ne '';
+    }
+    return join(',', @found);
+}
+
+my $i = 0;
+for my $key ('1.0', '-3.0', '1.5', '1e300') {
+    $i++;
+    my $bucket = reference_bucket($key, $rule);
+    my $located = emu_json('locate', 'fl', '--key', "[$key]");
+    is($located->{bucket_id}, $bucket, "key $key: the emulator and the reference agree on bucket $bucket");
+    is($node->safe_psql('postgres', "SELECT picoroute_bucket_id('main', '$key'::float8)"), $bucket,
+       "key $key: picoroute_bucket_id hashes by the detected version's rule");
+    $node->safe_psql('postgres', "INSERT INTO fl VALUES ('$key'::float8, 'v$i')");
+    is(stored($key), "$bucket\@$located->{master}|v$i", "key $key: INSERT stored the row at its owner");
+    like($node->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) SELECT v FROM fl WHERE f = '$key'::float8"),
+         qr/Routing: bucket $bucket -> /, "key $key: EXPLAIN routes by the $rule rule (bucket $bucket)");
+    is($node->safe_psql('postgres', "SELECT v FROM fl WHERE f = '$key'::float8"), "v$i", "key $key: read");
+    $node->safe_psql('postgres', "UPDATE fl SET v = 'u$i' WHERE f = '$key'::float8");
+    is($node->safe_psql('postgres', "SELECT v FROM fl WHERE f = '$key'::float8"), "u$i", "key $key: UPDATE");
+    is(stored($key), "$bucket\@$located->{master}|u$i", "key $key: the stored row was updated");
+    my $other_bucket = reference_bucket($key, $other_rule);
+    like($node->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) SELECT v FROM fl_o WHERE f = '$key'::float8"),
+         qr/Routing: bucket $other_bucket -> /,
+         "key $key: picodata_version '$other' overrides the detection (bucket $other_bucket)");
+    $node->safe_psql('postgres', "DELETE FROM fl WHERE f = '$key'::float8");
+    is($node->safe_psql('postgres', "SELECT count(*) FROM fl WHERE f = '$key'::float8"), '0', "key $key: DELETE");
+    is(stored($key), '', "key $key: the stored row is gone");
+}
+
+done_testing();
