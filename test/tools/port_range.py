@@ -76,7 +76,9 @@ def try_reserve(base, pid, directory):
         fcntl.flock(fd, fcntl.LOCK_EX)
         text = os.read(fd, 64).decode(errors="replace").strip()
         holder = int(text) if text.isdigit() else 0
-        if holder and holder != pid and alive(holder):
+        # A living holder keeps its range, even against itself: a process asking twice (two
+        # clusters) gets two ranges.
+        if holder and alive(holder):
             return False
         if not all(can_bind(p) for p in range(base, base + WIDTH)):
             return False
@@ -105,18 +107,21 @@ def self_test():
     os.environ["PICOROUTE_PORT_DIR"] = tempfile.mkdtemp(prefix="port-range-test-")
     me = os.getpid()
     a = reserve(me)
-    b = reserve(me)  # the same holder may take a second range
-    assert a != b or COUNT == 1
+    b = reserve(me)  # the same holder asking again gets another range
+    assert a != b, "a second request of one holder got the range it holds"
     assert (a - FIRST) % WIDTH == 0 and FIRST <= a < FIRST + COUNT * WIDTH
     assert not try_reserve(a, 1, os.environ["PICOROUTE_PORT_DIR"]), "a living holder keeps its range"
-    # A range whose port is bound is skipped.
+    assert not try_reserve(a, me, os.environ["PICOROUTE_PORT_DIR"]), "even against itself"
+    # A range whose port is bound is skipped, and taken once the port is free again.
+    c = next(FIRST + i * WIDTH for i in range(COUNT) if FIRST + i * WIDTH not in (a, b))
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", a + 3))
+    s.bind(("127.0.0.1", c + 3))
     s.listen(1)
     try:
-        assert not try_reserve(a, me, os.environ["PICOROUTE_PORT_DIR"]), "a bound port makes the range busy"
+        assert not try_reserve(c, me, os.environ["PICOROUTE_PORT_DIR"]), "a bound port makes the range busy"
     finally:
         s.close()
+    assert try_reserve(c, me, os.environ["PICOROUTE_PORT_DIR"]), "a free range nobody holds is taken"
     print("port_range self-test passed (ranges %d and %d)" % (a, b))
 
 
