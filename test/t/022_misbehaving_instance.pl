@@ -182,7 +182,7 @@ for (1 .. 100) {
     if ($now ne $worker) { $gone = 1; last; }
     Time::HiRes::sleep(0.05);
 }
-my $secs = time() - $t0;
+$secs = time() - $t0;
 ok($gone && $secs < 3, "pg_terminate_backend of the waiting worker takes effect at once (${secs}s)");
 $t0 = time();
 $poller->stop('fast');

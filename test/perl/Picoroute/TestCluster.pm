@@ -8,6 +8,7 @@ use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
 use JSON::PP;
+use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -159,20 +160,28 @@ END {
 # Starts test/emulator/fake_instance.py (a misbehaving instance on 127.0.0.1, a port of its own) with
 # `args` (its --rule, --rules-file, --refuse-login ...), logging to a file of a new temporary
 # directory. Returns { port, log, dir, pid }; it is stopped at exit (and ends by itself after 300 s).
+# Started without a pipe: closing one would wait for the instance to end.
 my @fake_pids;
 sub start_fake_instance {
     my (@args) = @_;
     my $dir = PostgreSQL::Test::Utils::tempdir('fake_instance');
-    my $log = "$dir/fake.jsonl";
-    my $pid = open(my $out, '-|', 'python3', "$root/test/emulator/fake_instance.py", '--log', $log,
-        '--lifetime', '300', @args)
-      or die "cannot start the fake instance: $!";
-    my $port = <$out>;
-    die "the fake instance did not start" unless defined $port;
-    chomp $port;
+    my ($log, $port_file) = ("$dir/fake.jsonl", "$dir/port");
+    my $pid = fork() // die "cannot fork: $!";
+    if ($pid == 0) {
+        exec('python3', "$root/test/emulator/fake_instance.py", '--log', $log, '--port-file',
+            $port_file, '--lifetime', '300', @args)
+          or POSIX::_exit(127);
+    }
     push @fake_pids, $pid;
+    for (1 .. 200) {
+        last if -s $port_file;
+        select(undef, undef, undef, 0.05);
+    }
+    my $port = -s $port_file ? PostgreSQL::Test::Utils::slurp_file($port_file) : '';
+    chomp $port;
+    die "the fake instance did not start" unless $port =~ /^\d+$/;
     note("fake instance on 127.0.0.1:$port");
-    return { port => $port, log => $log, dir => $dir, pid => $pid, out => $out };
+    return { port => $port, log => $log, dir => $dir, pid => $pid };
 }
 
 # The entries a fake instance logged so far (logins, statements), as a list of hashes.
@@ -185,7 +194,7 @@ sub fake_log {
     return \@entries;
 }
 
-END { kill 'TERM', @fake_pids if @fake_pids; }
+END { local $?; kill 'TERM', @fake_pids if @fake_pids; }
 
 # A PostgreSQL node preloading picoroute, polling the emulated cluster.
 sub start_picoroute_node {
