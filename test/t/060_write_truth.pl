@@ -93,8 +93,9 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM parted_local'), '5', 'the 
 ($ret, $out, $err) = $node->psql('postgres', "COPY parted FROM STDIN;\n"
     . join('', map { "$_\tcp_$_\t0\n" } 2001 .. 2010) . "\\.\n");
 is($ret, 0, 'COPY into the partitioned table routes into the foreign partition') or diag($err);
-is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id IN (" . join(',', 2001 .. 2010) . ")"), '10',
-   'COPY through the partitioned table stored its rows');
+# Counted on the storages: under strict mode a read of keys owned by both replicasets is refused,
+# as Picodata refuses with forward=off a statement whose buckets span replicasets.
+is(total(stored('users')), 50 + 41 + 10, 'COPY through the partitioned table stored its rows');
 ($ret, $out, $err) = $node->psql('postgres', "INSERT INTO parted VALUES (5000, 'x', 1) RETURNING *");
 like($err, qr/RETURNING is not supported/, 'RETURNING through a foreign partition is refused cleanly');
 
