@@ -110,8 +110,9 @@ OWNER=$(psql_demo -At -c "SELECT replicaset_name FROM picoroute_buckets WHERE $B
 TARGET=$(psql_demo -At -c "SELECT name FROM picoroute_replicasets WHERE name <> '$OWNER' ORDER BY name LIMIT 1")
 echo "key 1 is in bucket $BUCKET, owned by $OWNER; master: $(psql_demo -At -c "SELECT picoroute_master('default', $BUCKET)")"
 echo "moving bucket $BUCKET to $TARGET in the cluster ..."
-as_user $EMU move default "$BUCKET" "$BUCKET" "$TARGET" >/dev/null
+# The generation before the move: the worker may publish it before the move command returns.
 BEFORE=$(psql_demo -At -c "SELECT generation FROM picoroute_status")
+as_user $EMU move default "$BUCKET" "$BUCKET" "$TARGET" >/dev/null
 for _ in $(seq 1 50); do
     NOW=$(psql_demo -At -c "SELECT picoroute_master('default', $BUCKET)")
     GEN=$(psql_demo -At -c "SELECT generation FROM picoroute_status")
