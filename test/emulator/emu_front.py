@@ -1041,14 +1041,13 @@ class Session:
         self.helper = "yes" if e.completed else "no"
 
 
-def bind_values(body, pos):
-    """The parameter values of a Bind (from its format codes on) as text, None for NULL or binary."""
+def bind_params(body, pos):
+    """The parameters of a Bind (from its format codes on): (index, raw bytes or None, format code)."""
     nf = int.from_bytes(body[pos:pos + 2], "big")
     fmts = struct.unpack("!%dH" % nf, body[pos + 2:pos + 2 + 2 * nf]) if nf else ()
     pos += 2 + 2 * nf
     np = int.from_bytes(body[pos:pos + 2], "big")
     pos += 2
-    out = []
     for i in range(np):
         ln = struct.unpack("!i", body[pos:pos + 4])[0]
         pos += 4
@@ -1056,29 +1055,21 @@ def bind_values(body, pos):
         if ln >= 0:
             val = body[pos:pos + ln]
             pos += ln
-        fmt = fmts[0] if nf == 1 else (fmts[i] if nf > 1 else 0)
-        out.append(val.decode("utf-8", "replace") if val is not None and fmt == 0 else None)
-    return out
+        yield i, val, fmts[0] if nf == 1 else (fmts[i] if nf > 1 else 0)
+
+
+def bind_values(body, pos):
+    """The parameter values of a Bind (from its format codes on) as text, None for NULL or binary."""
+    return [val.decode("utf-8", "replace") if val is not None and fmt == 0 else None
+            for _, val, fmt in bind_params(body, pos)]
 
 
 def check_bind(body, pos, types):
     """Picodata's parameter rules (dialect, section 3). Returns (sqlstate, message) or None."""
-    nf = int.from_bytes(body[pos:pos + 2], "big")
-    fmts = struct.unpack("!%dH" % nf, body[pos + 2:pos + 2 + 2 * nf]) if nf else ()
-    pos += 2 + 2 * nf
-    np = int.from_bytes(body[pos:pos + 2], "big")
-    pos += 2
-    for i in range(np):
-        ln = struct.unpack("!i", body[pos:pos + 4])[0]
-        pos += 4
-        val = None
-        if ln >= 0:
-            val = body[pos:pos + ln]
-            pos += ln
+    for i, val, fmt in bind_params(body, pos):
         if val is None or i >= len(types):
             continue
         t = types[i]
-        fmt = fmts[0] if nf == 1 else (fmts[i] if nf > 1 else 0)
         if t in (JSON_OID, JSONB_OID):
             return ("0A000", "cannot represent json in sbroad")
         if t == TIMESTAMPTZ_OID and fmt == 0:

@@ -13,7 +13,7 @@ use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
   qw(emu emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node create_servers
-  create_foreign_tables picodata_version picodata_has);
+  create_foreign_tables picodata_version picodata_has emu_counters counters_moved);
 
 start_emulator();
 
@@ -39,33 +39,19 @@ CREATE FOREIGN TABLE settings (name text, value text) SERVER pico OPTIONS (distr
 });
 
 # ---- counters: which instances a statement touched -------------------------------------------
-sub counters {
-    my ($table) = @_;
-    my $c = emu_json('counters', $table, '--json');
-    my %sum;
-    for my $inst (keys %$c) {
-        my $t = $c->{$inst}{$table} or next;
-        $sum{$inst} = join(',', map { $t->{$_} // 0 } qw(seq_scan idx_scan n_tup_ins n_tup_upd n_tup_del));
-    }
-    return \%sum;
-}
-sub touched {
-    my ($before, $after) = @_;
-    return [ sort grep { ($before->{$_} // '') ne ($after->{$_} // '') } keys %$after ];
-}
 # Runs $sql and returns the instances whose counters for $table moved (waits for the statistics).
 sub run_and_touched {
     my ($table, $sql) = @_;
-    my $before = counters($table);
+    my $before = emu_counters($table);
     my $result = $node->safe_psql('postgres', $sql);
     my $t = [];
     for (1 .. 40) {
         sleep 0.1;
-        $t = touched($before, counters($table));
+        $t = counters_moved($before, emu_counters($table));
         last if @$t;
     }
     sleep 1.2;    # let any other instance publish its statistics too
-    $t = touched($before, counters($table));
+    $t = counters_moved($before, emu_counters($table));
     return ($result, $t);
 }
 sub owner_of {

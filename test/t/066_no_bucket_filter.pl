@@ -14,7 +14,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep);
 use Picoroute::TestCluster
-  qw(emu emu_json emu_table start_emulator start_routing_node exec_options picodata_has);
+  qw(emu emu_json emu_table start_emulator start_routing_node exec_options picodata_has emu_counters
+  counters_moved);
 
 $ENV{PICOEMU_LOG_STATEMENTS} = '1';
 my $dir = start_emulator(tiers => [ 'default:2:1:3000', 'small:2:1:600' ]);
@@ -52,24 +53,14 @@ CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS 
 CREATE FOREIGN TABLE notes (id bigint, body text) SERVER pico_s OPTIONS (sharding_key 'id');
 });
 
-sub counters {
-    my ($table) = @_;
-    my $c = emu_json('counters', $table, '--json');
-    my %sum;
-    for my $inst (keys %$c) {
-        my $t = $c->{$inst}{$table} or next;
-        $sum{$inst} = join(',', map { $t->{$_} // 0 } qw(seq_scan idx_scan n_tup_ins n_tup_upd n_tup_del));
-    }
-    return \%sum;
-}
 # Runs $sql; returns its result and the instances whose storage counters for $table moved.
 sub run_and_touched {
     my ($table, $sql) = @_;
-    my $before = counters($table);
+    my $before = emu_counters($table);
     my $result = $node->safe_psql('postgres', $sql);
     sleep 2.2;    # every instance publishes its statistics within about a second
-    my $after = counters($table);
-    return ($result, [ sort grep { ($before->{$_} // '') ne ($after->{$_} // '') } keys %$after ]);
+    my $after = emu_counters($table);
+    return ($result, counters_moved($before, $after));
 }
 sub owner_of { return emu_json('locate', $_[0], '--key', $_[1])->{master}; }
 

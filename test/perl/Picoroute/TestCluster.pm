@@ -16,7 +16,8 @@ use Test2::API qw(test2_add_callback_testing_done);
 
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
-  exec_options picodata_version picodata_has free_port_range start_fake_instance fake_log);
+  exec_options picodata_version picodata_has free_port_range start_fake_instance fake_log
+  emu_counters counters_moved);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -93,6 +94,25 @@ sub emu_table {
     emu('create-table', $name, '--columns', $columns, @{ $opts{args} // [] });
     emu('load', $name, '--rows', $opts{rows}) if $opts{rows};
     return;
+}
+
+# The storage counters of `table` on every instance (seq_scan, idx_scan, n_tup_ins, n_tup_upd,
+# n_tup_del), by instance name: two readings that differ name the instances a statement touched.
+sub emu_counters {
+    my ($table) = @_;
+    my $c = emu_json('counters', $table, '--json');
+    my %sum;
+    for my $inst (keys %$c) {
+        my $t = $c->{$inst}{$table} or next;
+        $sum{$inst} = join(',', map { $t->{$_} // 0 } qw(seq_scan idx_scan n_tup_ins n_tup_upd n_tup_del));
+    }
+    return \%sum;
+}
+
+# The instances whose counters differ between two readings of emu_counters, sorted.
+sub counters_moved {
+    my ($before, $after) = @_;
+    return [ sort grep { ($before->{$_} // '') ne ($after->{$_} // '') } keys %$after ];
 }
 
 # The statements the emulator's fronts refused (Picodata's dialect, row limits, parameter rules), as a
