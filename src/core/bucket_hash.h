@@ -17,10 +17,12 @@ inline constexpr uint32_t kBucketHashSeed = 13;
 // re-encodes every value of a double key part as a MessagePack double. Which rule a cluster uses
 // depends on its version; choosing it is the caller's business.
 enum class DoubleHashRule {
-    // 25.5 up to 26.1.0: always cb + the 8 big-endian bytes of the IEEE 754 value (2.0 and -0.0
+    // Up to 25.x (the 26.1 branch has the new rule from its 26.1.0 tag, first released in 26.1.1;
+    // core/capabilities.cpp): always cb + the 8 big-endian bytes of the IEEE 754 value (2.0 and
+    // -0.0
     // included: 1.0 hashes to bucket 2099 of 3000, not the integer's 1934).
     Ieee754,
-    // 26.1.1 and later: a finite integral value v with -2^63 <= v < 2^64 is encoded as the most
+    // 26.1 and later: a finite integral value v with -2^63 <= v < 2^64 is encoded as the most
     // compact MessagePack integer equal to it (unsigned form for v >= 0, so -0.0 is 0 and 2^63 is
     // cf 80..00; signed form below 0, down to d3 80..00 for -2^63); so 1.0 hashes like the integer
     // 1. NaN, the infinities, fractions and integral values outside that range stay cb + IEEE 754.

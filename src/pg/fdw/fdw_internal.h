@@ -54,6 +54,8 @@ struct TableInfo {
     // picodata_version when given (an override), else the cluster's detected version (the lowest
     // of its online instances), "26.2" while none is known.
     const char *picodata_version;
+    // How that version hashes an integral double key value, looked up once with the version.
+    DoubleHashRule double_rule;
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
     int vdbe_opcode_max;  // sql_vdbe_opcode_max, likewise
@@ -90,8 +92,6 @@ TableInfo *get_table_info(Oid relid);
 // The tier of a server: its option `tier` when given, else the tier the catalog flags as the
 // default (_pico_tier.is_default, from the map), else "default". C++ context (reads the map).
 std::string server_tier_name(const char *option);
-// How the table's server hashes an integral double key value (its Picodata version's rule).
-DoubleHashRule double_rule_of(const TableInfo *table);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
 // `picodata_version`: the server option (nullptr: the detected version); where the version has the
 // capability, the connection asks for errors on invalidated prepared statements

@@ -251,7 +251,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 if (!routed)
                     return std::nullopt;
                 return key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
-                                  &key_nulls[r * t->nkeys], count, double_rule_of(t));
+                                  &key_nulls[r * t->nkeys], count, t->double_rule);
             },
             lookups);
         std::vector<Job> jobs;

@@ -282,6 +282,11 @@ TableInfo *get_table_info(Oid relid) {
         (void)parse_int(batch, &t->batch_size, 0, nullptr);
     const char *version_option = option_value(server->options, "picodata_version");
     t->picodata_version = palloc_copy([&] { return server_version(version_option); });
+    t->double_rule = guarded([&] {
+        return caps::has(t->picodata_version, caps::Capability::IntegralDoubleHash)
+                   ? DoubleHashRule::IntegralAsInteger
+                   : DoubleHashRule::Ieee754;
+    });
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");
@@ -315,12 +320,6 @@ TableInfo *get_table_info(Oid relid) {
         }
     }
     return t;
-}
-
-DoubleHashRule double_rule_of(const TableInfo *table) {
-    return caps::has(table->picodata_version, caps::Capability::IntegralDoubleHash)
-               ? DoubleHashRule::IntegralAsInteger
-               : DoubleHashRule::Ieee754;
 }
 
 std::string startup_options(const char *execution_options, const char *read_preference,
