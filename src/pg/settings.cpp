@@ -149,10 +149,10 @@ void define_settings() {
         "a WARNING once per transaction block; error: refuse the write; off: say nothing.",
         &setting_remote_write_in_transaction, REMOTE_WRITE_WARN, remote_write_options, PGC_USERSET,
         0, nullptr, nullptr, nullptr);
-    // Picodata's pg_statement_max (1024 by default) bounds the statements of every client of an
-    // instance together: one connection may hold at most a small share of it, and only a superuser
-    // may raise that share. The maximum stays below the default storage, so that no single
-    // connection can fill it.
+    // Picodata's pg_statement_max (100000 by default, src/config/mod.rs 25.5.1 to 26.3.0; an
+    // administrator may lower it) bounds the statements of every client of an instance together:
+    // one connection may hold at most a small share of it, and only a superuser may raise that
+    // share.
     DefineCustomIntVariable(
         "picoroute.remote_statement_cache_size",
         "Statement texts each cached connection keeps prepared on its Picodata instance.",

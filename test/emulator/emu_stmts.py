@@ -1,7 +1,7 @@
 """Picodata's rules for prepared statements, as the emulator's fronts apply them (read from Picodata's
 pgproto sources: src/pgproto/backend/storage.rs, src/pgproto/client/startup.rs, src/pgproto/error.rs).
 
-- pg_statement_max (cluster setting, default 1024, 0 = no limit) bounds the statements an instance
+- pg_statement_max (cluster setting, default 100000, 0 = no limit) bounds the statements an instance
   holds for all its clients together, the unnamed ones included. A Parse when the storage holds that
   many fails with XX000 "Statement storage is full. Current size limit: N. Please, increase storage
   limit using: ALTER SYSTEM SET "pg_statement_max" TO <new-limit>" (checked even when the Parse would
@@ -22,7 +22,7 @@ import re
 
 import emu_caps
 
-DEFAULT_STATEMENT_MAX = 1024
+DEFAULT_STATEMENT_MAX = 100000
 INVALIDATED_STATE = "42999"
 OPTION = "pico_stmt_invalidation"
 

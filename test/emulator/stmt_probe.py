@@ -73,7 +73,7 @@ def statement_max(a, out):
     results = [summary(prepare(conn, "probe_max_%d" % i, "SELECT 1")) for i in range(4)]
     out["statement_max"] = results
     conn.close()
-    picoemu(a, "set", "pg_statement_max", "1024")
+    picoemu(a, "set", "pg_statement_max", "100000")
 
 
 def main():

@@ -187,7 +187,7 @@ if ($named) {
     is($filler->query_safe($texts[0]), 'name_11', 'and the session that filled it goes on, unnamed');
     is(count_lines($prepared_re, new_log_lines()), 1, 'only the other role prepared a statement since');
     $filler->quit;
-    emu('set', 'pg_statement_max', '1024');
+    emu('set', 'pg_statement_max', '100000');
     emu_audit_clear();
 }
 
