@@ -300,14 +300,11 @@ class Cluster:
 
     # ---- catalog synchronisation ---------------------------------------------------------------
     def serving_port(self, rs_name):
-        st = self.st
-        m = st.master(rs_name)
-        if self.running(m):
-            return m["port"]
-        for i in st.members(rs_name):
-            if not i["expelled"] and self.running(i):
-                return i["port"]
-        return m["port"]
+        """The port other instances reach replicaset rs_name at: its master's, running or not. A
+        Picodata coordinator sends a statement's part to the replicaset's master (vshard callrw,
+        read_preference leader, the default), so while that master is stopped the part fails; it is
+        not read from a replica."""
+        return self.st.master(rs_name)["port"]
 
     def write_catalog_files(self):
         """Writes picoemu_catalog.json into the data directory of every instance that is not expelled,

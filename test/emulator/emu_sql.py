@@ -402,7 +402,7 @@ def table_ddl(st, t, self_rs, peers):
 
 def ddl_sql(st, self_rs, serving_ports):
     """Objects that depend on the topology, for the master of self_rs. serving_ports: rs -> port of
-    the instance the other replicasets reach (the master, or a running replica when it is down)."""
+    the instance the other replicasets reach (its master, stopped or not)."""
     out = []
     # The views are locked first: a writer locks the view before the foreign tables and storage behind
     # it, so taking them in the same order cannot deadlock with writes in flight (they are waited for).
