@@ -123,6 +123,10 @@ const std::vector<CapabilityRow> &capability_table() {
         // MAX_DNF_CHAINS = 512: sql-planner/src/ir/transformation/dnf.rs at 26.1.6 (absent at
         // 26.1.5); sql-ir/src/ir/transformation/dnf.rs at 26.2.1-rc1 and 26.3.0 (absent at 26.2.0).
         {Capability::DnfChainLimit, "dnf_chain_limit", {"26.1.6", "26.2.1-rc1"}},
+        // "retry is required: DML was sent to the replica during master switchover" in
+        // src/sql.rs at 26.1.2, 26.1.6, 26.2.1-rc1 and 26.3.0; absent at 26.1.1 and 26.2.0, where
+        // such a write fails with tarantool's "Can't modify data on a read-only instance".
+        {Capability::SwitchoverRefusal, "switchover_refusal", {"26.1.2", "26.2.1-rc1"}},
     };
     return table;
 }

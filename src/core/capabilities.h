@@ -43,6 +43,7 @@ enum class Capability {
     LocalExecution,      // a single-bucket statement at its owner runs there (no second hop)
     IntegralDoubleHash,  // a double equal to an integer hashes as that integer
     DnfChainLimit,       // above kDnfChainLimit OR-of-AND chains a statement goes everywhere
+    SwitchoverRefusal,   // a write reaching a demoted master is refused with "retry is required"
 };
 inline constexpr size_t kDnfChainLimit = 512;
 

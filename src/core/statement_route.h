@@ -58,8 +58,8 @@ struct StatementLookups {
 };
 
 enum class RetryRule {
-    Read,   // retried once on a connection failure
-    Write,  // retried once only when it was never sent
+    Read,   // sent again after a connection failure or a refusal before running
+    Write,  // sent again only when never sent, or refused before running on one replicaset
     Never,  // a scatter over masters: any failure is final
 };
 

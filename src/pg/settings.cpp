@@ -18,6 +18,7 @@ char *setting_conninfo = nullptr;
 int setting_source = SOURCE_POLL;
 int setting_refresh_interval = 1000;
 int setting_connect_timeout = 5;
+int setting_failover_wait = 10000;
 int setting_max_instances = 256;
 int setting_max_replicasets = 128;
 int setting_max_bucket_ranges = 16384;
@@ -100,40 +101,10 @@ const char *source_mode_name(int mode) {
     return mode == SOURCE_PUSH ? "push" : "poll";
 }
 
-void define_settings() {
-    DefineCustomStringVariable(
-        "picoroute.conninfo", "libpq connection string of the Picodata cluster.",
-        "Several hosts may be listed as libpq allows (host=a,b port=1,2). A password may also come "
-        "from a passfile. Empty: the worker stays idle.",
-        &setting_conninfo, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
-    DefineCustomEnumVariable(
-        "picoroute.source", "Where topology changes come from: poll or push.",
-        "poll: the background worker reads the Picodata catalog every refresh_interval. push: "
-        "changes arrive through picoroute_apply_events().",
-        &setting_source, SOURCE_POLL, source_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("picoroute.refresh_interval",
-                            "Time between two topology refreshes of the background worker.",
-                            nullptr, &setting_refresh_interval, 1000, 10, 3600 * 1000, PGC_SIGHUP,
-                            GUC_UNIT_MS, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("picoroute.connect_timeout",
-                            "Time allowed to connect to a Picodata instance or to run a catalog "
-                            "query.",
-                            nullptr, &setting_connect_timeout, 5, 1, 600, PGC_SIGHUP, GUC_UNIT_S,
-                            nullptr, nullptr, nullptr);
-    DefineCustomStringVariable(
-        "picoroute.allowed_hosts",
-        "Hosts and networks picoroute may connect to (comma-separated hostnames, IP addresses "
-        "and CIDR networks).",
-        "Applies to every address taken from the topology map: the routing connections of every "
-        "session and the worker's fallback to known instances. Empty: an address a catalog read "
-        "by the worker reported, never one only picoroute_apply_events gave. '*': any TCP host.",
-        &setting_allowed_hosts, "", PGC_SIGHUP, 0, check_allowed_hosts, nullptr, nullptr);
-    DefineCustomIntVariable("picoroute.max_map_memory",
-                            "Memory a session may use for its O(1) bucket lookup tables.",
-                            "Tiers whose tables do not fit are looked up by binary search over "
-                            "their ranges.",
-                            &setting_max_map_memory, 64 * 1024, 0, INT_MAX / 1024, PGC_SUSET,
-                            GUC_UNIT_KB, nullptr, nullptr, nullptr);
+namespace {
+
+// The settings of the statements a session sends.
+void define_statement_settings() {
     DefineCustomStringVariable(
         "picoroute.analyze_option",
         "Picodata OPTION clause of the statements ANALYZE sends to count and sample a table.",
@@ -158,9 +129,57 @@ void define_settings() {
         "Statement texts each cached connection keeps prepared on its Picodata instance.",
         "A text is prepared the second time a connection runs it, and its prepared statement is "
         "closed when it leaves this LRU. 0: every statement is sent unnamed. Each instance holds "
-        "at most pg_statement_max statements (1024 by default) for all its clients together; a "
+        "at most pg_statement_max statements (100000 by default) for all its clients together; a "
         "connection that finds that storage full closes its prepared statements and goes unnamed.",
         &setting_remote_statement_cache_size, 32, 0, 1000, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+}
+
+}  // namespace
+
+void define_settings() {
+    DefineCustomStringVariable(
+        "picoroute.conninfo", "libpq connection string of the Picodata cluster.",
+        "Several hosts may be listed as libpq allows (host=a,b port=1,2). A password may also come "
+        "from a passfile. Empty: the worker stays idle.",
+        &setting_conninfo, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "picoroute.source", "Where topology changes come from: poll or push.",
+        "poll: the background worker reads the Picodata catalog every refresh_interval. push: "
+        "changes arrive through picoroute_apply_events().",
+        &setting_source, SOURCE_POLL, source_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.refresh_interval",
+                            "Time between two topology refreshes of the background worker.",
+                            nullptr, &setting_refresh_interval, 1000, 10, 3600 * 1000, PGC_SIGHUP,
+                            GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.connect_timeout",
+                            "Time allowed to connect to a Picodata instance or to run a catalog "
+                            "query.",
+                            nullptr, &setting_connect_timeout, 5, 1, 600, PGC_SIGHUP, GUC_UNIT_S,
+                            nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.failover_wait",
+        "How long a statement that could not run is sent again while the topology changes.",
+        "A read, or a write that was never sent or that Picodata refused before running it "
+        "(during a master switchover), is sent again to where the refreshed topology map puts "
+        "its buckets until it runs or this time has passed, then once through a coordinator. A "
+        "write that may have been applied is never sent again. 0: one more attempt only.",
+        &setting_failover_wait, 10000, 0, 600 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
+        nullptr);
+    DefineCustomStringVariable(
+        "picoroute.allowed_hosts",
+        "Hosts and networks picoroute may connect to (comma-separated hostnames, IP addresses "
+        "and CIDR networks).",
+        "Applies to every address taken from the topology map: the routing connections of every "
+        "session and the worker's fallback to known instances. Empty: an address a catalog read "
+        "by the worker reported, never one only picoroute_apply_events gave. '*': any TCP host.",
+        &setting_allowed_hosts, "", PGC_SIGHUP, 0, check_allowed_hosts, nullptr, nullptr);
+    DefineCustomIntVariable("picoroute.max_map_memory",
+                            "Memory a session may use for its O(1) bucket lookup tables.",
+                            "Tiers whose tables do not fit are looked up by binary search over "
+                            "their ranges.",
+                            &setting_max_map_memory, 64 * 1024, 0, INT_MAX / 1024, PGC_SUSET,
+                            GUC_UNIT_KB, nullptr, nullptr, nullptr);
+    define_statement_settings();
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

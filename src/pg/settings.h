@@ -10,6 +10,7 @@ extern char *setting_conninfo;                   // picoroute.conninfo (superuse
 extern int setting_source;                       // picoroute.source
 extern int setting_refresh_interval;             // picoroute.refresh_interval, milliseconds
 extern int setting_connect_timeout;              // picoroute.connect_timeout, seconds
+extern int setting_failover_wait;                // picoroute.failover_wait, milliseconds
 extern int setting_max_instances;                // picoroute.max_instances (postmaster)
 extern int setting_max_replicasets;              // picoroute.max_replicasets (postmaster)
 extern int setting_max_bucket_ranges;            // picoroute.max_bucket_ranges (postmaster)

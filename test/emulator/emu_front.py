@@ -26,6 +26,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import emu_dialect as dialect  # noqa: E402
+import emu_caps  # noqa: E402
 import emu_stmts  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -111,6 +112,19 @@ def error_body(code, text, severity="ERROR", hint=None):
 
 def error_msg(code, text, severity="ERROR", hint=None):
     return msg(b"E", error_body(code, text, severity, hint))
+
+
+def read_only_refusal(m, version):
+    """A write refused by a read-only server (a demoted master, rebuilt as a standby: SQLSTATE
+    25006) answered as Picodata answers it: XX000 with the text of the version. 26.1.2+ (and
+    26.2.1-rc1+) refuse a DML that reaches a demoted master before running it ("retry is required:
+    ...", src/sql.rs); earlier versions fail at the first write with tarantool's ER_READONLY. Any
+    other message is returned as it is."""
+    if error_field(m, b"C") != b"25006":
+        return m
+    if emu_caps.has("switchover_refusal", version):
+        return error_msg("XX000", "retry is required: DML was sent to the replica during master switchover")
+    return error_msg("XX000", "Can't modify data on a read-only instance - box.cfg.read_only is true")
 
 
 def error_field(m, code):
@@ -399,6 +413,7 @@ class Session:
                 return
             if e.kind == "swallow":
                 log("injected message failed: %r" % m[5:200])
+            m = read_only_refusal(m, self.front.settings.version)
             if not self.hold_retry(e, m):
                 out += m  # the client sees the error, unless the statement runs again
             if e.simple:

@@ -105,7 +105,7 @@ while (time < $deadline) {
     my $id = 100000 + $i;
     my $res = session("INSERT INTO users VALUES ($id, 'sw', $i);");
     if ($res eq '') { $acked{$id} = 1; }
-    elsif ($res =~ /may or may not have been applied/) { $maybe{$id} = 1; }
+    elsif ($res =~ /may have been applied/) { $maybe{$id} = 1; }
     else { $failed{$id} = $res; }
     my $probe = 1 + ($i % 100);
     my $read = session("SELECT name FROM users WHERE id = $probe;");
@@ -128,9 +128,13 @@ my @lost = grep { !$present{$_} } sort keys %acked;
 is_deeply(\@lost, [], 'every acknowledged write is stored');
 my @phantom = grep { $present{$_} && !$acked{$_} && !$maybe{$_} } sort keys %present;
 is_deeply(\@phantom, [], 'no write reported as failed was applied');
-cmp_ok($read_errors, '<=', 2, "reads kept working through the switch ($read_errors of $reads failed)")
+is($read_errors, 0, "reads kept working through the switch ($read_errors of $reads failed)")
   or diag(join("\n", map { "$read_error_text{$_} x $_" } sort keys %read_error_text));
-diag(join("\n", map { "write failed: $_" } sort values %failed)) if %failed;
+# A write that was never sent, or that the old master refused before running it, waits for the new
+# master (picoroute.failover_wait) and runs there; only a write lost after it was sent may fail,
+# and its error says it may have been applied.
+is(scalar(keys %failed), 0, 'no write failed but those whose outcome is unknown')
+  or diag(join("\n", map { "write failed: $_" } sort values %failed));
 my $new_master = $node->safe_psql('postgres',
     "SELECT name FROM picoroute_instances WHERE replicaset_name = 'default_1' AND is_master");
 is($new_master, 'default_1_2', 'the map knows the new master');

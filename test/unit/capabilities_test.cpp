@@ -128,6 +128,15 @@ TEST(CapabilitiesTest, DnfChainLimitFrom26_1_6And26_2_1_rc1) {
     EXPECT_TRUE(has("26.3.0", Capability::DnfChainLimit));
 }
 
+TEST(CapabilitiesTest, SwitchoverRefusalFrom26_1_2And26_2_1_rc1) {
+    EXPECT_FALSE(has("25.5.10", Capability::SwitchoverRefusal));
+    EXPECT_FALSE(has("26.1.1", Capability::SwitchoverRefusal));
+    EXPECT_TRUE(has("26.1.2", Capability::SwitchoverRefusal));
+    EXPECT_FALSE(has("26.2.0", Capability::SwitchoverRefusal));
+    EXPECT_TRUE(has("26.2.1-rc1", Capability::SwitchoverRefusal));
+    EXPECT_TRUE(has("26.3.0", Capability::SwitchoverRefusal));
+}
+
 TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {
     for (const CapabilityRow &row : capability_table()) {
         EXPECT_FALSE(has("", row.capability)) << row.name;

@@ -4,6 +4,8 @@ extern "C" {
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
 #include "utils/builtins.h"
 #include "utils/errcodes.h"
 #include "utils/lsyscache.h"
@@ -14,6 +16,8 @@ extern "C" {
 #include "pg/remote/remote_exec.h"
 
 #include "pg/remote/remote_stmt.h"
+
+#include "core/retry_rules.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -33,6 +37,7 @@ struct Failure {
     std::string address;
     std::string message;
     bool sent;
+    bool refused = false;  // answered with a refusal before running (core/retry_rules.h)
 };
 
 [[noreturn]] void raise_unreachable(const Job &job, const Failure &f, const char *extra_hint) {
@@ -41,23 +46,57 @@ struct Failure {
                    "Target: " + describe(job.target) + ".", extra_hint);
 }
 
-// Re-routes a job after a refresh: the new owner of its buckets when they have one owner other
-// than the failed instance, else a coordinator.
-Target reroute(const Target &old, const std::string &tier_name, ReadPref pref,
-               const std::string &failed) {
+// Where a failed job goes next, by the current map: its buckets' one owner (the master, or a
+// replica as `pref` allows), wherever the map now puts it, the failed address included (a master
+// back after a restart); a coordinator other than `failed` for a job without buckets, for buckets
+// of several owners or that the map does not know, or when `last`. None while an owner of its
+// buckets has no usable instance (awaiting_master: a switchover is under way).
+std::optional<Target> next_target(const Target &old, const std::string &tier_name, ReadPref pref,
+                                  const std::string &failed, bool last) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     int32_t tier = tier_name.empty() ? kNone : view.find_tier(tier_name);
     if (tier != kNone && !old.buckets.empty()) {
-        std::set<uint32_t> buckets(old.buckets.begin(), old.buckets.end());
-        std::vector<Target> groups = group_buckets(view, tier, buckets, pref);
-        if (groups.size() == 1 && groups[0].address != failed &&
-            groups[0].role != Role::Coordinator)
-            return groups[0];
+        if (awaiting_master(view, tier, old.buckets, pref)) {
+            if (!last)
+                return std::nullopt;
+        } else {
+            std::set<uint32_t> buckets(old.buckets.begin(), old.buckets.end());
+            std::vector<Target> groups = group_buckets(view, tier, buckets, pref);
+            if (groups.size() == 1 && groups[0].role != Role::Coordinator)
+                return groups[0];
+        }
     }
     Target c = coordinator_target(view, {failed});
     c.buckets = old.buckets;
     return c;
+}
+
+// Whether every bucket of `target` belongs to one replicaset by the current map, and the
+// statement went to that replicaset (not to a coordinator): a refusal before running then means
+// that nothing of it was applied anywhere.
+bool one_replicaset(const Target &target, const std::string &tier_name) {
+    if (target.role == Role::Coordinator || target.buckets.empty())
+        return false;
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    int32_t tier = tier_name.empty() ? kNone : view.find_tier(tier_name);
+    if (tier == kNone)
+        return false;
+    std::set<int32_t> owners;
+    for (uint32_t bucket : target.buckets) {
+        int32_t range = view.find_range(tier, bucket);
+        owners.insert(range == kNone ? kNone : view.range(range).replicaset);
+    }
+    return owners.size() == 1 && *owners.begin() != kNone;
+}
+
+// The primary text of a remote error that refused a statement before running it, or nullptr.
+const char *refusal_text(const PGresult *result) {
+    if (result == nullptr || PQresultStatus(result) != PGRES_FATAL_ERROR)
+        return nullptr;
+    const char *m = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+    return m != nullptr && picoroute::retry::refused_before_running(m) ? m : nullptr;
 }
 
 void check_result(const Job &job) {
@@ -162,13 +201,17 @@ namespace {
 
 // Sends every job, then collects every answer; what could not be reached is returned.
 std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &params,
-                                      WriteLog *log) {
+                                      const std::vector<bool> &held, WriteLog *log) {
     std::vector<Failure> failures;
     {
         InFlight inflight;
         std::vector<Connection *> conns(jobs.size(), nullptr);
         try {
             for (size_t i = 0; i < jobs.size(); i++) {
+                if (held[i]) {
+                    failures.push_back({i, "", "", false});
+                    continue;
+                }
                 try {
                     conns[i] =
                         send_routed(jobs[i].target.address, params, jobs[i].sql, jobs[i].values);
@@ -237,9 +280,15 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
             std::string detail = "The statement failed on instance " + job.target.address +
                                  " and was not applied there. " + log->summary(!sent_unanswered);
             if (!failures.empty())
-                detail += " Instances that could not be reached:";
+                detail += " Instances that could not run it:";
             for (const Failure &f : failures)
-                detail += " " + f.address + (f.sent ? " (may have applied it)" : "");
+                detail += " " +
+                          (f.address.empty() ? "(a part not sent: its buckets have no "
+                                               "online master)"
+                                             : f.address) +
+                          (f.sent      ? " (may have applied it)"
+                           : f.refused ? " (refused it before running it)"
+                                       : "");
             add_detail(e.data(), detail);
             throw;
         }
@@ -251,6 +300,26 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
 std::string committed_elsewhere(const WriteLog *log) {
     std::string known = log != nullptr ? log->summary(false) : std::string();
     return known.empty() ? "" : " " + known;
+}
+
+// What the retries of a failed job did, for the error that ends them.
+std::string retried_for(TimestampTz since) {
+    long ms = TimestampDifferenceMilliseconds(since, GetCurrentTimestamp());
+    return "picoroute sent it again for " + std::to_string(ms) +
+           " ms, following the topology map (picoroute.failover_wait).";
+}
+
+// The error for a write whose connection was lost after it was sent: it may have been applied.
+[[noreturn]] void raise_lost_write(const Job &job, const std::string &address,
+                                   const std::string &message, const WriteLog *log) {
+    throw SqlError(ERRCODE_CONNECTION_FAILURE,
+                   "picoroute: lost the connection to Picodata instance " + address +
+                       " while it ran a write: " + message,
+                   "Target: " + describe(job.target) +
+                       ". The statement may have been applied on instance " + address +
+                       "; it was not sent again." + committed_elsewhere(log),
+                   "Picodata commits every statement on its own: check the data before running "
+                   "the statement again.");
 }
 
 // Raises for a failure that must not be retried (a scatter over masters, a write that may have
@@ -265,31 +334,61 @@ void refuse_retry(const std::vector<Job> &jobs, const std::vector<Failure> &fail
                               "is returned. The topology is being refreshed: retry later, or use "
                               "scatter 'coordinator'.");
         if (retry == Retry::Write && f.sent)
-            throw SqlError(ERRCODE_CONNECTION_FAILURE,
-                           "picoroute: lost the connection to Picodata instance " + f.address +
-                               " while it ran a write: " + f.message,
-                           "Target: " + describe(job.target) +
-                               ". The statement may have been applied on instance " + f.address +
-                               "; it was not sent again." + committed_elsewhere(log),
-                           "Picodata commits every statement on its own: check the data before "
-                           "running the statement again.");
+            raise_lost_write(job, f.address, f.message, log);
     }
 }
 
-// Runs a failed job once more on its new owner or a coordinator.
-void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::string &tier_name,
-               ReadPref pref, WriteLog *log) {
-    Target old = job.target;
+// The answer of a job that ran after a retry: its rows counted, its remote error raised.
+void finish_retried(Job &job, WriteLog *log, TimestampTz since) {
+    if (log != nullptr && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
+        log->committed[job.target.address] += command_rows(job.result.get());
     try {
-        job.target = reroute(old, tier_name, pref, f.address);
-    } catch (const SqlError &none) {
-        // No other instance: the first failure is what the user needs to see.
-        throw SqlError(none.sqlstate(),
-                       "picoroute: could not reach Picodata instance " + f.address + " (" +
-                           libpq_message_line(f.message.c_str()) +
-                           "), and no other instance can take the statement",
-                       none.detail(), none.hint());
+        check_result(job);
+    } catch (PgError &e) {
+        add_detail(e.data(),
+                   retried_for(since) +
+                       (log != nullptr ? " The statement failed on instance " + job.target.address +
+                                             " and was not applied there. " + log->summary()
+                                       : std::string()));
+        throw;
     }
+}
+
+// Turns the answers that refused a statement before running it (core/retry_rules.h) into
+// failures to send again where that cannot apply anything twice: a read, and a write sent to the
+// one replicaset that owns all its buckets. A scatter over masters is never sent again.
+void take_refusals(std::vector<Job> &jobs, const std::string &tier, Retry retry, bool write,
+                   std::vector<Failure> *failures) {
+    if (retry == Retry::Never)
+        return;
+    for (size_t i = 0; i < jobs.size(); i++) {
+        Job &job = jobs[i];
+        const char *text = refusal_text(job.result.get());
+        if (text == nullptr || (write && !one_replicaset(job.target, tier)))
+            continue;
+        failures->push_back({i, job.target.address, text, false, true});
+        job.result.reset();
+    }
+}
+
+// The jobs not to send yet (awaits_master): they wait for the switchover like a failed job.
+std::vector<bool> held_jobs(const std::vector<Job> &jobs, const std::string &tier, ReadPref pref,
+                            Retry retry) {
+    std::vector<bool> held(jobs.size(), false);
+    if (retry != Retry::Never)
+        for (size_t i = 0; i < jobs.size(); i++)
+            held[i] = awaits_master(jobs[i], tier, pref);
+    return held;
+}
+
+enum class Attempt { Ran, Unsent, Refused };
+
+// Sends `job` to its target once more. Ran: an answer came (in job.result, a remote error
+// included); Unsent: no answer (a read whose answer was lost counts here too); Refused: refused
+// before running, when `refusals` (job.result is then empty). `why` gets the failure's text. A
+// write lost after it was sent raises: it may have been applied, so it is not sent again.
+Attempt attempt_job(Job &job, const ConnParams &params, bool refusals, WriteLog *log,
+                    std::string *why) {
     InFlight inflight;
     Connection *c = nullptr;
     try {
@@ -302,13 +401,10 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
             inflight.done(c);
             discard_connection(c);
         }
-        throw SqlError(ERRCODE_CONNECTION_FAILURE,
-                       "picoroute: could not reach Picodata instance " + f.address + " (" +
-                           f.message + "), nor " + again.address() + " on retry (" + again.what() +
-                           ")",
-                       "First target: " + describe(old) + "." +
-                           (log != nullptr ? " " + log->summary() : std::string()),
-                       "Check picoroute_instances and picoroute_status.");
+        *why = again.what();
+        if (again.sent() && log != nullptr)
+            raise_lost_write(job, again.address(), again.what(), log);
+        return Attempt::Unsent;
     } catch (PgError &e) {
         std::vector<Abandoned> abandoned = inflight.abandon();
         if (log != nullptr) {
@@ -321,51 +417,115 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
         }
         throw;
     }
-    if (log != nullptr && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
-        log->committed[job.target.address] += command_rows(job.result.get());
-    if (log == nullptr) {
-        check_result(job);
-    } else {
+    const char *text = refusals ? refusal_text(job.result.get()) : nullptr;
+    if (text == nullptr)
+        return Attempt::Ran;
+    *why = text;
+    job.result.reset();
+    return Attempt::Refused;
+}
+
+// Between two attempts: a short interruptible sleep, then a refresh of the map (waited for within
+// what is left of the deadline).
+void pause_before_retry(TimestampTz deadline) {
+    long left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+    pg_call([&] {
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                        Max(Min(left, 200L), 1L), PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+        bool refresh_failed = false;
+        (void)request_refresh_and_wait(static_cast<int>(Max(Min(left - 200, 1000L), 0L)),
+                                       &refresh_failed);
+    });
+}
+
+// How the first failure of a job reads in the error that ends its retries.
+std::string first_failure(const Failure &f) {
+    if (f.address.empty())
+        return "picoroute: the topology map shows no online master for the statement's buckets";
+    return "picoroute: could not reach Picodata instance " + f.address + " (" +
+           libpq_message_line(f.message.c_str()) + ")";
+}
+
+// Sends a failed job again, to wherever the map puts its buckets, until it runs or
+// picoroute.failover_wait has passed; then once more through a coordinator.
+void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::string &tier,
+               ReadPref pref, WriteLog *log, TimestampTz since) {
+    const TimestampTz deadline = TimestampTzPlusMilliseconds(since, setting_failover_wait);
+    const Target first = job.target;
+    std::string address = f.address, why = f.message;
+    for (;;) {
+        bool last = GetCurrentTimestamp() >= deadline;
+        std::optional<Target> next;
         try {
-            check_result(job);
-        } catch (PgError &e) {
-            add_detail(e.data(), "The statement failed on instance " + job.target.address +
-                                     " and was not applied there. " + log->summary());
-            throw;
+            next = next_target(first, tier, pref, address, last);
+        } catch (const SqlError &none) {
+            // No other instance: the first failure is what the user needs to see.
+            throw SqlError(none.sqlstate(),
+                           first_failure(f) + ", and no other instance can take the statement",
+                           none.detail(), none.hint());
         }
+        if (next) {
+            job.target = *next;
+            Attempt a = attempt_job(job, params, !last, log, &why);
+            if (a == Attempt::Ran)
+                break;
+            address = job.target.address;
+            if (last)
+                throw SqlError(ERRCODE_CONNECTION_FAILURE,
+                               first_failure(f) + "; on retry, Picodata instance " + address +
+                                   " could not be reached either (" +
+                                   libpq_message_line(why.c_str()) + ")",
+                               "First target: " + describe(first) + ". " + retried_for(since) +
+                                   (log != nullptr ? " " + log->summary() : std::string()),
+                               "Check picoroute_instances and picoroute_status.");
+        }
+        pause_before_retry(deadline);
     }
+    finish_retried(job, log, since);
 }
 
 }  // namespace
 
+bool awaits_master(const Job &job, const std::string &tier_name, ReadPref pref) {
+    if (job.target.role != Role::Coordinator || job.target.buckets.empty() || tier_name.empty())
+        return false;
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    return awaiting_master(view, view.find_tier(tier_name), job.target.buckets, pref);
+}
+
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::string &tier,
               ReadPref pref, Retry retry, WriteLog *log) {
     sweep_connections();
-    std::vector<Failure> failures = send_and_collect(jobs, params, log);
+    std::vector<Failure> failures =
+        send_and_collect(jobs, params, held_jobs(jobs, tier, pref, retry), log);
+    take_refusals(jobs, tier, retry, log != nullptr, &failures);
     // Remote errors first: they are answers, the instance was reachable.
     check_answers(jobs, log, failures);
     if (failures.empty())
         return;
+    const TimestampTz since = GetCurrentTimestamp();
 
     // An unreachable instance may mean the topology changed: wake the worker, at most once per
     // refresh interval per session (a storm of failing statements must not become a storm of
     // refreshes). Failed logins never get here: they are not topology problems.
     static TimestampTz last_wake = 0;
-    TimestampTz now = GetCurrentTimestamp();
     const bool wake =
-        last_wake == 0 || TimestampDifferenceExceeds(last_wake, now, setting_refresh_interval);
+        last_wake == 0 || TimestampDifferenceExceeds(last_wake, since, setting_refresh_interval);
     if (wake) {
-        last_wake = now;
+        last_wake = since;
         wake_worker();
     }
     refuse_retry(jobs, failures, retry, log);
-    // Give the worker a short chance to notice the change, then run the failed jobs once more.
-    int wait_ms = std::min(setting_connect_timeout * 1000, 2000);
+    // Give the worker a short chance to notice the change, then send the failed jobs again.
+    int wait_ms = std::min({setting_connect_timeout * 1000, 2000, setting_failover_wait});
     bool refresh_failed = false;
     if (wake)
         pg_call([&] { (void)request_refresh_and_wait(wait_ms, &refresh_failed); });
     for (const Failure &f : failures)
-        retry_job(jobs[f.job], f, params, tier, pref, log);
+        retry_job(jobs[f.job], f, params, tier, pref, log, since);
 }
 
 }  // namespace picoroute::pg::remote

@@ -11,9 +11,10 @@
 
 namespace picoroute::pg::remote {
 
+// Failed jobs are sent again where the map puts their buckets, within picoroute.failover_wait.
 enum class Retry {
-    Read,   // retried once on a connection failure
-    Write,  // retried once only when it was never sent
+    Read,   // after any connection failure, and after a refusal before running
+    Write,  // only when never sent, or refused before running on its one replicaset
     Never   // scatter over masters: any failure is final
 };
 
@@ -36,6 +37,11 @@ struct WriteLog {
     // that could not be stopped): then "no row was committed" is not claimed.
     std::string summary(bool all_known = true) const;
 };
+
+// Whether `job` went to a coordinator only because an owner of its buckets has no usable instance
+// (routing.h, awaiting_master): run_jobs does not send it before the map shows one, within
+// picoroute.failover_wait.
+bool awaits_master(const Job &job, const std::string &tier, ReadPref pref);
 
 // Sends every job, then collects every answer (parallel across instances). A remote error is
 // raised with its SQLSTATE and the instance's name; unreachable instances follow `retry`.

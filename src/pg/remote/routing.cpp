@@ -63,6 +63,21 @@ bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, Read
     return route::bucket_target(view, tier, bucket, pref, session_salt(), out);
 }
 
+bool awaiting_master(const SnapshotView &view, int32_t tier, const std::vector<uint32_t> &buckets,
+                     ReadPref pref) {
+    if (tier == kNone)
+        return false;
+    for (uint32_t bucket : buckets) {
+        int32_t range = view.find_range(tier, bucket);
+        if (range == kNone || view.range(range).replicaset == kNone)
+            continue;
+        Target t;
+        if (!bucket_target(view, tier, bucket, pref, &t))
+            return true;
+    }
+    return false;
+}
+
 Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude) {
     if (std::optional<Target> t = route::any_online(view, exclude))
         return *t;

@@ -41,6 +41,12 @@ const char *read_pref_name(ReadPref pref);
 // bucket's owner or its (online) master.
 bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, ReadPref pref,
                    Target *out);
+// Whether one of `buckets` belongs, by the map, to a replicaset that has no usable instance to run
+// it (no online master, or for `pref` no online member): a switchover is under way, and a
+// statement for those buckets waits for it (picoroute.failover_wait) rather than asking a
+// coordinator, which would fail or stall the same way. Buckets the map does not know are not.
+bool awaiting_master(const SnapshotView &view, int32_t tier, const std::vector<uint32_t> &buckets,
+                     ReadPref pref);
 // Any online instance, masters first, skipping `exclude`. Throws when there is none.
 Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude = {});
 // The instance that coordinates a statement without a sharding key (or on a global table): an

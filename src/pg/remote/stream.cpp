@@ -74,6 +74,10 @@ void RowStream::release(Source &s) noexcept {
 void RowStream::start() {
     sweep_connections();
     for (Source &s : sources_) {
+        if (awaits_master(s.job, tier_, pref_)) {
+            run_buffered(s);  // waits for the switchover
+            continue;
+        }
         Connection *c = nullptr;
         try {
             c = send_routed(s.job.target.address, params_, s.job.sql, s.job.values);

@@ -1,0 +1,26 @@
+#include "core/retry_rules.h"
+
+namespace picoroute::retry {
+namespace {
+
+constexpr std::string_view kRefusals[] = {
+    "retry is required: DML was sent to the replica during master switchover",
+    "Can't modify data on a read-only instance",
+    "instance is read-only: ",
+    "Failed to get replicaset from bucket",
+    "Failed to add a storage reference",
+    "Failed to use a storage reference",
+    "vshard storage is not configured",
+    "cannot satisfy \"forward = off\"",
+};
+
+}  // namespace
+
+bool refused_before_running(std::string_view message) {
+    for (std::string_view refusal : kRefusals)
+        if (message.find(refusal) != std::string_view::npos)
+            return true;
+    return false;
+}
+
+}  // namespace picoroute::retry

@@ -1,0 +1,32 @@
+// Which remote errors prove that Picodata refused a statement before running it, so that sending
+// it again (after the topology map has caught up) cannot apply it twice.
+//
+// Every Picodata error reaches a pgproto client as SQLSTATE XX000; only the text tells a refusal
+// before running from a failure during or after it. The texts, read in Picodata's source:
+//
+// - "retry is required: DML was sent to the replica during master switchover": a write reached a
+//   demoted master (src/sql.rs, 26.1.2 to 26.3.0, before the plan runs).
+// - "Can't modify data on a read-only instance": the same case before 26.1.2 (tarantool's
+//   ER_READONLY; a read-only instance cannot have written anything).
+// - "instance is read-only: ": the new master did not become writable in time (src/sql.rs,
+//   26.1.2+, before the plan runs).
+// - "Failed to get replicaset from bucket": the coordinator could not route (src/sql/dispatch.rs,
+//   before sending).
+// - "Failed to add a storage reference", "Failed to use a storage reference", "vshard storage is
+//   not configured": the storage refused before the plan runs (src/sql.rs).
+// - "cannot satisfy \"forward = off\"": the instance does not own the statement's buckets
+//   (26.2.1-rc1+, before dispatch).
+//
+// Such a refusal proves nothing was applied only where the statement touched one replicaset: a
+// statement that spans several may have been applied by the others (the caller decides that).
+#pragma once
+#include "core/firewall.h"
+
+#include <string_view>
+
+namespace picoroute::retry {
+
+// Whether `message` (a remote error's primary text) is one of the refusals above.
+bool refused_before_running(std::string_view message);
+
+}  // namespace picoroute::retry

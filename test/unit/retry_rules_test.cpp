@@ -1,0 +1,35 @@
+#include "core/retry_rules.h"
+
+#include <gtest/gtest.h>
+
+using picoroute::retry::refused_before_running;
+
+TEST(RetryRulesTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
+    EXPECT_TRUE(refused_before_running(
+        "sbroad: ProcLua: {\"message\":\"Error on replicaset 9f1c: retry is required: DML was "
+        "sent to the replica during master switchover\"}"));
+    EXPECT_TRUE(refused_before_running(
+        "Can't modify data on a read-only instance - box.cfg.read_only is true"));
+    EXPECT_TRUE(refused_before_running("instance is read-only: timed out"));
+    EXPECT_TRUE(refused_before_running(
+        "Failed to get replicaset from bucket 17: Bucket 17 cannot be found. Is rebalancing in "
+        "progress?"));
+    EXPECT_TRUE(refused_before_running("Failed to add a storage reference: timeout"));
+    EXPECT_TRUE(refused_before_running("Failed to use a storage reference: expired"));
+    EXPECT_TRUE(refused_before_running(
+        "vshard storage is not configured (timed out waiting for proc_sharding): x"));
+    EXPECT_TRUE(refused_before_running(
+        "cannot satisfy \"forward = off\": statement buckets are not local"));
+}
+
+TEST(RetryRulesTest, FailuresDuringOrAfterRunningAreNot) {
+    // The outcome of these is unknown or the statement ran: never sent again.
+    EXPECT_FALSE(refused_before_running("dql timeout exceeded"));
+    EXPECT_FALSE(refused_before_running("Error on replicaset 9f1c: Peer closed"));
+    EXPECT_FALSE(refused_before_running("Failed to execute '.proc_sql_execute': duplicate key"));
+    EXPECT_FALSE(refused_before_running("Exceeded maximum number of rows (5000) in virtual table"));
+    EXPECT_FALSE(refused_before_running(""));
+    // Near misses of the texts above.
+    EXPECT_FALSE(refused_before_running("cannot satisfy forward"));
+    EXPECT_FALSE(refused_before_running("the instance is read-only"));
+}
