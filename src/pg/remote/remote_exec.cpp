@@ -381,12 +381,13 @@ std::vector<bool> held_jobs(const std::vector<Job> &jobs, const std::string &tie
     return held;
 }
 
-enum class Attempt { Ran, Unsent, Refused };
+enum class Attempt { Ran, Unsent, Lost, Refused };
 
 // Sends `job` to its target once more. Ran: an answer came (in job.result, a remote error
-// included); Unsent: no answer (a read whose answer was lost counts here too); Refused: refused
-// before running, when `refusals` (job.result is then empty). `why` gets the failure's text. A
-// write lost after it was sent raises: it may have been applied, so it is not sent again.
+// included); Unsent: it could not be sent; Lost: a read whose answer was lost after it was sent;
+// Refused: refused before running, when `refusals` (job.result is then empty). `why` gets the
+// failure's text. A write lost after it was sent raises: it may have been applied, so it is not
+// sent again.
 Attempt attempt_job(Job &job, const ConnParams &params, bool refusals, WriteLog *log,
                     std::string *why) {
     InFlight inflight;
@@ -404,7 +405,7 @@ Attempt attempt_job(Job &job, const ConnParams &params, bool refusals, WriteLog 
         *why = again.what();
         if (again.sent() && log != nullptr)
             raise_lost_write(job, again.address(), again.what(), log);
-        return Attempt::Unsent;
+        return again.sent() ? Attempt::Lost : Attempt::Unsent;
     } catch (PgError &e) {
         std::vector<Abandoned> abandoned = inflight.abandon();
         if (log != nullptr) {
@@ -455,8 +456,10 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
     const TimestampTz deadline = TimestampTzPlusMilliseconds(since, setting_failover_wait);
     const Target first = job.target;
     std::string address = f.address, why = f.message;
+    // An instance that took a read and lost its answer is asked once, then a coordinator.
+    bool lost = false;
     for (;;) {
-        bool last = GetCurrentTimestamp() >= deadline;
+        bool last = lost || GetCurrentTimestamp() >= deadline;
         std::optional<Target> next;
         try {
             next = next_target(first, tier, pref, address, last);
@@ -472,6 +475,7 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
             if (a == Attempt::Ran)
                 break;
             address = job.target.address;
+            lost = a == Attempt::Lost;
             if (last)
                 throw SqlError(ERRCODE_CONNECTION_FAILURE,
                                first_failure(f) + "; on retry, Picodata instance " + address +
@@ -481,7 +485,8 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
                                    (log != nullptr ? " " + log->summary() : std::string()),
                                "Check picoroute_instances and picoroute_status.");
         }
-        pause_before_retry(deadline);
+        if (!lost)
+            pause_before_retry(deadline);
     }
     finish_retried(job, log, since);
 }
