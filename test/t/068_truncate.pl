@@ -3,7 +3,8 @@
 # master; two tables in one statement are two remote statements; inside BEGIN ... ROLLBACK it warns
 # (a remote write committed at once) and the table stays empty; remote_write_in_transaction = error
 # refuses it; CASCADE and RESTART IDENTITY are accepted. The Picodata fronts take TRUNCATE as the
-# grammar does (one table, nothing of PostgreSQL's) and refuse the rest.
+# grammar does (one table, nothing of PostgreSQL's) and refuse the rest. EXPLAIN (VERBOSE) of an
+# INSERT shows the remote statement and how its rows are routed.
 # Runs on every emulated version: TRUNCATE TABLE is in Picodata's grammar from 25.5.1 on.
 use strict;
 use warnings;
@@ -136,6 +137,16 @@ my $refused = emu_audit();
 is_deeply([ map { $_->{statement} } @$refused ], [ 'TRUNCATE notes, users', 'TRUNCATE notes CASCADE' ],
     'the audit holds the two refusals');
 emu_audit_clear();
+
+# ---- EXPLAIN (VERBOSE) of an INSERT: the remote statement and the routing of its rows ----
+my $plan = $node->safe_psql('postgres',
+    "EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO users VALUES (1, 'a', 1), (2, 'b', 2)");
+like($plan, qr/Remote SQL: INSERT INTO "users" \("id", "name", "v"\) VALUES \(\$1, \$2, \$3\)/,
+    'EXPLAIN VERBOSE INSERT shows the remote INSERT');
+like($plan, qr/Routing: rows grouped by the owner of their bucket/, 'and how its rows are routed');
+$plan = $node->safe_psql('postgres',
+    "EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO cities VALUES (1, 'a')");
+like($plan, qr/Routing: global table: .*coordinator/, 'a global table: one coordinator');
 
 $node->stop;
 done_testing();
