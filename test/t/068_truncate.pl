@@ -2,9 +2,10 @@
 # 'masters' scatter server), empties a sharded table on every replicaset and a global table on every
 # master; two tables in one statement are two remote statements; inside BEGIN ... ROLLBACK it warns
 # (a remote write committed at once) and the table stays empty; remote_write_in_transaction = error
-# refuses it; CASCADE and RESTART IDENTITY are accepted. The Picodata fronts take TRUNCATE as the
-# grammar does (one table, nothing of PostgreSQL's) and refuse the rest. EXPLAIN (VERBOSE) of an
-# INSERT shows the remote statement and how its rows are routed.
+# refuses it; a declaration that disagrees with the cluster fails before anything is sent; CASCADE
+# and RESTART IDENTITY are accepted; `pgbench -i -I G` works. The Picodata fronts take TRUNCATE as
+# the grammar does (one table, nothing of PostgreSQL's) and refuse the rest. EXPLAIN (VERBOSE) of
+# an INSERT shows the remote statement and how its rows are routed.
 # Runs on every emulated version: TRUNCATE TABLE is in Picodata's grammar from 25.5.1 on.
 use strict;
 use warnings;
@@ -59,6 +60,8 @@ CREATE FOREIGN TABLE notes (id bigint, body text) SERVER pico OPTIONS (sharding_
 CREATE FOREIGN TABLE cities (id bigint, name text) SERVER pico OPTIONS (distribution 'global');
 CREATE FOREIGN TABLE users_alias (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'id');
+CREATE FOREIGN TABLE bad_notes (id bigint, body text) SERVER pico
+  OPTIONS (table_name 'notes', sharding_key 'body');
 CREATE FOREIGN TABLE ghost (id bigint) SERVER pico OPTIONS (sharding_key 'id');
 });
 truncates_sent();
@@ -111,12 +114,41 @@ TRUNCATE notes;
 like($err, qr/ERROR:  picoroute: write to Picodata \(notes\) refused inside a transaction block/,
     'remote_write_in_transaction = error refuses TRUNCATE inside BEGIN');
 is_deeply(truncates_sent(), [], 'nothing was sent');
+($ret, $out, $err) = $node->psql('postgres', 'TRUNCATE notes, bad_notes');
+like($err, qr/declares sharding_key \(body\)/, 'a declaration that disagrees with the cluster fails');
+is_deeply(truncates_sent(), [], 'before any table of the statement is sent');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM notes'), '10', 'the rows are still there');
 
 # ---- a table Picodata does not have ----
 ($ret, $out, $err) = $node->psql('postgres', 'TRUNCATE ghost');
 isnt($ret, 0, 'TRUNCATE of a foreign table with no Picodata table fails');
 like($err, qr/ERROR:  table ghost does not exist/, 'with Picodata\'s error') or diag($err);
+
+# ---- pgbench -i -I G: TRUNCATE of its four tables in a transaction block, then INSERT ... SELECT ----
+# (-I g cannot work on foreign tables: PostgreSQL refuses its COPY ... FREEZE on a table not
+# truncated locally in the same subtransaction, which a foreign table never is.)
+emu_table('pgbench_accounts', 'aid int4, bid int4, abalance int4, filler text');
+emu_table('pgbench_branches', 'bid int4, bbalance int4, filler text');
+emu_table('pgbench_tellers', 'tid int4, bid int4, tbalance int4, filler text');
+emu_table('pgbench_history', 'tid int4, bid int4, aid int4, delta int4, mtime timestamptz, filler text');
+emu('insert', 'pgbench_branches', '--values', '[1, 7, "left over"]');
+$node->safe_psql('postgres', q{
+CREATE FOREIGN TABLE pgbench_accounts (aid int, bid int, abalance int, filler char(84)) SERVER pico
+  OPTIONS (sharding_key 'aid', batch_size '1000');
+CREATE FOREIGN TABLE pgbench_branches (bid int, bbalance int, filler char(88)) SERVER pico
+  OPTIONS (sharding_key 'bid');
+CREATE FOREIGN TABLE pgbench_tellers (tid int, bid int, tbalance int, filler char(84)) SERVER pico
+  OPTIONS (sharding_key 'tid');
+CREATE FOREIGN TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp,
+  filler char(22)) SERVER pico OPTIONS (sharding_key 'tid');
+});
+truncates_sent();
+$node->command_ok([ 'pgbench', '-i', '-I', 'G', '-s', '1', 'postgres' ],
+    'pgbench -i -I G: its tables truncated, then filled');
+is($node->safe_psql('postgres', q{SELECT (SELECT count(*) FROM pgbench_accounts) || ','
+    || (SELECT count(*) FROM pgbench_tellers) || ',' || (SELECT sum(bbalance) FROM pgbench_branches)}),
+    '100000,10,0', 'the rows pgbench generated, and not the row stored before');
+is(scalar @{ truncates_sent() }, 4, 'one remote TRUNCATE TABLE per table');
 
 # ---- the fronts: Picodata's grammar, one table, nothing of PostgreSQL's ----
 sub front_psql {

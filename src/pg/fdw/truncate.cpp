@@ -17,7 +17,8 @@
 // Like every remote write, a TRUNCATE is committed by Picodata at once and stays when the local
 // transaction rolls back: it goes through the same policy (picoroute.remote_write_in_transaction:
 // refused, or a warning once per transaction block and a count for the warning at ROLLBACK). The
-// relations are sent one after another; when one fails, the ones before it stay truncated.
+// declarations of all the relations are checked first; then they are sent one after another, and
+// when one fails, the ones before it stay truncated.
 extern "C" {
 #include "postgres.h"
 
@@ -63,12 +64,19 @@ void truncate_one(Relation rel, TableInfo *table, Oid userid) {
 
 void truncate_foreign_tables(List *rels, DropBehavior, bool) {
     Oid userid = GetUserId();
-    List *sent = NIL;  // remote table names already truncated (one server per call)
+    // Every declaration is checked before anything is sent: a mismatch on the last table must not
+    // leave the first ones truncated.
+    List *tables = NIL;
     ListCell *lc;
     foreach (lc, rels) {
-        Relation rel = static_cast<Relation>(lfirst(lc));
-        TableInfo *table = get_table_info(RelationGetRelid(rel));
+        TableInfo *table = get_table_info(RelationGetRelid(static_cast<Relation>(lfirst(lc))));
         check_declaration_at_first_use(table, userid);
+        tables = lappend(tables, table);
+    }
+    List *sent = NIL;  // remote table names already truncated (one server per call)
+    ListCell *tc;
+    forboth(lc, rels, tc, tables) {
+        TableInfo *table = static_cast<TableInfo *>(lfirst(tc));
         bool again = false;
         ListCell *sc;
         foreach (sc, sent)
@@ -76,7 +84,7 @@ void truncate_foreign_tables(List *rels, DropBehavior, bool) {
                 again || strcmp(static_cast<const char *>(lfirst(sc)), table->remote_table) == 0;
         if (again)
             continue;
-        truncate_one(rel, table, userid);
+        truncate_one(static_cast<Relation>(lfirst(lc)), table, userid);
         sent = lappend(sent, table->remote_table);
     }
 }
