@@ -109,6 +109,10 @@ EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO big SELECT g, g FROM generate_series(1,
 EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO big_lim SELECT g, g FROM generate_series(1, 6000) g;
 EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO users_lim SELECT g, g FROM generate_series(1, 6000) g;
 DROP FOREIGN TABLE big, big_lim;
+-- A global table's rows all go to one coordinator.
+CREATE FOREIGN TABLE g_ins (id bigint, v text) SERVER d OPTIONS (distribution 'global');
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO g_ins VALUES (1, 'a'), (2, 'b');
+DROP FOREIGN TABLE g_ins;
 
 -- Scatter: 'masters' only where Picodata restricts a statement by bucket_id (26.2.1+), else a
 -- coordinator with a note; never the master that owns no bucket (rs_z).

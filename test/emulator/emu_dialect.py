@@ -80,11 +80,14 @@ READ_PREFERENCES = ("leader", "replica", "any")
 FORWARD_VALUES = ("on", "off", "ro_to_rw")
 
 # Statement kinds by first word. Picodata's grammar: Query (SELECT/WITH/VALUES/INSERT/UPDATE/DELETE),
-# EXPLAIN, TCL (BEGIN/COMMIT/ROLLBACK/END), SET (a no-op), DEALLOCATE, empty. DDL/ACL/CALL/plugins parse
-# in Picodata but are not emulated (the emulator creates tables with `picoemu create-table`).
+# EXPLAIN, TCL (BEGIN/COMMIT/ROLLBACK/END), SET (a no-op), DEALLOCATE, TRUNCATE TABLE, empty. Other
+# DDL, ACL, CALL and plugins parse in Picodata but are not emulated (the emulator creates tables with
+# `picoemu create-table`).
 QUERY_WORDS = frozenset(["select", "with", "values", "insert", "update", "delete"])
-NOT_EMULATED = frozenset(["create", "drop", "alter", "grant", "revoke", "truncate", "call", "backup",
-                          "audit"])
+NOT_EMULATED = frozenset(["create", "drop", "alter", "grant", "revoke", "call", "backup", "audit"])
+# What the front sends for a TRUNCATE TABLE the grammar accepts (sql/truncate.sql), with the table's
+# name in the session setting picoemu.truncate (the verdict's option "truncate").
+TRUNCATE_GATE = "TRUNCATE _picoemu.truncate_gate"
 TCL_TAGS = {"begin": "BEGIN", "commit": "COMMIT", "rollback": "ROLLBACK", "end": "COMMIT"}
 
 
@@ -223,7 +226,7 @@ def merge_signs(toks):
 
 
 class Verdict:
-    """kind: query | explain | tcl | set | deallocate | empty. sql: the text to send to PostgreSQL
+    """kind: query | explain | tcl | set | deallocate | truncate | empty. sql: the text to send to PostgreSQL
     (OPTION stripped). options: {name: value} of the trailing OPTION clause. tag: the command tag the
     front answers for tcl/set. insert_rows: number of VALUES rows of an INSERT ... VALUES. params: the
     highest $n."""
@@ -598,6 +601,7 @@ RULES = [
     ("comment", "G:WHITESPACE (no COMMENT rule)", None),  # tokenizer
     ("multiple_statements", "G:Command = SOI ~ one statement ~ EOF", None),  # _split_statements
     ("statement", "D3, line 66 (autocommit); facts 4 (no DECLARE/FETCH cursors); D1.7; G:Command", None),
+    ("truncate", "G:TruncateTable (one table; no CASCADE, RESTART IDENTITY or ONLY)", None),  # truncate_verdict
 ]
 
 
@@ -629,6 +633,8 @@ def _statement_kind(toks, v):
         return "explain", None
     if w == "deallocate":
         return "deallocate", None
+    if w == "truncate":
+        return "truncate", None
     if w in QUERY_WORDS:
         return "query", None
     if w in NOT_EMULATED:
@@ -651,6 +657,47 @@ def _count_insert_rows(toks, depth):
     return None
 
 
+def _truncate_name(tok, kw):
+    """The table of TRUNCATE as Picodata names it: a quoted name as written, another lowercased; a
+    keyword is not a RegularIdentifier."""
+    if tok.kind == "qident":
+        return tok.text[1:-1]
+    if tok.kind != "ident":
+        raise Reject("truncate", "TRUNCATE expects a table name, not %s" % tok.text)
+    if tok.low in kw:
+        raise Reject("keyword_identifier", "%s is a Picodata keyword: as a table name it must be "
+                     "double-quoted (\"%s\")" % (tok.text, tok.low))
+    return tok.low
+
+
+def truncate_verdict(toks, v):
+    """G:TruncateTable (query.pest, 25.5.1 to 26.3.0): truncate [table] [public.] name
+    [wait applied globally|locally] [option (timeout = n[.m])], one table, no CASCADE, RESTRICT,
+    ONLY or RESTART/CONTINUE IDENTITY."""
+    words = [t.low if t.kind == "ident" else t.text for t in toks]
+    i = 2 if len(toks) > 1 and words[1] == "table" else 1
+    if i + 1 < len(toks) and toks[i].kind in ("ident", "qident") and toks[i].text.lower() in (
+            "public", '"public"') and words[i + 1] == ".":
+        i += 2
+    if i >= len(toks):
+        raise Reject("truncate", "TRUNCATE expects a table name")
+    name = _truncate_name(toks[i], keywords(v))
+    i += 1
+    if words[i:i + 3] in (["wait", "applied", "globally"], ["wait", "applied", "locally"]):
+        i += 3
+    if words[i:i + 4] == ["option", "(", "timeout", "="] and i + 5 < len(toks) \
+            and re.fullmatch(r"\d+(\.\d+)?", toks[i + 4].text) and words[i + 5] == ")":
+        i += 6
+    if i < len(toks):
+        rest = " ".join(t.text for t in toks[i:])
+        what = ("one table per TRUNCATE" if words[i] == "," else
+                "no CASCADE, RESTRICT or RESTART/CONTINUE IDENTITY" if words[i] in (
+                    "cascade", "restrict", "restart", "continue") else "nothing else")
+        raise Reject("truncate", "TRUNCATE [TABLE] [public.]name [WAIT APPLIED GLOBALLY|LOCALLY] "
+                     "[OPTION (TIMEOUT = n)] takes %s: unexpected %s" % (what, rest))
+    return Verdict("truncate", TRUNCATE_GATE, {"truncate": name})
+
+
 def validate(sql, version=DEFAULT_VERSION):
     """Returns a Verdict or raises Reject(rule, detail)."""
     v = version_tuple(version)
@@ -660,6 +707,8 @@ def validate(sql, version=DEFAULT_VERSION):
         return Verdict(kind, sql, tag=tag)
     if kind == "set":
         return Verdict(kind, sql, tag=tag)  # accepted and ignored (autocommit session, no GUCs)
+    if kind == "truncate":
+        return truncate_verdict(toks, v)
     # before the signs are merged: in `set + 1` the slip is the unquoted keyword, not a prefix +
     r_keyword_identifier(toks, None, v, keywords(v))
     toks = merge_signs(toks)

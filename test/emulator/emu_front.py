@@ -3,8 +3,9 @@
 library only) listening on the instance's advertised pgproto port and forwarding to its PostgreSQL
 server on a private port. It judges every statement as Picodata would (emu_dialect), honours and strips
 OPTION (...) and Picodata-style startup options, enforces sql_motion_row_max, applies Picodata's
-parameter rules at Bind, answers BEGIN/COMMIT/ROLLBACK/SET itself (autocommit only) and records every
-statement it refuses in the audit file of the state directory.
+parameter rules at Bind, answers BEGIN/COMMIT/ROLLBACK/SET itself (autocommit only), runs TRUNCATE
+TABLE on every replicaset (sql/truncate.sql) and records every statement it refuses in the audit file
+of the state directory.
 
 Usage: emu_front.py --dir DIR --instance NAME   (started and stopped by picoemu; logs to
 <dir>/<instance>/front.log, pid in <dir>/<instance>/front.pid)
@@ -671,6 +672,8 @@ class Session:
             want["picoemu.strict"] = "on" if opts["forward"] == "off" else "off"
         if "sql_vdbe_opcode_max" in opts:
             want["picoemu.vdbe_opcode_max"] = str(opts["sql_vdbe_opcode_max"])
+        if "truncate" in opts:  # TRUNCATE TABLE: the table the gate's trigger empties (truncate.sql)
+            want["picoemu.truncate"] = opts["truncate"]
         sets = [(k, v) for k, v in want.items() if conn.get(k, "") != v]
         restore = [(k, conn.get(k, "")) for k, _ in sets]
         return sets, restore

@@ -153,7 +153,8 @@ def static_schema_sql(auth):
     schema = sql_file("schema.sql", password_encryption=lit("md5" if auth == "md5" else "scram-sha-256"),
                       admin=ident(ADMIN_USER), admin_pw=lit(ADMIN_PASSWORD),
                       client=ident(CLIENT_USER), client_pw=lit(CLIENT_PASSWORD))
-    return "\n".join([schema, sql_file("hash.sql"), sql_file("strict.sql"), sql_file("key_route.sql")])
+    return "\n".join([schema, sql_file("hash.sql"), sql_file("strict.sql"), sql_file("key_route.sql"),
+                      sql_file("truncate.sql")])
 
 
 # ---- catalog rows ----------------------------------------------------------------------------------

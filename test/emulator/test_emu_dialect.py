@@ -122,6 +122,7 @@ PICOROUTE = [
     'SELECT 1/0',
     'BEGIN', 'COMMIT', 'ROLLBACK', 'end;',
     'SELECT * FROM users WHERE id IN (1, 2) OPTION (sql_motion_row_max = 0, sql_vdbe_opcode_max = 100000)',
+    'TRUNCATE TABLE "users"',
 ]
 
 # Accepted everywhere (the facts document, section 1, "Accepted everywhere").
@@ -220,6 +221,28 @@ class DialectTest(unittest.TestCase):
         self.assertEqual(d.validate("INSERT INTO t (a) SELECT a FROM u").insert_rows, None)
         self.assertEqual(d.validate("SELECT $3, $12 FROM t").params, 12)
         self.refused("SELECT $65536", "parameters", "head")
+
+    def test_truncate_table(self):
+        """G:TruncateTable, the same at every tag from 25.5.1 to 26.3.0: truncate [table] [public.]name
+        [wait applied globally|locally] [option (timeout = n)], one table, nothing of PostgreSQL's."""
+        accepted = [("TRUNCATE TABLE t", "t"), ("truncate t;", "t"), ('TRUNCATE "Users"', "Users"),
+                    ("TRUNCATE public.T", "t"), ('TRUNCATE TABLE "public"."t" WAIT APPLIED GLOBALLY', "t"),
+                    ("TRUNCATE t WAIT APPLIED LOCALLY OPTION (TIMEOUT = 3.5)", "t"),
+                    ('TRUNCATE "option"', "option")]
+        refused = [("TRUNCATE t, u", "truncate"), ("TRUNCATE TABLE t CASCADE", "truncate"),
+                   ("TRUNCATE t RESTRICT", "truncate"), ("TRUNCATE t RESTART IDENTITY", "truncate"),
+                   ("TRUNCATE t CONTINUE IDENTITY", "truncate"), ("TRUNCATE ONLY t", "truncate"),
+                   ("TRUNCATE TABLE", "truncate"), ("TRUNCATE other.t", "truncate"),
+                   ("TRUNCATE t OPTION (sql_motion_row_max = 1)", "truncate"),
+                   ("TRUNCATE t OPTION (TIMEOUT = $1)", "truncate"),
+                   ("TRUNCATE option", "keyword_identifier")]
+        for v in ALL:
+            for sql, name in accepted:
+                verdict = self.accepted(sql, v)
+                self.assertEqual((verdict.kind, verdict.sql, verdict.options),
+                                 ("truncate", d.TRUNCATE_GATE, {"truncate": name}), sql)
+            for sql, rule in refused:
+                self.refused(sql, rule, v)
 
     def test_every_rule_names_its_source(self):
         for name, source, _ in d.RULES:

@@ -227,6 +227,10 @@ struct RoutedStatement {
     MemoryContextCallback cleanup;
 };
 
+// A RoutedStatement without parameters or key expressions, in a memory context of its own under
+// `parent` (deleting it frees the results): a statement sent as written, without a sharding key.
+RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Relation rel,
+                                      char *sql, bool has_where, bool is_write);
 // Prepares a RoutedStatement for a ForeignScanState (params and key expressions initialised).
 RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
                                        bool has_where, bool is_write, List *fdw_exprs, int nparams,
@@ -324,6 +328,9 @@ void refuse_key_update(TableInfo *table, List *target_attrs);
 // (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
 Oid user_for_rte(RangeTblEntry *rte);
 List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid);
+
+// ---- TRUNCATE (truncate.cpp): ExecForeignTruncate -------------------------------------------
+void truncate_foreign_tables(List *rels, DropBehavior behavior, bool restart_seqs);
 
 // ---- ANALYZE (analyze.cpp): AnalyzeForeignTable ---------------------------------------------
 bool analyze_foreign_table(Relation relation, AcquireSampleRowsFunc *func, BlockNumber *totalpages);

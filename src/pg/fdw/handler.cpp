@@ -1,8 +1,9 @@
 // picoroute_fdw_handler: the FdwRoutine of the picoroute foreign data wrapper, and the one place
 // where a foreign scan is dispatched by what it reads (ScanKind): one foreign table (scan.cpp), a
 // pushed join (join.cpp) or aggregates, ORDER BY and LIMIT pushed over either (upper.cpp); the
-// last two run through pushed_scan.cpp. Modifications (modify.cpp, direct_modify.cpp), IMPORT
-// FOREIGN SCHEMA (import.cpp) and ANALYZE (analyze.cpp) have callbacks of their own.
+// last two run through pushed_scan.cpp. Modifications (modify.cpp, direct_modify.cpp), TRUNCATE
+// (truncate.cpp), IMPORT FOREIGN SCHEMA (import.cpp) and ANALYZE (analyze.cpp) have callbacks of
+// their own.
 extern "C" {
 #include "postgres.h"
 
@@ -90,6 +91,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_fdw_handler) {
     };
     install_modify_callbacks(routine);
     install_direct_modify_callbacks(routine);
+    routine->ExecForeignTruncate = truncate_foreign_tables;
     routine->AnalyzeForeignTable = analyze_foreign_table;
     PG_RETURN_POINTER(routine);
 }

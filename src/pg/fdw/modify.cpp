@@ -396,12 +396,46 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
 
 void picoEndForeignModify(EState *, ResultRelInfo *) {}
 
-// EXPLAIN VERBOSE of an INSERT shows the rows per remote INSERT (batch_size, capped by Picodata's
-// row limit and by 65535 parameters).
-void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *, int,
+// How send_rows routes the rows of an INSERT into `table` with columns `attrs` (EXPLAIN's
+// "Routing"; "Batch Size" says how many rows one remote INSERT carries at most).
+const char *insert_routing(TableInfo *table, List *attrs) {
+    if (table->global)
+        return "global table: every row to one coordinator (an online instance, masters first), "
+               "which applies it on every instance";
+    bool routed = table->nkeys > 0;
+    for (int k = 0; k < table->nkeys; k++)
+        routed = routed && list_member_int(attrs, table->key_attnums[k]);
+    if (!routed)
+        return "the sharding key is not among the inserted columns: every row to one coordinator "
+               "(an online instance, masters first)";
+    return "rows grouped by the owner of their bucket (from the sharding key), each group to the "
+           "master of its replicaset, in parallel; rows of a bucket the map does not know to one "
+           "coordinator";
+}
+
+// EXPLAIN VERBOSE of an INSERT: the remote statement (for one row: a batch repeats its VALUES
+// list), how the rows are routed, and the rows per remote INSERT (batch_size, capped by
+// Picodata's row limit and by 65535 parameters).
+void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
                               ExplainState *es) {
-    if (es->verbose)
-        ExplainPropertyInteger("Batch Size", nullptr, rinfo->ri_BatchSize, es);
+    if (!es->verbose)
+        return;
+    Relation rel = rinfo->ri_RelationDesc;
+    TableInfo *table = get_table_info(RelationGetRelid(rel));
+    List *attrs =
+        fdw_private != NIL ? static_cast<List *>(linitial(fdw_private)) : insert_target_attrs(rel);
+    StringInfoData sql;
+    initStringInfo(&sql);
+    deparse_insert(&sql, rel, table, attrs, 1);
+    char *option = nullptr;
+    guarded([&] {
+        std::string clause = option_clause(table, false);
+        pg_call([&] { option = pstrdup(clause.c_str()); });
+    });
+    appendStringInfoString(&sql, option);
+    ExplainPropertyText("Remote SQL", sql.data, es);
+    ExplainPropertyText("Routing", insert_routing(table, attrs), es);
+    ExplainPropertyInteger("Batch Size", nullptr, rinfo->ri_BatchSize, es);
 }
 
 // Never called: UPDATE and DELETE either run as direct modifications or are refused at planning

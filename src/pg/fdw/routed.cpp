@@ -164,12 +164,9 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
 
 }  // namespace
 
-RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
-                                       bool has_where, bool is_write, List *fdw_exprs, int nparams,
-                                       List *key_kinds) {
-    EState *estate = ps->state;
-    MemoryContext cxt =
-        AllocSetContextCreate(estate->es_query_cxt, "picoroute statement", ALLOCSET_SMALL_SIZES);
+RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Relation rel,
+                                      char *sql, bool has_where, bool is_write) {
+    MemoryContext cxt = AllocSetContextCreate(parent, "picoroute statement", ALLOCSET_SMALL_SIZES);
     RoutedStatement *st =
         static_cast<RoutedStatement *>(MemoryContextAllocZero(cxt, sizeof(RoutedStatement)));
     st->table = table;
@@ -177,6 +174,17 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
     st->sql = sql;
     st->has_where = has_where;
     st->is_write = is_write;
+    st->cleanup.func = cleanup_results;
+    st->cleanup.arg = st;
+    MemoryContextRegisterResetCallback(cxt, &st->cleanup);
+    return st;
+}
+
+RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
+                                       bool has_where, bool is_write, List *fdw_exprs, int nparams,
+                                       List *key_kinds) {
+    RoutedStatement *st =
+        new_routed_statement(ps->state->es_query_cxt, table, rel, sql, has_where, is_write);
     st->nparams = nparams;
     st->key_kinds = key_kinds;
     List *param_exprs = list_copy_head(fdw_exprs, nparams);
@@ -208,9 +216,6 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
                               &collation);
         st->key_types[k] = get_atttype(table->relid, table->key_attnums[k]);
     }
-    st->cleanup.func = cleanup_results;
-    st->cleanup.arg = st;
-    MemoryContextRegisterResetCallback(cxt, &st->cleanup);
     return st;
 }
 
