@@ -48,9 +48,9 @@ struct Failure {
 
 // Where a failed job goes next, by the current map: its buckets' one owner (the master, or a
 // replica as `pref` allows), wherever the map now puts it, the failed address included (a master
-// back after a restart); a coordinator other than `failed` for a job without buckets, for buckets
-// of several owners or that the map does not know, or when `last`. None while an owner of its
-// buckets has no usable instance (awaiting_master: a switchover is under way).
+// back after a restart, but not when `last`); a coordinator other than `failed` for a job without
+// buckets, for buckets of several owners or that the map does not know, or when `last`. None while
+// an owner of its buckets has no usable instance (awaiting_master: a switchover is under way).
 std::optional<Target> next_target(const Target &old, const std::string &tier_name, ReadPref pref,
                                   const std::string &failed, bool last) {
     MapRef map = current_map();
@@ -63,7 +63,8 @@ std::optional<Target> next_target(const Target &old, const std::string &tier_nam
         } else {
             std::set<uint32_t> buckets(old.buckets.begin(), old.buckets.end());
             std::vector<Target> groups = group_buckets(view, tier, buckets, pref);
-            if (groups.size() == 1 && groups[0].role != Role::Coordinator)
+            if (groups.size() == 1 && groups[0].role != Role::Coordinator &&
+                !(last && groups[0].address == failed))
                 return groups[0];
         }
     }
