@@ -1,8 +1,9 @@
 # A streaming scan that must hand its connection over to another statement of the session (a cursor
-# left open between fetches, then another scan on the same instance) keeps the rest of its answer in
-# a tuplestore bounded by work_mem: the backend's memory does not grow with the rows left, the rows
-# beyond work_mem go to a temporary file, every row is still served once and in order, and a
-# statement_timeout during a long hand-over ends that statement with 57014.
+# left open between fetches, or a PL/pgSQL loop, then another scan on the same instance in between)
+# keeps the rest of its answer in a tuplestore bounded by work_mem: the backend's memory does not
+# grow with the rows left, the rows beyond work_mem go to a temporary file, every row is still
+# served once and in order, and a statement_timeout during a long hand-over ends that statement
+# with 57014 while the cursor, kept by a savepoint, goes on.
 use strict;
 use warnings;
 
@@ -91,6 +92,31 @@ is($pads + $first_pads, $wpads, 'the cursor served the rows unchanged (checksum 
 is($busy, '0', 'no connection is left busy');
 is(q1('SELECT count(*) FROM pg_ls_tmpdir()'), '0', 'the temporary file is gone with the cursor');
 
+# The same from a PL/pgSQL loop over the scan with a query on the same instance in its body.
+my ($ret, $stdout, $stderr) = $node->psql('postgres', q{SET work_mem = '1MB';
+DO $$
+DECLARE r record; n bigint := 0; ids numeric := 0; k bigint; hwm int;
+BEGIN
+  FOR r IN SELECT id, pad FROM big LOOP
+    n := n + 1;
+    ids := ids + r.id;
+    IF n = 1 THEN
+      hwm := substring(pg_read_file('/proc/self/status') from 'VmHWM:\s+(\d+)')::int;
+      SELECT count(*) INTO k FROM small;
+      RAISE NOTICE 'grown % kB, small %',
+        substring(pg_read_file('/proc/self/status') from 'VmHWM:\s+(\d+)')::int - hwm, k;
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'rows % ids %', n, ids;
+END $$;
+SELECT count(*) FROM pg_ls_tmpdir();});
+my ($loop_kb) = $stderr =~ /grown (-?\d+) kB, small 100\b/;
+diag('peak backend memory grew by ' . ($loop_kb // '?') . ' kB over the hand-over inside the loop');
+ok(defined $loop_kb && $loop_kb < 16384, 'PL/pgSQL loop: the hand-over raises peak memory by less than 16 MB')
+  or diag($stderr);
+like($stderr, qr/rows $nrows ids $sum\b/, 'PL/pgSQL loop: every row once');
+is($stdout, '0', 'PL/pgSQL loop: the temporary file is gone with the loop');
+
 # A statement_timeout while the hand-over reads the rest of a long answer: the fronts of the
 # instances are stopped (SIGSTOP) right after the first fetch, so the hand-over reads what had
 # arrived (more than work_mem: a temporary file) and then waits for rows that do not come. The
@@ -99,7 +125,7 @@ is(q1('SELECT count(*) FROM pg_ls_tmpdir()'), '0', 'the temporary file is gone w
 my @fronts = map { slurp_file("$emu_dir/$_->{name}/front.pid") =~ /(\d+)/ }
   grep { $_->{front_running} } @{ emu_json('status', '--json')->{instances} };
 my $started = time();
-my ($ret, $stdout, $stderr) = $node->psql('postgres', qq{SELECT count(*) FROM small;
+($ret, $stdout, $stderr) = $node->psql('postgres', qq{SELECT count(*) FROM small;
 SET work_mem = '64kB';
 BEGIN;
 DECLARE c CURSOR FOR SELECT id, pad FROM big;
