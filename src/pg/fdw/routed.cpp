@@ -276,7 +276,7 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
             return;
         auto stream = std::make_unique<RowStream>(
             std::move(jobs), conn_params_for(st->table->serverid, userid), st->table->tier,
-            static_cast<ReadPref>(st->table->read_pref), retry, ncols);
+            static_cast<ReadPref>(st->table->read_pref), retry, ncols, GetMemoryChunkContext(st));
         stream->start();
         st->stream = stream.release();
     });

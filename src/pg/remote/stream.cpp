@@ -2,6 +2,7 @@
 extern "C" {
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "utils/elog.h"
 }
 
@@ -31,13 +32,15 @@ namespace {
 }  // namespace
 
 RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
-                     Retry retry, int ncols)
+                     Retry retry, int ncols, MemoryContext context)
     : sources_(jobs.size()),
       params_(std::move(params)),
       tier_(std::move(tier)),
       pref_(pref),
       retry_(retry),
-      ncols_(ncols) {
+      ncols_(ncols),
+      context_(context),
+      owner_(CurrentResourceOwner) {
     for (size_t i = 0; i < jobs.size(); i++) {
         Source &s = sources_[i];
         s.job = std::move(jobs[i]);
@@ -47,7 +50,6 @@ RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier,
         for (const auto &v : s.values)
             s.job.values.push_back(v ? v->c_str() : nullptr);
     }
-    copied_.resize(ncols_ > 0 ? ncols_ : 0);
 }
 
 RowStream::~RowStream() {
@@ -171,25 +173,14 @@ bool RowStream::next_whole_row(Source &s, const char **values) {
 }
 
 bool RowStream::next_ahead_row(Source &s, const char **values) {
-    if (s.ahead_next >= s.ahead_rows)
+    if (!s.ahead)
         return false;
-    size_t base = s.ahead_next * static_cast<size_t>(ncols_ > 0 ? ncols_ : 0);
-    for (int c = 0; c < ncols_; c++) {
-        int64_t off = s.ahead_cells[base + c];
-        if (off < 0)
-            copied_[c].reset();
-        else
-            copied_[c] = std::string(s.ahead_data.c_str() + off);
-        values[c] = copied_[c] ? copied_[c]->c_str() : nullptr;
+    if (s.ahead->next(values)) {
+        s.delivered++;
+        return true;
     }
-    s.ahead_next++;
-    s.delivered++;
-    if (s.ahead_next == s.ahead_rows) {
-        std::string().swap(s.ahead_data);
-        std::vector<int64_t>().swap(s.ahead_cells);
-        s.ahead_rows = s.ahead_next = 0;
-    }
-    return true;
+    s.ahead.reset();  // every row read ahead was handed over: the store and its file go
+    return false;
 }
 
 bool RowStream::next(const char **values) {
@@ -260,44 +251,47 @@ void RowStream::read_rest(Connection *connection) {
         if (s.conn != connection)
             continue;
         try {
-            for (;;) {
-                ResultPtr result(next_result(connection));
-                if (result == nullptr)
-                    break;
-                ExecStatusType status = PQresultStatus(result.get());
-                bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
-                if (!rows || (ncols_ > 0 && PQnfields(result.get()) != ncols_)) {
-                    if (s.ahead_end == nullptr && s.ahead_rows == 0 && s.delivered == 0 &&
-                        statement_invalidated(connection, result.get())) {
-                        s.invalidated = true;  // run again (prepared again) by next()
-                        continue;
-                    }
-                    if (s.ahead_end == nullptr)
-                        s.ahead_end = std::move(result);  // reported after the rows before it
-                    continue;
-                }
-                if (s.ahead_end != nullptr)
-                    continue;
-                for (int r = 0; r < PQntuples(result.get()); r++) {
-                    for (int c = 0; c < ncols_; c++) {
-                        if (PQgetisnull(result.get(), r, c)) {
-                            s.ahead_cells.push_back(-1);
-                            continue;
-                        }
-                        s.ahead_cells.push_back(static_cast<int64_t>(s.ahead_data.size()));
-                        s.ahead_data.append(PQgetvalue(result.get(), r, c));
-                        s.ahead_data.push_back('\0');
-                    }
-                    s.ahead_rows++;
-                }
-            }
+            read_ahead(s, connection);
         } catch (const ConnectionFailure &f) {
             s.failure = f.what();
             connection->busy = false;  // broken: the cache closes it and opens another
         }
+        // An interrupt (PgError) leaves the source reading the connection: the statement that
+        // wanted it fails, and the stream, if it goes on, serves its rows read ahead first.
         connection->reader = nullptr;
         s.conn = nullptr;
         return;
+    }
+}
+
+void RowStream::read_ahead(Source &s, Connection *connection) {
+    for (;;) {
+        ResultPtr result(next_result(connection));
+        if (result == nullptr)
+            return;
+        ExecStatusType status = PQresultStatus(result.get());
+        bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
+        if (!rows || (ncols_ > 0 && PQnfields(result.get()) != ncols_)) {
+            bool none_ahead = !s.ahead || s.ahead->waiting() == 0;
+            if (s.ahead_end == nullptr && none_ahead && s.delivered == 0 &&
+                statement_invalidated(connection, result.get())) {
+                s.invalidated = true;  // run again (prepared again) by next()
+                continue;
+            }
+            if (s.ahead_end == nullptr)
+                s.ahead_end = std::move(result);  // reported after the rows before it
+            continue;
+        }
+        if (s.ahead_end != nullptr || PQntuples(result.get()) == 0)
+            continue;
+        if (!s.ahead)
+            s.ahead = std::make_unique<RowSpill>(context_, owner_, ncols_ > 0 ? ncols_ : 0);
+        for (int r = 0; r < PQntuples(result.get()); r++)
+            s.ahead->put(result.get(), r);
+        // Rows that have arrived are read without waiting: a cancel or statement_timeout must
+        // still end a long read-ahead. Checked once the result is stored, so that none is lost
+        // for a stream that goes on (its source still reads the connection).
+        pg_call([] { CHECK_FOR_INTERRUPTS(); });
     }
 }
 

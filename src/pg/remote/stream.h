@@ -9,13 +9,15 @@
 //   over masters: once more on the same master, then the call fails). After a row was delivered
 //   a failure is final: running it again would return rows twice.
 // - When another statement of the session needs a connection the stream is reading, the stream
-//   first reads the rest of that answer into memory (ConnectionReader::read_rest), as postgres_fdw
-//   does with its cursors.
+//   first reads the rest of that answer (ConnectionReader::read_rest) into a tuplestore bounded by
+//   work_mem (spill.h): the rows beyond it go to a temporary file, not to the backend's memory.
+//   That read checks for interrupts between rows.
 // - Destroyed before the end: an answer that has fully arrived is consumed and the connection
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
 #pragma once
 
 #include "pg/remote/remote_exec.h"
+#include "pg/remote/spill.h"
 
 #include <deque>
 #include <memory>
@@ -29,9 +31,10 @@ class RowStream final : public ConnectionReader {
   public:
     // `ncols`: the number of columns each answer must have (0: any, and no values are handed
     // over). `retry`: Read, or Never for a scatter over masters (see run_jobs). The jobs'
-    // parameter values are copied.
+    // parameter values are copied. `context`: the scan's memory context, where rows read ahead
+    // are kept; their temporary file belongs to the resource owner current at construction.
     RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
-              Retry retry, int ncols);
+              Retry retry, int ncols, MemoryContext context);
     ~RowStream();
     RowStream(const RowStream &) = delete;
     RowStream &operator=(const RowStream &) = delete;
@@ -49,16 +52,12 @@ class RowStream final : public ConnectionReader {
     struct Source {
         Job job;
         std::vector<std::optional<std::string>> values;  // job.values points here
-        Connection *conn = nullptr;  // the statement in flight on it, read by this stream
-        bool lost = false;           // the connection was closed under the stream
-        size_t delivered = 0;        // rows handed over from this job
-        // Rows read ahead by read_rest(): NUL-terminated cells in `ahead_data`, offsets in
-        // `ahead_cells` (-1: NULL), ncols per row.
-        std::string ahead_data;
-        std::vector<int64_t> ahead_cells;
-        size_t ahead_rows = 0, ahead_next = 0;
-        ResultPtr ahead_end;       // the result that ended the read-ahead (an error), if any
-        std::string failure;       // a connection failure met by read_rest()
+        Connection *conn = nullptr;       // the statement in flight on it, read by this stream
+        bool lost = false;                // the connection was closed under the stream
+        size_t delivered = 0;             // rows handed over from this job
+        std::unique_ptr<RowSpill> ahead;  // rows read ahead by read_rest(), not handed over yet
+        ResultPtr ahead_end;              // the result that ended the read-ahead (an error), if any
+        std::string failure;              // a connection failure met by read_rest()
         ResultPtr whole;           // an answer with several rows (buffered retry, or no single-row
         int whole_row = 0;         // mode), handed over row by row
         bool complete = false;     // nothing more comes from the connection
@@ -74,6 +73,8 @@ class RowStream final : public ConnectionReader {
     bool rows_in(const Source &s, const PGresult *result);
     void release(Source &s) noexcept;
     void run_buffered(Source &s);
+    // read_rest() for the source reading `connection`: its answer up to its end, into s.ahead.
+    void read_ahead(Source &s, Connection *connection);
     // The answer of `s` said its prepared statement was invalidated (42999, before any row):
     // reads the end of that answer, then prepares and sends the statement again.
     void resend(Source &s);
@@ -85,8 +86,9 @@ class RowStream final : public ConnectionReader {
     Retry retry_;
     int ncols_;
     size_t current_ = 0;
-    ResultPtr row_;                                   // the row handed over last
-    std::vector<std::optional<std::string>> copied_;  // a read-ahead row handed over last
+    MemoryContext context_;
+    ResourceOwner owner_;
+    ResultPtr row_;  // the row handed over last
 };
 
 }  // namespace picoroute::pg::remote
