@@ -539,6 +539,8 @@ class Session:
                 saved, self.batch_rec = self.batch_rec, rec
                 for typ, body, raw in rec["msgs"]:
                     if typ == b"B":  # answered already: BindComplete is not repeated
+                        # the failed run's transaction took its bound key values back with it
+                        self.inject_bind_params(body)
                         self.push(Entry("swallow", ends=(b"2",)))
                         self.send_server(raw)
                     else:
@@ -935,13 +937,21 @@ class Session:
         if info is not None and info["kind"] in ("tcl", "set"):
             self.synth(msg(b"2"))
             return
-        values = bind_values(body, pos)
-        if info is not None and info["kind"] == "query" and values:
-            # Picodata routes by a sharding key given as a parameter once it is bound: the values
-            # (text format; None otherwise) for key_route.sql, set before the Bind plans the statement.
-            self.inject_extended([("picoemu.bind_params", json.dumps(values))])
+        self.inject_bind_params(body)
         self.push(Entry("fwd", ends=(b"2",)))
         self.send_server(raw)
+
+    def inject_bind_params(self, body):
+        """Picodata routes by a sharding key given as a parameter once it is bound: the values of
+        this Bind (text format; None otherwise) for key_route.sql, set before the Bind plans the
+        statement. Set in the statement's transaction, so a statement run again (run_again) sets
+        them again: the abort of the failed run restored the previous statement's values."""
+        portal, pos = read_cstr(body, 0)
+        stmt, pos = read_cstr(body, pos)
+        info = self.stmts.get(stmt)
+        values = bind_values(body, pos)
+        if info is not None and info["kind"] == "query" and values:
+            self.inject_extended([("picoemu.bind_params", json.dumps(values))])
 
     def on_describe(self, body, raw):
         what = body[:1]
