@@ -99,6 +99,13 @@ cmp_ok($took, '<', 15, sprintf('within the bound (%.1f s)', $took));
     "SET picoroute.failover_wait = '1s'; SELECT name FROM users WHERE id = $k2");
 isnt($ret, 0, 'a read of that replicaset fails the same way');
 like($err, qr/picoroute sent it again for \d+ ms/, 'saying so');
+# A keyless UPDATE spans every replicaset: Picodata does not apply it atomically, so when it fails
+# (here on the replicaset without a master) the error does not say that nothing was applied.
+($ret, $out, $err) = $node->psql('postgres', "UPDATE users SET v = 5");
+isnt($ret, 0, 'a keyless UPDATE fails while a replicaset has no master');
+like($err, qr/It spans several replicasets, and Picodata does not apply such a statement atomically: it may have been applied on some of them\./,
+     'its DETAIL says it may have been applied on some replicasets');
+unlike($err, qr/not applied there|No row of this statement was committed/, 'and claims nothing else');
 emu('start', 'default_2_2');
 ok(wait_for($node, "SELECT name FROM users WHERE id = $k2", 'waited', 30),
    'the row is back with its master, unchanged');

@@ -271,6 +271,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             for (int r : group.rows)
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
+            job.may_span = !t->global && !one_replicaset(job.target, t->tier);
             jobs.push_back(std::move(job));
         }
         run_jobs(jobs, conn_params_for(t->serverid, s->userid), t->tier, ReadPref::Leader,

@@ -158,6 +158,8 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].target = targets[i];
         jobs[i].sql = statement_for(st, targets[i], keyless);
         jobs[i].values.assign(values, values + st->nparams);
+        jobs[i].may_span =
+            st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
     }
     return jobs;
 }

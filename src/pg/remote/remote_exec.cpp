@@ -73,25 +73,6 @@ std::optional<Target> next_target(const Target &old, const std::string &tier_nam
     return c;
 }
 
-// Whether every bucket of `target` belongs to one replicaset by the current map, and the
-// statement went to that replicaset (not to a coordinator): a refusal before running then means
-// that nothing of it was applied anywhere.
-bool one_replicaset(const Target &target, const std::string &tier_name) {
-    if (target.role == Role::Coordinator || target.buckets.empty())
-        return false;
-    MapRef map = current_map();
-    const SnapshotView &view = *map.view;
-    int32_t tier = tier_name.empty() ? kNone : view.find_tier(tier_name);
-    if (tier == kNone)
-        return false;
-    std::set<int32_t> owners;
-    for (uint32_t bucket : target.buckets) {
-        int32_t range = view.find_range(tier, bucket);
-        owners.insert(range == kNone ? kNone : view.range(range).replicaset);
-    }
-    return owners.size() == 1 && *owners.begin() != kNone;
-}
-
 // The primary text of a remote error that refused a statement before running it, or nullptr.
 const char *refusal_text(const PGresult *result) {
     if (result == nullptr || PQresultStatus(result) != PGRES_FATAL_ERROR)
@@ -257,6 +238,17 @@ std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &
     return failures;
 }
 
+// What a write's failed job left on its instance, for the DETAIL (followed by the write log's
+// summary).
+std::string failed_on(const Job &job) {
+    if (job.may_span)
+        return "The statement failed on instance " + job.target.address +
+               ". It spans several replicasets, and Picodata does not apply such a statement "
+               "atomically: it may have been applied on some of them. ";
+    return "The statement failed on instance " + job.target.address +
+           " and was not applied there. ";
+}
+
 // Counts the rows a write committed, then raises the first remote error (an answer: the instance
 // was reachable).
 void check_answers(const std::vector<Job> &jobs, WriteLog *log,
@@ -278,8 +270,7 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
             bool sent_unanswered = false;
             for (const Failure &f : failures)
                 sent_unanswered = sent_unanswered || f.sent;
-            std::string detail = "The statement failed on instance " + job.target.address +
-                                 " and was not applied there. " + log->summary(!sent_unanswered);
+            std::string detail = failed_on(job) + log->summary(!sent_unanswered && !job.may_span);
             if (!failures.empty())
                 detail += " Instances that could not run it:";
             for (const Failure &f : failures)
@@ -346,18 +337,16 @@ void finish_retried(Job &job, WriteLog *log, TimestampTz since) {
     try {
         check_result(job);
     } catch (PgError &e) {
-        add_detail(e.data(),
-                   retried_for(since) +
-                       (log != nullptr ? " The statement failed on instance " + job.target.address +
-                                             " and was not applied there. " + log->summary()
-                                       : std::string()));
+        add_detail(e.data(), retried_for(since) + (log != nullptr ? " " + failed_on(job) +
+                                                                        log->summary(!job.may_span)
+                                                                  : std::string()));
         throw;
     }
 }
 
 // Turns the answers that refused a statement before running it (core/retry_rules.h) into
-// failures to send again where that cannot apply anything twice: a read, and a write sent to the
-// one replicaset that owns all its buckets. A scatter over masters is never sent again.
+// failures to send again where that cannot apply anything twice: a read, and a write whose
+// buckets all belong to one replicaset. A scatter over masters is never sent again.
 void take_refusals(std::vector<Job> &jobs, const std::string &tier, Retry retry, bool write,
                    std::vector<Failure> *failures) {
     if (retry == Retry::Never)
@@ -493,6 +482,24 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
 }
 
 }  // namespace
+
+bool one_replicaset(const Target &target, const std::string &tier_name) {
+    if (target.buckets.size() == 1)
+        return true;
+    if (target.buckets.empty() || tier_name.empty())
+        return false;
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    int32_t tier = view.find_tier(tier_name);
+    if (tier == kNone)
+        return false;
+    std::set<int32_t> owners;
+    for (uint32_t bucket : target.buckets) {
+        int32_t range = view.find_range(tier, bucket);
+        owners.insert(range == kNone ? kNone : view.range(range).replicaset);
+    }
+    return owners.size() == 1 && *owners.begin() != kNone;
+}
 
 bool awaits_master(const Job &job, const std::string &tier_name, ReadPref pref) {
     if (job.target.role != Role::Coordinator || job.target.buckets.empty() || tier_name.empty())

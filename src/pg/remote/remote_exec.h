@@ -26,6 +26,10 @@ struct Job {
     std::string shown;
     std::vector<const char *> values;  // text parameters, nullptr = NULL
     ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
+    // A write that may span several replicasets (a keyless or multi-owner statement on a sharded
+    // table): Picodata does not apply it atomically, so a failure may leave it applied on some of
+    // them, and its error must not say that nothing was applied.
+    bool may_span = false;
     const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
 };
 
@@ -37,6 +41,11 @@ struct WriteLog {
     // that could not be stopped): then "no row was committed" is not claimed.
     std::string summary(bool all_known = true) const;
 };
+
+// Whether the statement of `target` touches one replicaset: one bucket, or buckets that all
+// belong to one replicaset by the current map (`tier` is the tier's name). A statement without
+// buckets (keyless) is not known to.
+bool one_replicaset(const Target &target, const std::string &tier);
 
 // Whether `job` went to a coordinator only because an owner of its buckets has no usable instance
 // (routing.h, awaiting_master): run_jobs does not send it before the map shows one, within
