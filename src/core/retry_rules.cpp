@@ -23,4 +23,8 @@ bool refused_before_running(std::string_view message) {
     return false;
 }
 
+bool read_retryable(std::string_view sqlstate, std::string_view message) {
+    return refused_before_running(message) || sqlstate.substr(0, 2) == "08";
+}
+
 }  // namespace picoroute::retry

@@ -29,4 +29,10 @@ namespace picoroute::retry {
 // Whether `message` (a remote error's primary text) is one of the refusals above.
 bool refused_before_running(std::string_view message);
 
+// Whether a read that failed with this remote error may be sent again: a refusal above, or a
+// connection failure the answering instance met on the way to another (SQLSTATE class 08, e.g. a
+// coordinator that could not reach a replicaset's master during a switchover). A read changes
+// nothing, so sending it again is safe; an error of the statement itself is not retried.
+bool read_retryable(std::string_view sqlstate, std::string_view message);
+
 }  // namespace picoroute::retry

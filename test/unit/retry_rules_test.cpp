@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+using picoroute::retry::read_retryable;
 using picoroute::retry::refused_before_running;
 
 TEST(RetryRulesTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
@@ -32,4 +33,14 @@ TEST(RetryRulesTest, FailuresDuringOrAfterRunningAreNot) {
     // Near misses of the texts above.
     EXPECT_FALSE(refused_before_running("cannot satisfy forward"));
     EXPECT_FALSE(refused_before_running("the instance is read-only"));
+}
+
+TEST(RetryRulesTest, AReadIsSentAgainAfterAConnectionFailureOnTheWay) {
+    EXPECT_TRUE(read_retryable("08001", "could not connect to server \"x\""));
+    EXPECT_TRUE(read_retryable("08006", "server closed the connection unexpectedly"));
+    EXPECT_TRUE(read_retryable("XX000", "Failed to get replicaset from bucket 3: no route"));
+    EXPECT_FALSE(read_retryable("42601", "syntax error at or near \"x\""));
+    EXPECT_FALSE(
+        read_retryable("XX000", "Exceeded maximum number of rows (5000) in virtual table"));
+    EXPECT_FALSE(read_retryable("", ""));
 }

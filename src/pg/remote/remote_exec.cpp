@@ -73,12 +73,19 @@ std::optional<Target> next_target(const Target &old, const std::string &tier_nam
     return c;
 }
 
-// The primary text of a remote error that refused a statement before running it, or nullptr.
-const char *refusal_text(const PGresult *result) {
+// The primary text of a remote error after which the statement may be sent again (a refusal
+// before running; for a `read`, also a connection failure on the way: core/retry_rules.h), or
+// nullptr.
+const char *refusal_text(const PGresult *result, bool read) {
     if (result == nullptr || PQresultStatus(result) != PGRES_FATAL_ERROR)
         return nullptr;
     const char *m = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
-    return m != nullptr && picoroute::retry::refused_before_running(m) ? m : nullptr;
+    const char *code = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+    if (m == nullptr)
+        return nullptr;
+    bool again = read ? picoroute::retry::read_retryable(code != nullptr ? code : "", m)
+                      : picoroute::retry::refused_before_running(m);
+    return again ? m : nullptr;
 }
 
 void check_result(const Job &job) {
@@ -353,7 +360,7 @@ void take_refusals(std::vector<Job> &jobs, const std::string &tier, Retry retry,
         return;
     for (size_t i = 0; i < jobs.size(); i++) {
         Job &job = jobs[i];
-        const char *text = refusal_text(job.result.get());
+        const char *text = refusal_text(job.result.get(), !write);
         if (text == nullptr || (write && !one_replicaset(job.target, tier)))
             continue;
         failures->push_back({i, job.target.address, text, false, true});
@@ -408,7 +415,7 @@ Attempt attempt_job(Job &job, const ConnParams &params, bool refusals, WriteLog 
         }
         throw;
     }
-    const char *text = refusals ? refusal_text(job.result.get()) : nullptr;
+    const char *text = refusals ? refusal_text(job.result.get(), log == nullptr) : nullptr;
     if (text == nullptr)
         return Attempt::Ran;
     *why = text;
