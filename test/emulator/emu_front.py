@@ -62,8 +62,10 @@ RETRY_SECONDS = 30.0
 # never an error. The front runs the statement again, now through the new map, within MOVE_SECONDS of
 # its first run (Picodata's deadline is 360 s); after that the client gets the storage's text (a
 # storage reference that timed out) with SQLSTATE XX000, as Picodata answers every error.
+# PICOEMU_MOVE_SECONDS (environment of the picoemu command that starts the instance) changes the
+# bound, for tests of what comes after it.
 MOVE_STATES = (b"PE004",)
-MOVE_SECONDS = 60.0
+MOVE_SECONDS = float(os.environ.get("PICOEMU_MOVE_SECONDS", "60"))
 # The storage relations (oid * 2 + 1 for a table, oid * 2 for an index) are looked up in pg_class once
 # per session and per table generation (GEN: a hash of the tables in state.json), and kept in the
 # session setting picoemu.vdbe_rels: a catalog scan per statement would cost more than the statement.
