@@ -787,14 +787,15 @@ def move_counts(d):
 
 def move_race(tc, d, fronts, reader_port, seconds=25):
     """Clients write through the masters' fronts while buckets move back and forth: INSERTs (one
-    connection per statement, simple protocol) and increments of a counter row per client (one
-    connection, extended protocol). A write that meets a bucket in flight waits for the move and runs
+    connection per statement, simple protocol) and increments of one counter row (one connection per
+    client, extended protocol). A write that meets a bucket in flight waits for the move and runs
     on the new owner: no error reaches a client. A reader checks that no row is ever seen twice."""
     import threading
     stop = threading.Event()
     acked, other = set(), {}
     incs = {}  # counter row -> increments acknowledged
     reads = {"n": 0, "dup": 0, "err": 0}
+    slowest = [0.0]  # the longest write, in seconds
     lock = threading.Lock()
 
     def run_psql(port, sql):
@@ -808,23 +809,27 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
         while not stop.is_set():
             i += 1
             rid = 10_000_000 * (k + 1) + i
+            t = time.time()
             res = run_psql(port, "INSERT INTO users VALUES (%d, 'race', %d)" % (rid, k))
             with lock:
+                slowest[0] = max(slowest[0], time.time() - t)
                 if res.returncode == 0:
                     acked.add(rid)
                 else:
                     other[rid] = res.stderr.strip()
 
     def counter(k, port):
-        rid = 9_000_000 + k
-        incs[rid] = 0
+        rid = 9_000_003  # one row for every client (its bucket, 2545, moves in about half of the steps below)
+        incs.setdefault(rid, 0)
         c = w.Conn(port, "picoroute", "picoroute", timeout=90)
         try:
             while not stop.is_set():
+                t0 = time.time()
                 ans = w.extended(c, 'UPDATE "users" SET "v" = "v" + 1 WHERE "id" = $1', [rid])
                 errs = w.errors(ans)
                 tags = [v for t, v in ans if t == "C"]
                 with lock:
+                    slowest[0] = max(slowest[0], time.time() - t0)
                     if errs:
                         other["inc %d %d" % (k, incs[rid])] = "%s %s" % (errs[0].get("C"), errs[0].get("M"))
                     elif tags != ["UPDATE 1"]:
@@ -845,8 +850,7 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
                     reads["dup"] += 1
             time.sleep(0.1)
 
-    for k in range(len(fronts)):
-        emu(d, "insert", "users", "--values", json.dumps([9_000_000 + k, "counter", 0]))
+    emu(d, "insert", "users", "--values", json.dumps([9_000_003, "counter", 0]))
     moves_before = move_counts(d)
     threads = [threading.Thread(target=writer, args=(k, p)) for k, p in enumerate(fronts)]
     threads += [threading.Thread(target=counter, args=(k, p)) for k, p in enumerate(fronts)]
@@ -879,9 +883,9 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
     counted = {rid: int(q1(reader_port, "SELECT v FROM users WHERE id = %d" % rid)) for rid in incs}
     waited = [a - b for a, b in zip(move_counts(d), moves_before)]
     detail = ("%d moves/rebalances in %.0fs; writes: %d inserts and %d increments acknowledged, %d errors; "
-              "%d statements waited for a bucket in flight, %d runs again; reads: %d, %d failed"
-              % (moves, time.time() - t0, len(acked), sum(incs.values()), len(other), waited[0], waited[1],
-                 reads["n"], reads["err"]))
+              "%d statements waited for a bucket in flight, %d runs again; slowest write %.2fs; reads: %d, "
+              "%d failed" % (moves, time.time() - t0, len(acked), sum(incs.values()), len(other), waited[0],
+                             waited[1], slowest[0], reads["n"], reads["err"]))
     print("     " + detail, flush=True)
     for msg in sorted(set(other.values()))[:5]:
         print("     write error: " + msg[:300], flush=True)

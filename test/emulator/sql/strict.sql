@@ -42,8 +42,10 @@ END $f$;
 -- move (vshard storage/ref.lua ref_add, at the commit 25.5.10 pins). So a write of such a bucket
 -- waits here, polling the file every 10 ms:
 -- * while the move copies (phase "copy"), until the move needs a lock this statement holds (the
---   copy's SHARE lock, the views' rebuild, the delete at the old owner: any backend of this server
---   waiting for this one), and at most 5 s;
+--   copy's SHARE lock, the views' rebuild, the delete at the old owner: a backend of picoemu on this
+--   server waiting for this one, directly or behind other waiters), and at most 5 s; other
+--   statements waiting for its locks wait with it (on Picodata every statement of the storage waits
+--   for the move);
 -- * once the move publishes its map (phase "publish"), 50 ms: a coordinator on another server may
 --   then wait for this statement's locks there, which this server cannot see;
 -- * until the file no longer lists the bucket (the move is done).
@@ -66,11 +68,18 @@ BEGIN
       t0 := clock_timestamp();
     END IF;
     waited := clock_timestamp() - t0;
+    PERFORM pg_stat_clear_snapshot();  -- else pg_stat_activity is read once per transaction
     IF dst IS NULL THEN why := 'the move is done';
     ELSIF phase = 'publish' AND waited >= interval '50 ms' THEN why := 'the move publishes its map';
     ELSIF waited >= interval '5 s' THEN why := 'waited 5 s';
-    ELSIF EXISTS (SELECT 1 FROM pg_locks w WHERE NOT w.granted
-                     AND pg_backend_pid() = ANY (pg_blocking_pids(w.pid))) THEN
+    ELSIF EXISTS (WITH RECURSIVE blocked(pid) AS (
+                     SELECT w.pid FROM pg_locks w
+                      WHERE NOT w.granted AND pg_backend_pid() = ANY (pg_blocking_pids(w.pid))
+                     UNION
+                     SELECT w.pid FROM pg_locks w JOIN blocked k ON k.pid = ANY (pg_blocking_pids(w.pid))
+                      WHERE NOT w.granted)
+                   SELECT 1 FROM blocked k JOIN pg_stat_activity a ON a.pid = k.pid
+                    WHERE a.application_name = 'picoemu') THEN
       why := 'the move waits for this statement''s locks';
     END IF;
     IF why IS NOT NULL THEN
