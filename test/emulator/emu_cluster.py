@@ -473,10 +473,11 @@ class Cluster:
     # ---- commands: topology --------------------------------------------------------------------
     def apply_bucket_map(self, tier_name, new_owners):
         """Moves the rows of every bucket whose owner changes, then publishes the new map. Nothing
-        acknowledged is lost: (1) each old owner's master is told that the buckets are transferring
-        (the file picoemu_transfer.json, read by its storage triggers, which then refuse every write
-        to them with `Bucket N is transferring to replicaset R`); (2) under a SHARE lock, which waits
-        for the writers already in flight, the rows are copied to the new owner; (3) the new map is
+        acknowledged is lost: (1) each old owner's master is told that the buckets are in flight
+        (the file picoemu_transfer.json, phase "copy", read by its storage triggers: a write to them
+        waits for the move, then runs again through the new map, see check_transfer in
+        sql/strict.sql); (2) under a SHARE lock, which waits for the writers already in flight, the
+        rows are copied to the new owner; (3) the mark's phase becomes "publish" and the new map is
         published (a reader sees each bucket on exactly one side: the coordinator's view reads it
         from its owner only); (4) the rows are deleted from the old owner and the mark is removed."""
         st = self.st
@@ -502,10 +503,13 @@ class Cluster:
             marks.setdefault(src, []).extend({"tier": tier_name, "bucket_start": a, "bucket_end": b,
                                               "dst": dst} for a, b in ranges)
         mark_files = [os.path.join(self.datadir(st.master(src)), TRANSFER_FILE) for src in marks]
-        try:
+
+        def mark(phase):
             for src, entries in marks.items():
                 self.write_file_atomic(os.path.join(self.datadir(st.master(src)), TRANSFER_FILE),
-                                       json.dumps(entries) + "\n", 0o600)
+                                       json.dumps([dict(x, phase=phase) for x in entries]) + "\n", 0o600)
+        try:
+            mark("copy")
             for (src, dst), ranges in pairs.items():
                 ms, md = st.master(src), st.master(dst)
                 for t in tables:
@@ -523,8 +527,12 @@ class Cluster:
             st.d["buckets"][tier_name] = compress(new_owners)
             st.bump_tier_version(tier_name)
             self.save()
+            # writes waiting at the old owners stop waiting within 50 ms from now on: a coordinator's
+            # rebuild may wait for their locks on another server, which the old owner cannot see
+            mark("publish")
             # the new owners first: a coordinator that already routes a bucket to its new owner
-            # finds it accepting writes; the others still send them to the old owner, which refuses
+            # finds it accepting writes; the others still send them to the old owner, where they
+            # wait and run again
             self.sync(wait=False, first={dst for _, dst in pairs})
             for (src, dst), ranges in pairs.items():
                 ms = st.master(src)

@@ -58,6 +58,16 @@ OPCODES_PER_ROW = 10
 RETRY_STATES = (b"40001", b"40P01")
 RETRY_MAX = 200
 RETRY_SECONDS = 30.0
+# A write that met a bucket in flight (the storage's check_transfer in sql/strict.sql, which waits for
+# the move, then raises PE004 when the move needs this statement's locks or is done): Picodata's
+# storage reference waits for the move (vshard storage/ref.lua ref_add), so the client sees a delay,
+# never an error. The front runs the statement again, now through the new map, within MOVE_SECONDS of
+# its first run (Picodata's deadline is 360 s); after that the client gets the storage's text (a
+# storage reference that timed out) with SQLSTATE XX000, as Picodata answers every error.
+# PICOEMU_MOVE_SECONDS (environment of the picoemu command that starts the instance) changes the
+# bound, for tests of what comes after it.
+MOVE_STATES = (b"PE004",)
+MOVE_SECONDS = float(os.environ.get("PICOEMU_MOVE_SECONDS", "60"))
 # The storage relations (oid * 2 + 1 for a table, oid * 2 for an index) are looked up in pg_class once
 # per session and per table generation (GEN: a hash of the tables in state.json), and kept in the
 # session setting picoemu.vdbe_rels: a catalog scan per statement would cost more than the statement.
@@ -126,6 +136,12 @@ def read_only_refusal(m, version):
     if emu_caps.has("switchover_refusal", version):
         return error_msg("XX000", "retry is required: DML was sent to the replica during master switchover")
     return error_msg("XX000", "Can't modify data on a read-only instance - box.cfg.read_only is true")
+
+
+def picodata_error(m):
+    """The ErrorResponse m of a write that met a bucket in flight as Picodata gives it: SQLSTATE
+    XX000, the same message, no DETAIL or HINT (the emulator's notes)."""
+    return error_msg("XX000", error_field(m, b"M").decode("utf-8", "replace"))
 
 
 def error_field(m, code):
@@ -416,7 +432,8 @@ class Session:
                 log("injected message failed: %r" % m[5:200])
             m = read_only_refusal(m, self.front.settings.version)
             if not self.hold_retry(e, m):
-                out += m  # the client sees the error, unless the statement runs again
+                # the client sees the error, unless the statement runs again
+                out += picodata_error(m) if error_field(m, b"C") in MOVE_STATES else m
             if e.simple:
                 e.exceeded = False
                 e.held = []
@@ -500,9 +517,12 @@ class Session:
         """An error of a write statement that Picodata would not raise (RETRY_STATES): held back, and
         the statement runs again at its ReadyForQuery (run_again). True when held."""
         rec = e.replay
+        code = error_field(m, b"C")
+        if code in MOVE_STATES:
+            return self.hold_move(e, m)
         if e.kind != "fwd" or rec is None or self.retry is not None:
             return False
-        if error_field(m, b"C") not in RETRY_STATES:
+        if code not in RETRY_STATES:
             return False
         if rec["tries"] >= RETRY_MAX or time.monotonic() - rec["t0"] > RETRY_SECONDS:
             log("statement not run again after %d tries: %s | %s" % (
@@ -510,6 +530,25 @@ class Session:
             return False
         self.retry = {"err": m, "rec": rec, "batch": e.batch}
         return True
+
+    def hold_move(self, e, m):
+        """A write that met a bucket in flight (MOVE_STATES): held back and run again at its
+        ReadyForQuery, within MOVE_SECONDS of its first run (otherwise the client gets it as
+        Picodata's: picodata_error). True when held."""
+        rec = e.replay
+        if (e.kind == "fwd" and rec is not None and self.retry is None
+                and time.monotonic() - rec["t0"] <= MOVE_SECONDS):
+            if not rec.get("moves"):
+                self.front.move_statements += 1
+                log("bucket move: a write waits for a bucket in flight and runs again (%d statements "
+                    "so far, %d runs again) | %s" % (self.front.move_statements, self.front.move_reruns,
+                                                    e.tag[:200]))
+            rec["moves"] = rec.get("moves", 0) + 1
+            self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch, "move": True}
+            return True
+        log("bucket move: statement not run again after %d runs in %.0f s | %s" % (
+            rec.get("moves", 0) if rec else 0, time.monotonic() - rec["t0"] if rec else 0, e.tag[:300]))
+        return False
 
     def run_again(self, e):
         """e ends with this ReadyForQuery, after a held error: when nothing the client sent later is
@@ -522,9 +561,12 @@ class Session:
                 or (rec["kind"] == "extended" and (not rec["ok"] or sum(1 for t, _, _ in rec["msgs"] if t == b"E") != 1))):
             return False
         self.retry = None
-        rec["tries"] += 1
-        self.front.retried += 1
-        if self.front.retried % 1000 == 1:
+        if r.get("move"):
+            self.front.move_reruns += 1
+        else:
+            rec["tries"] += 1
+            self.front.retried += 1
+        if not r.get("move") and self.front.retried % 1000 == 1:
             log("statements run again after %s so far: %d (this one: try %d) | %s" % (
                 "/".join(c.decode() for c in RETRY_STATES), self.front.retried, rec["tries"],
                 rec.get("sql", "")[:200]))
@@ -1152,6 +1194,8 @@ class Front:
         self.sessions = set()  # open sessions (their statements count against pg_statement_max)
         self.verdicts = {}  # (statement text, version) -> Verdict or Reject (statements repeat)
         self.retried = 0  # statements run again (RETRY_STATES)
+        self.move_statements = 0  # writes that met a bucket in flight (MOVE_STATES)
+        self.move_reruns = 0  # their runs again
 
     async def handle(self, reader, writer):
         sock = writer.get_extra_info("socket")

@@ -329,7 +329,7 @@ def table_ddl(st, t, self_rs, peers):
     if sharded:
         n = tier["bucket_count"]
         # storage trigger: computes bucket_id, refuses rows of buckets this replicaset does not own,
-        # and writes to buckets being moved away (vshard TRANSFER_IS_IN_PROGRESS)
+        # and makes a write to a bucket being moved away wait for the move
         out.append(sql_file("store_trigger.sql", fn=ident("store__" + t["name"]), hash=hash_expr(t, n),
                             tname=tname, tier=lit(t["tier"]), local=LOCAL % name))
         ranges = {}
@@ -343,9 +343,10 @@ def table_ddl(st, t, self_rs, peers):
         # not fix the key to a literal of a bucket another replicaset owns (_picoemu.asked, a
         # one-time filter evaluated before the branch's scan starts)
         by_name = {c["name"]: c for c in cols}
-        asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d)" % (
+        asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d, ARRAY[%s]::int8[])" % (
             tname, lit(t["tier"]), lit(rs), ", ".join(lit(k) for k in t["sharding_key"]),
-            ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n)
+            ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n,
+            ", ".join("%d, %d" % r for r in ranges.get(rs, [])))
         branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local() AND %s"
                     % (sel, LOCAL % name, own, asked(self_rs)),
                     "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local() AND %s"

@@ -7,6 +7,8 @@ bounded in statements and in time) check what Picodata's storage guarantees:
   `could not serialize access`, which Picodata never says;
 * global writes: `UPDATE g SET n = n + 1` of a global table from both instances at once neither hangs
   (a deadlock across servers) nor fails, and every copy ends equal;
+* bucket in flight: a write held by a move past the front's bound (1 s in this cluster) gets
+  Picodata's XX000 for a storage reference that timed out, and is applied nowhere;
 * stopped master: while one master is stopped, statements fixing the key of a row of the other
   replicaset work, and those that need the stopped one still fail."""
 
@@ -87,7 +89,11 @@ def summary(res):
 
 
 def concurrency_cluster(tc, d, base, emu, status):
-    emu(d, "--base-port", str(base), "up", "--replicasets", "2", "--replication-factor", "1")
+    os.environ["PICOEMU_MOVE_SECONDS"] = "1"  # the fronts' bound for a write held by a move (check 4)
+    try:
+        emu(d, "--base-port", str(base), "up", "--replicasets", "2", "--replication-factor", "1")
+    finally:
+        del os.environ["PICOEMU_MOVE_SECONDS"]
     s = status(d)
     inst = {i["name"]: i for i in s["instances"]}
     m1, m2 = inst["default_1_1"], inst["default_2_1"]
@@ -164,7 +170,34 @@ def concurrency_cluster(tc, d, base, emu, status):
     with tc.subTest("concurrency: every copy of the global row counts every acknowledged write"):
         tc.assertEqual(copies, [str(ok), str(ok)], detail)
 
-    # 4. a stopped master affects only the statements that need its replicaset
+    # 4. a write held by a bucket in flight past the front's bound (1 s here, 60 s by default): the
+    # client gets Picodata's error for a storage reference that timed out, and nothing is applied.
+    # The mark says the move publishes, so each held run gives up after 50 ms and runs again.
+    mark = os.path.join(m2["datadir"], "picoemu_transfer.json")
+    b2 = int(json.loads(emu(d, "locate", "acc", "--key", "[%d]" % k2).stdout)["bucket_id"])
+    before = value(m2["private_port"], "SELECT n FROM _picoemu_local.acc WHERE id = %d" % k2)
+    with open(mark, "w") as f:
+        json.dump([{"tier": "default", "bucket_start": b2, "bucket_end": b2, "dst": "default_1",
+                    "phase": "publish"}], f)
+    try:
+        c = w.Conn(m1["front_port"], CLIENT, CLIENT, timeout=30)
+        try:
+            t0 = time.time()
+            errs = w.errors(c.query("UPDATE acc SET n = n + 1 WHERE id = %d" % k2))
+            took = time.time() - t0
+        finally:
+            c.close()
+    finally:
+        os.unlink(mark)
+    after = value(m2["private_port"], "SELECT n FROM _picoemu_local.acc WHERE id = %d" % k2)
+    with tc.subTest("move: a write held past the front's bound gets Picodata's XX000, applied nowhere"):
+        tc.assertEqual([(e.get("C"), e.get("M")) for e in errs],
+                       [("XX000", "Failed to add a storage reference: vshard error: Timeout exceeded "
+                                  "(type: ClientError, code: 78, name: TIMEOUT)")], str(errs))
+        tc.assertTrue(1.0 <= took < 10.0, "%.2fs" % took)
+        tc.assertEqual(after, before)
+
+    # 5. a stopped master affects only the statements that need its replicaset
     emu(d, "stop", "default_2_1")
     try:
         c = w.Conn(m1["front_port"], CLIENT, CLIENT, timeout=30)

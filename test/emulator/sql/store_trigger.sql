@@ -1,5 +1,6 @@
 -- Storage trigger of a sharded table on a master: computes bucket_id, refuses rows of buckets this
--- replicaset does not own, and writes to buckets being moved away (vshard TRANSFER_IS_IN_PROGRESS).
+-- replicaset does not own, and makes a write to a bucket being moved away wait for the move
+-- (check_transfer, in strict.sql).
 -- Placeholders (SQL, quoted by the caller): {{fn}} the function's name, {{local}} the storage
 -- table, {{tname}} the table's name and {{tier}} its tier (string literals), {{hash}} the bucket
 -- of NEW (an expression).

@@ -34,25 +34,64 @@ BEGIN
   RETURN coalesce(current_setting('picoemu.local_exec', true), 'on')::boolean;
 END $f$;
 
--- Buckets being moved away from this replicaset (picoemu_transfer.json in the data directory,
--- written by picoemu while it copies them): writes to them are refused as vshard refuses them
--- (TRANSFER_IS_IN_PROGRESS). A file, not a table, so that every transaction sees it at once,
--- whatever its snapshot.
+-- Buckets in flight from this replicaset: picoemu_transfer.json in the data directory, written by
+-- picoemu while it moves them (each entry: tier, bucket range, destination, and the move's phase,
+-- "copy" then "publish"). A file, not a table, so that every transaction sees it at once, whatever
+-- its snapshot.
+-- Picodata never refuses a statement for a bucket in flight: its storage reference waits for the
+-- move (vshard storage/ref.lua ref_add, at the commit 25.5.10 pins). So a write of such a bucket
+-- waits here, polling the file every 10 ms:
+-- * while the move copies (phase "copy"), until the move needs a lock this statement holds (the
+--   copy's SHARE lock, the views' rebuild, the delete at the old owner: a backend of picoemu on this
+--   server waiting for this one, directly or behind other waiters), and at most 5 s; other
+--   statements waiting for its locks wait with it (on Picodata every statement of the storage waits
+--   for the move);
+-- * once the move publishes its map (phase "publish"), 50 ms: a coordinator on another server may
+--   then wait for this statement's locks there, which this server cannot see;
+-- * until the file no longer lists the bucket (the move is done).
+-- It then raises PE004: the statement's implicit transaction is rolled back, and the front runs it
+-- again (emu_front.py MOVE_STATES), now through the new map. The message is the one the client gets
+-- when the front gives up (after 60 s): Picodata's for a storage reference that timed out
+-- (src/sql.rs proc_sql_execute_impl and src/sql/lua.rs VshardError, 25.5.10 to 26.3.0).
 CREATE OR REPLACE FUNCTION _picoemu.check_transfer(tbl text, tier text, b bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $f$
-DECLARE dst text;
+DECLARE dst text; phase text; t0 timestamptz; waited interval; why text;
 BEGIN
   IF pg_stat_file('picoemu_transfer.json', true) IS NULL THEN RETURN; END IF;
-  SELECT x.dst INTO dst
-    FROM json_to_recordset(coalesce(pg_read_file('picoemu_transfer.json', 0, 100000000, true), '[]')::json)
-         AS x(tier text, bucket_start bigint, bucket_end bigint, dst text)
-   WHERE x.tier = $2 AND $3 BETWEEN x.bucket_start AND x.bucket_end LIMIT 1;
-  IF dst IS NOT NULL THEN
-    RAISE EXCEPTION 'Bucket % is transferring to replicaset %', b, dst USING ERRCODE = 'XX000',
-      DETAIL = format('picoemu: table "%s", instance %s: the bucket is being moved (vshard TRANSFER_IS_IN_PROGRESS)',
-                      tbl, current_setting('picoemu.instance')),
-      HINT = 'retry on the new owner once the move is published';
-  END IF;
+  LOOP
+    SELECT x.dst, coalesce(x.phase, 'copy') INTO dst, phase
+      FROM json_to_recordset(coalesce(pg_read_file('picoemu_transfer.json', 0, 100000000, true), '[]')::json)
+           AS x(tier text, bucket_start bigint, bucket_end bigint, dst text, phase text)
+     WHERE x.tier = $2 AND $3 BETWEEN x.bucket_start AND x.bucket_end LIMIT 1;
+    IF t0 IS NULL THEN
+      IF dst IS NULL THEN RETURN; END IF;
+      t0 := clock_timestamp();
+    END IF;
+    waited := clock_timestamp() - t0;
+    PERFORM pg_stat_clear_snapshot();  -- else pg_stat_activity is read once per transaction
+    IF dst IS NULL THEN why := 'the move is done';
+    ELSIF phase = 'publish' AND waited >= interval '50 ms' THEN why := 'the move publishes its map';
+    ELSIF waited >= interval '5 s' THEN why := 'waited 5 s';
+    ELSIF EXISTS (WITH RECURSIVE blocked(pid) AS (
+                     SELECT w.pid FROM pg_locks w
+                      WHERE NOT w.granted AND pg_backend_pid() = ANY (pg_blocking_pids(w.pid))
+                     UNION
+                     SELECT w.pid FROM pg_locks w JOIN blocked k ON k.pid = ANY (pg_blocking_pids(w.pid))
+                      WHERE NOT w.granted)
+                   SELECT 1 FROM blocked k JOIN pg_stat_activity a ON a.pid = k.pid
+                    WHERE a.application_name = 'picoemu') THEN
+      why := 'the move waits for this statement''s locks';
+    END IF;
+    IF why IS NOT NULL THEN
+      RAISE EXCEPTION 'Failed to add a storage reference: vshard error: Timeout exceeded (type: ClientError, code: 78, name: TIMEOUT)'
+        USING ERRCODE = 'PE004',
+        DETAIL = format('picoemu: bucket %s of table "%s" was in flight at instance %s (%s after %s ms): '
+                        'the statement runs again', b, tbl, current_setting('picoemu.instance'), why,
+                        round(extract(epoch FROM waited) * 1000)),
+        HINT = 'on a private port there is no front to run it again: run it again yourself';
+    END IF;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
 END $f$;
 
 CREATE OR REPLACE FUNCTION _picoemu.owner_of(tier text, b bigint) RETURNS text
