@@ -321,11 +321,12 @@ class Cluster:
         os.replace(tmp, path)
 
     def sync(self, wait=True, first=()):
-        """Writes the catalog file of every instance, and the bucket ranges (and, when they changed,
-        the topology-dependent objects) on every running master, then waits until their running
-        standbys have replayed it."""
+        """Writes the bucket ranges (and, when they changed, the topology-dependent objects) on every
+        running master, then the catalog file of every instance, then waits until the running
+        standbys have replayed it. The catalog comes last: a client that reads a new master or
+        owner in it finds that master's objects already rebuilt (a just promoted master would
+        otherwise still reach its old master through picoemu_self)."""
         st = self.st
-        self.write_catalog_files()
         ports = {r["name"]: self.serving_port(r["name"]) for r in st.live_replicasets()}
         cat = sqlgen.catalog_sql(st)
         order = sorted(st.live_replicasets(), key=lambda r: r["name"] not in first)
@@ -343,6 +344,7 @@ class Cluster:
                                  "DO UPDATE SET value = EXCLUDED.value;\n" % sqlgen.lit(h))
             script += "COMMIT;\n"
             pg.psql(m["port"], script, what=what)
+        self.write_catalog_files()
         if wait:
             self.wait_replicas()
 

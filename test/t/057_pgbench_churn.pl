@@ -90,7 +90,7 @@ my ($done, $aborted, $err) = run_pgbench(40, sub {
 });
 is(scalar(@$aborted), 0, "no client aborted during moves and a rebalance ($done transactions)")
   or diag(join("\n", @$aborted[0 .. ($#$aborted < 9 ? $#$aborted : 9)]));
-cmp_ok($done, '>', 100, 'transactions ran meanwhile');
+cmp_ok($done, '>', 10, 'transactions ran meanwhile');
 my @s = split /,/, sums();
 is_deeply([ @s[1 .. 3] ], [ ($s[0]) x 3 ], "the four TPC-B sums agree (@s)");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pgbench_accounts'), '100000', 'no account lost or doubled');
@@ -108,7 +108,7 @@ is(scalar(@untrue), 0,
    'across the switch and the stop, a client aborts only on a statement whose outcome is unknown ('
    . scalar(@$aborted) . " such, $done transactions)")
   or diag(join("\n", @untrue[0 .. ($#untrue < 9 ? $#untrue : 9)]));
-cmp_ok($done, '>', 100, 'transactions ran meanwhile');
+cmp_ok($done, '>', 10, 'transactions ran meanwhile');
 @s = split /,/, sums();
 if (@$aborted) {
     note("sums after outcome-unknown errors: @s");
