@@ -661,12 +661,12 @@ class Session:
         st.refresh()
         version = st.version
         try:
-            self.conn_opts = parse_startup_options(self.params.pop("options", ""), version)
+            self.conn_opts = parse_startup_options(self.params.pop("options", None), version)
             self.stmt_invalidation = self.conn_opts.pop(emu_stmts.OPTION, False)
             if emu_stmts.OPTION in self.params and emu_stmts.has_stmt_invalidation(version):
                 self.stmt_invalidation = emu_stmts.parse_flag(self.params[emu_stmts.OPTION])
-        except ValueError as exc:
-            self.cw.write(error_msg("22023", str(exc), "FATAL"))
+        except ValueError as exc:  # Picodata answers PgError::Other: XX000, and closes
+            self.cw.write(error_msg("XX000", str(exc), "FATAL"))
             await self.cw.drain()
             return False
         if self.conn_opts:
@@ -1151,34 +1151,47 @@ def check_bind(body, pos, types):
 
 
 def parse_startup_options(text, version):
-    """Picodata's own syntax: name=value,name=value. Unknown names only log a warning."""
+    """Picodata's own syntax, as strictly as Picodata reads it (ClientParams::new in
+    src/pgproto/client/startup.rs, 26.3.0): `options` split at every comma, each item at its first
+    '=' (name, then value up to the next '='); names matched exactly (no trimming, no case folding),
+    a missing '=' is an error; integer values as Rust parses an i64 (digits with an optional sign, no
+    spaces), a negative one refused; pico_stmt_invalidation exactly true or false; read_preference
+    in any case; forward exactly on, off or ro_to_rw. Unknown names only log a warning. None (no
+    options parameter) is no option; an empty one fails as Picodata's does ("option without value").
+    Errors are raised as ValueError with Picodata's text."""
     out = {}
-    text = (text or "").strip()
-    if not text:
+    if text is None:
         return out
     for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, eq, value = item.partition("=")
-        name, value = name.strip().lower(), value.strip()
+        parts = item.split("=")
+        name = parts[0]
+        if len(parts) < 2:
+            raise ValueError("option without value")
+        value = parts[1]
         if name in dialect.OPTION_INT:
-            if not value.isdigit():
-                raise ValueError("invalid value for startup option %s: %r (an unsigned integer)" % (name, value))
+            if not re.fullmatch(r"[+-]?[0-9]+", value):
+                why = "cannot parse integer from empty string" if value in ("", "+", "-") else \
+                    "invalid digit found in string"
+                raise ValueError("value for option %s is too large: %s" % (name, why))
+            if not -2 ** 63 <= int(value) <= 2 ** 63 - 1:
+                raise ValueError("value for option %s is too large: number too large to fit in target type"
+                                 % name)
+            if int(value) < 0:
+                raise ValueError("value for option %s should be positive" % name)
             out[name] = int(value)
         elif name == "read_preference" and dialect.has_read_preference(version):
             if value.lower() not in dialect.READ_PREFERENCES:
-                raise ValueError("invalid value for startup option read_preference: %r (leader, replica, any)"
+                raise ValueError("unknown read_preference value: '%s', expected one of leader, replica, any"
                                  % value)
             out[name] = value.lower()
         elif name == emu_stmts.OPTION and emu_stmts.has_stmt_invalidation(version):
             out[name] = emu_stmts.parse_flag(value)
         elif name == "forward" and dialect.has_forward(version):
-            if value.lower() not in dialect.FORWARD_VALUES:
-                raise ValueError("invalid value for startup option forward: %r (on, off, ro_to_rw)" % value)
-            out[name] = value.lower()
+            if value not in dialect.FORWARD_VALUES:
+                raise ValueError("unknown forward value: '%s', expected one of on, off, ro_to_rw" % value)
+            out[name] = value
         else:
-            log("WARNING: unknown startup option %r ignored (Picodata %s)" % (item, version))
+            log("WARNING: unknown option: '%s' (Picodata %s)" % (name, version))
     return out
 
 

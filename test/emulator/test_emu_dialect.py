@@ -249,6 +249,35 @@ class DialectTest(unittest.TestCase):
             self.assertTrue(source, name)
 
 
+class StartupOptionsTest(unittest.TestCase):
+    """The `options` startup parameter, read as strictly as Picodata reads it (ClientParams::new,
+    src/pgproto/client/startup.rs at 26.3.0)."""
+
+    def test_what_picoroute_sends(self):
+        import emu_front
+        self.assertEqual(emu_front.parse_startup_options("read_preference=replica,pico_stmt_invalidation=true",
+                                                         "head"),
+                         {"read_preference": "replica", "pico_stmt_invalidation": True})
+        self.assertEqual(emu_front.parse_startup_options(None, "head"), {})
+
+    def test_names_exact_values_strict(self):
+        import emu_front
+        parse = emu_front.parse_startup_options
+        self.assertEqual(parse("sql_motion_row_max = 0", "head"), {})  # "sql_motion_row_max ": unknown
+        self.assertEqual(parse("Read_Preference=replica", "head"), {})
+        self.assertEqual(parse("read_preference=REPLICA", "head"), {"read_preference": "replica"})
+        for bad, text in (("sql_motion_row_max", "option without value"),
+                          ("", "option without value"),
+                          ("sql_motion_row_max=-1", "should be positive"),
+                          ("sql_motion_row_max=1x", "invalid digit found in string"),
+                          ("sql_motion_row_max=99999999999999999999", "number too large"),
+                          ("pico_stmt_invalidation=True", "not `true` or `false`"),
+                          ("forward=maybe", "unknown forward value")):
+            with self.assertRaises(ValueError) as cm:
+                parse(bad, "head")
+            self.assertIn(text, str(cm.exception), bad)
+
+
 class CapabilitiesTest(unittest.TestCase):
     """The emulator reads picoroute's capability table (src/core/capabilities.json); these are the
     boundaries test/unit/capabilities_test.cpp checks on the C++ side, so both read it alike."""
