@@ -14,28 +14,13 @@ use Test::More;
 use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
-  qw(emu emu_json emu_table start_emulator start_routing_node create_servers wait_for);
+  qw(emu start_emulator start_routing_node create_servers create_pgbench_tables);
 
 start_emulator();
-emu_table('pgbench_accounts', 'aid int4, bid int4, abalance int4, filler text');
-emu_table('pgbench_branches', 'bid int4, bbalance int4, filler text');
-emu_table('pgbench_tellers', 'tid int4, bid int4, tbalance int4, filler text');
-# Picodata needs a primary key: the history rows get one of their own (hid), as their sharding key.
-emu_table('pgbench_history', 'hid int8, tid int4, bid int4, aid int4, delta int4, mtime timestamptz');
-
 my $node = start_routing_node(name => 'pgbench', admin => 1, refresh_interval => '200ms',
     extra_conf => "picoroute.remote_write_in_transaction = 'off'\n");
 create_servers($node, 'pico');
-$node->safe_psql('postgres', q{
-CREATE FOREIGN TABLE pgbench_accounts (aid int, bid int, abalance int, filler char(84)) SERVER pico
-  OPTIONS (sharding_key 'aid', batch_size '1000');
-CREATE FOREIGN TABLE pgbench_branches (bid int, bbalance int, filler char(88)) SERVER pico
-  OPTIONS (sharding_key 'bid');
-CREATE FOREIGN TABLE pgbench_tellers (tid int, bid int, tbalance int, filler char(84)) SERVER pico
-  OPTIONS (sharding_key 'tid');
-CREATE FOREIGN TABLE pgbench_history (hid bigint, tid int, bid int, aid int, delta int,
-  mtime timestamptz) SERVER pico OPTIONS (sharding_key 'hid');
-});
+create_pgbench_tables($node, 'pico');
 $node->command_ok([ 'pgbench', '-i', '-I', 'G', '-s', '1', 'postgres' ], 'pgbench -i -I G');
 
 # pgbench's built-in TPC-B transaction, with the history row's key.

@@ -18,7 +18,7 @@ use Test::More;
 use IPC::Run;
 use Picoroute::TestCluster
   qw(emu emu_json emu_audit emu_audit_clear emu_private_psql emu_table start_emulator
-  start_routing_node create_servers create_foreign_tables picodata_version);
+  start_routing_node create_servers create_foreign_tables create_pgbench_tables picodata_version);
 
 $ENV{PICOEMU_LOG_STATEMENTS} = '1';
 my $dir = start_emulator(replicasets => 2, replication_factor => 1, bucket_count => 600);
@@ -127,21 +127,8 @@ like($err, qr/ERROR:  table ghost does not exist/, 'with Picodata\'s error') or 
 # ---- pgbench -i -I G: TRUNCATE of its four tables in a transaction block, then INSERT ... SELECT ----
 # (-I g cannot work on foreign tables: PostgreSQL refuses its COPY ... FREEZE on a table not
 # truncated locally in the same subtransaction, which a foreign table never is.)
-emu_table('pgbench_accounts', 'aid int4, bid int4, abalance int4, filler text');
-emu_table('pgbench_branches', 'bid int4, bbalance int4, filler text');
-emu_table('pgbench_tellers', 'tid int4, bid int4, tbalance int4, filler text');
-emu_table('pgbench_history', 'tid int4, bid int4, aid int4, delta int4, mtime timestamptz, filler text');
+create_pgbench_tables($node, 'pico');
 emu('insert', 'pgbench_branches', '--values', '[1, 7, "left over"]');
-$node->safe_psql('postgres', q{
-CREATE FOREIGN TABLE pgbench_accounts (aid int, bid int, abalance int, filler char(84)) SERVER pico
-  OPTIONS (sharding_key 'aid', batch_size '1000');
-CREATE FOREIGN TABLE pgbench_branches (bid int, bbalance int, filler char(88)) SERVER pico
-  OPTIONS (sharding_key 'bid');
-CREATE FOREIGN TABLE pgbench_tellers (tid int, bid int, tbalance int, filler char(84)) SERVER pico
-  OPTIONS (sharding_key 'tid');
-CREATE FOREIGN TABLE pgbench_history (tid int, bid int, aid int, delta int, mtime timestamp,
-  filler char(22)) SERVER pico OPTIONS (sharding_key 'tid');
-});
 truncates_sent();
 $node->command_ok([ 'pgbench', '-i', '-I', 'G', '-s', '1', 'postgres' ],
     'pgbench -i -I G: its tables truncated, then filled');

@@ -17,7 +17,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
   exec_options picodata_version picodata_has free_port_range start_fake_instance fake_log
-  emu_counters counters_moved);
+  emu_counters counters_moved create_pgbench_tables);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -292,6 +292,28 @@ sub create_foreign_tables {
 }
 
 # Polls `query` until it returns `expected` (default 't'), for at most `timeout` seconds.
+# pgbench's four tables on the emulated cluster and as foreign tables of `server` on `node`, each
+# sharded by its key; pgbench_history has a key of its own, hid (Picodata needs a primary key),
+# which pgbench's built-in scripts do not fill (pgbench -i -I G leaves the table empty).
+sub create_pgbench_tables {
+    my ($node, $server) = @_;
+    emu_table('pgbench_accounts', 'aid int4, bid int4, abalance int4, filler text');
+    emu_table('pgbench_branches', 'bid int4, bbalance int4, filler text');
+    emu_table('pgbench_tellers', 'tid int4, bid int4, tbalance int4, filler text');
+    emu_table('pgbench_history', 'hid int8, tid int4, bid int4, aid int4, delta int4, mtime timestamptz');
+    $node->safe_psql('postgres', <<"SQL");
+CREATE FOREIGN TABLE pgbench_accounts (aid int, bid int, abalance int, filler char(84)) SERVER $server
+  OPTIONS (sharding_key 'aid', batch_size '1000');
+CREATE FOREIGN TABLE pgbench_branches (bid int, bbalance int, filler char(88)) SERVER $server
+  OPTIONS (sharding_key 'bid');
+CREATE FOREIGN TABLE pgbench_tellers (tid int, bid int, tbalance int, filler char(84)) SERVER $server
+  OPTIONS (sharding_key 'tid');
+CREATE FOREIGN TABLE pgbench_history (hid bigint, tid int, bid int, aid int, delta int,
+  mtime timestamptz) SERVER $server OPTIONS (sharding_key 'hid');
+SQL
+    return;
+}
+
 sub wait_for {
     my ($node, $query, $expected, $timeout) = @_;
     $expected //= 't';
