@@ -29,6 +29,23 @@ def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+
+def run_again_on_deadlock(run, tries=10):
+    """Runs run() (one transaction of picoemu's own) again when PostgreSQL chose it as the victim
+    of a deadlock with the statements of the load, or its lock wait timed out: it was rolled back
+    as a whole, so running it again is safe. A client statement chosen as the victim is run again
+    by its front (40P01)."""
+    for attempt in range(tries):
+        try:
+            return run()
+        except pg.SqlError as exc:
+            text = str(exc)
+            if attempt == tries - 1 or ("deadlock detected" not in text and "lock timeout" not in text):
+                raise
+            log("picoemu's own transaction met a lock conflict with the load, running it again (%d): %s"
+                % (attempt + 1, text.splitlines()[0][:200]))
+            time.sleep(0.2 * (attempt + 1))
+
 class Cluster:
     def __init__(self, directory):
         self.dir = os.path.abspath(directory)
@@ -343,7 +360,7 @@ class Cluster:
                 script += ddl + ("INSERT INTO _picoemu.meta VALUES ('ddl_hash', %s) ON CONFLICT (key) "
                                  "DO UPDATE SET value = EXCLUDED.value;\n" % sqlgen.lit(h))
             script += "COMMIT;\n"
-            pg.psql(m["port"], script, what=what)
+            run_again_on_deadlock(lambda: pg.psql(m["port"], script, what=what))
         self.write_catalog_files()
         if wait:
             self.wait_replicas()
@@ -541,8 +558,9 @@ class Cluster:
                 script = "".join("DELETE FROM _picoemu_local.%s WHERE %s;\n"
                                  % (sqlgen.ident(t["name"]), sqlgen._pred(ranges)) for t in tables)
                 if script:
-                    pg.psql(ms["port"], "SET session_replication_role = replica;\n" + script,
-                            what="master %s" % ms["name"], single_transaction=True)
+                    run_again_on_deadlock(lambda: pg.psql(
+                        ms["port"], "SET session_replication_role = replica;\n" + script,
+                        what="master %s" % ms["name"], single_transaction=True))
         finally:
             for f in mark_files:
                 if os.path.exists(f):

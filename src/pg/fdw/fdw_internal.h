@@ -224,6 +224,7 @@ struct RoutedStatement {
     int nresults;
     RowStream *stream;  // a streaming scan's answers (instead of results)
     char *routing;      // description of the last decision (EXPLAIN ANALYZE, errors)
+    uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
     MemoryContextCallback cleanup;
 };
 

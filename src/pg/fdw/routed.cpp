@@ -228,6 +228,8 @@ void release_results(RoutedStatement *st) {
         st->results[i] = nullptr;
     }
     st->nresults = 0;
+    if (st->stream != nullptr)
+        st->sent_again += st->stream->sent_again();
     delete st->stream;
     st->stream = nullptr;
 }
@@ -248,7 +250,7 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
         run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref, retry,
-                 st->is_write ? &log : nullptr);
+                 st->is_write ? &log : nullptr, &st->sent_again);
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
@@ -342,6 +344,11 @@ void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *e
     }
     ExplainPropertyText("Remote SQL", sql, es);
     ExplainPropertyText("Routing", routing, es);
+    if (es->analyze) {
+        uint32 again = st->sent_again + (st->stream != nullptr ? st->stream->sent_again() : 0);
+        if (again > 0)
+            ExplainPropertyUInteger("Sent Again", nullptr, again, es);
+    }
 }
 
 void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,

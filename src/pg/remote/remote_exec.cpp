@@ -449,7 +449,7 @@ std::string first_failure(const Failure &f) {
 // Sends a failed job again, to wherever the map puts its buckets, until it runs or
 // picoroute.failover_wait has passed; then once more through a coordinator.
 void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::string &tier,
-               ReadPref pref, WriteLog *log, TimestampTz since) {
+               ReadPref pref, WriteLog *log, TimestampTz since, uint32_t *sent_again) {
     const TimestampTz deadline = TimestampTzPlusMilliseconds(since, setting_failover_wait);
     const Target first = job.target;
     std::string address = f.address, why = f.message;
@@ -468,6 +468,8 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
         }
         if (next) {
             job.target = *next;
+            if (sent_again != nullptr)
+                ++*sent_again;
             Attempt a = attempt_job(job, params, !last, log, &why);
             if (a == Attempt::Ran)
                 break;
@@ -517,7 +519,7 @@ bool awaits_master(const Job &job, const std::string &tier_name, ReadPref pref) 
 }
 
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::string &tier,
-              ReadPref pref, Retry retry, WriteLog *log) {
+              ReadPref pref, Retry retry, WriteLog *log, uint32_t *sent_again) {
     sweep_connections();
     std::vector<Failure> failures =
         send_and_collect(jobs, params, held_jobs(jobs, tier, pref, retry), log);
@@ -545,7 +547,7 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::strin
     if (wake)
         pg_call([&] { (void)request_refresh_and_wait(wait_ms, &refresh_failed); });
     for (const Failure &f : failures)
-        retry_job(jobs[f.job], f, params, tier, pref, log, since);
+        retry_job(jobs[f.job], f, params, tier, pref, log, since, sent_again);
 }
 
 }  // namespace picoroute::pg::remote

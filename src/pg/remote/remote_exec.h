@@ -5,6 +5,7 @@
 
 #include "pg/remote/routing.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,7 +61,8 @@ bool awaits_master(const Job &job, const std::string &tier, ReadPref pref);
 // statement_timeout) sends a cancel request to every instance still running a job. For a write
 // (`log` given), the rows committed by this and earlier calls are added to `log`, and the DETAIL
 // of any failure says which instances applied, may have applied, or did not apply the write.
+// `sent_again`, when given, counts the statements sent again (EXPLAIN ANALYZE shows it).
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::string &tier,
-              ReadPref pref, Retry retry, WriteLog *log = nullptr);
+              ReadPref pref, Retry retry, WriteLog *log = nullptr, uint32_t *sent_again = nullptr);
 
 }  // namespace picoroute::pg::remote

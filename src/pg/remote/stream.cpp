@@ -100,7 +100,7 @@ void RowStream::run_buffered(Source &s) {
     one[0].sql = s.job.sql;
     one[0].shown = s.job.shown;
     one[0].values = s.job.values;
-    run_jobs(one, params_, tier_, pref_, retry_);
+    run_jobs(one, params_, tier_, pref_, retry_, nullptr, &sent_again_);
     s.job.target = one[0].target;
     s.whole_row = 0;
     s.whole = std::move(one[0].result);

@@ -47,6 +47,8 @@ class RowStream final : public ConnectionReader {
 
     void read_rest(Connection *connection) override;
     void forget(Connection *connection) noexcept override;
+    // The statements sent again so far (run_jobs' retries of a failed source).
+    uint32_t sent_again() const { return sent_again_; }
 
   private:
     struct Source {
@@ -89,6 +91,7 @@ class RowStream final : public ConnectionReader {
     MemoryContext context_;
     ResourceOwner owner_;
     ResultPtr row_;  // the row handed over last
+    uint32_t sent_again_ = 0;
 };
 
 }  // namespace picoroute::pg::remote
