@@ -652,9 +652,10 @@ def in_flight(tc, s, p3):
         tc.assertEqual(still, ["insert", "local", "peer"], str(got))
     with tc.subTest("move: other buckets stay writable during a move"):
         tc.assertEqual(got["other"][0], [], str(got["other"]))
-        tc.assertLess(got["other"][1], 1.0, str(got["other"]))
+        # well under the 5 s a held write waits per attempt (a loaded machine is slow, not blocked)
+        tc.assertLess(got["other"][1], 3.0, str(got["other"]))
     with tc.subTest("move: a lock the move needs is not held up by the waiting writes"):
-        tc.assertLess(lock_time, 1.0, "%.2fs" % lock_time)
+        tc.assertLess(lock_time, 3.0, "%.2fs" % lock_time)
     with tc.subTest("move: on a private port (no front) the write gives up with PE004, Picodata's text"):
         tc.assertIn("Failed to add a storage reference: vshard error: Timeout exceeded", got["private"][0][0],
                     str(got["private"]))
