@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
@@ -40,6 +41,8 @@ import peers_bench as pb  # noqa: E402  (the emulator, node and pgbench helpers)
 
 PHASES = ["quiet", "moves", "failover"]
 MOVED = (1, 400)  # the buckets the moves phase sends away and back
+# pgbench's command numbers (from 0, \set lines included) of the script's four writes
+WRITE_COMMANDS = [6, 8, 9, 10]
 
 TABLES = [
     ("pgbench_accounts", "aid int4, bid int4, abalance int4, filler text"),
@@ -95,6 +98,11 @@ def error_kind(line):
     return re.sub(r"\d+", "N", msg)
 
 
+def each(runs, fmt):
+    """fmt formatted with each run's results, comma-separated."""
+    return ", ".join(fmt.format(**r) for r in runs)
+
+
 def parse_run(out, err, seconds):
     """tps, transactions, aborted clients and their first error line of each kind."""
     done = re.search(r"^number of transactions actually processed: (\d+)", out, re.M)
@@ -102,10 +110,31 @@ def parse_run(out, err, seconds):
     n = int(done.group(1)) if done else 0
     aborted = [line for line in err.splitlines() if " aborted " in line and "client" in line]
     kinds = {}
+    commands = set()
     for line in aborted:
         kinds.setdefault(error_kind(line), [0, line.strip()])[0] += 1
-    return {"tps": float(tps.group(1)) if tps else n / seconds, "n": n,
-            "aborted": len(aborted), "kinds": kinds}
+        m = re.search(r"aborted in command (\d+)", line)
+        commands.add(int(m.group(1)) if m else -1)
+    return {"tps_pgbench": float(tps.group(1)) if tps else 0.0, "tps": n / seconds, "n": n,
+            "aborted": len(aborted), "kinds": kinds, "commands": commands}
+
+
+def sums_verdict(inc, commands):
+    """Whether the sum increments of a run (abalance, tbalance, bbalance, delta) agree, or differ
+    only where the aborts can explain it: a transaction aborted at a command leaves the writes
+    before it applied, that command's own write applied or not, and the later ones unsent. So
+    two neighbouring sums may differ only if a client aborted between or at their writes."""
+    if len(set(inc)) == 1:
+        return "yes"
+    for i in range(3):
+        lo, hi = WRITE_COMMANDS[i], WRITE_COMMANDS[i + 1]
+        if inc[i] != inc[i + 1] and not any(lo <= c <= hi or c < 0 for c in commands):
+            return "**no, beyond what the aborts explain**"
+    return "no, as the aborts allow"
+
+
+class EmuFault(pb.BenchError):
+    """A cluster command of the emulator failed."""
 
 
 class Bench:
@@ -118,6 +147,7 @@ class Bench:
         self.pgb = pb.Pgbench(args.clients, args.threads, self.workdir)
         self.proc = None
         self.last_sums = None
+        self.fault = None
         self.lines = []
 
     def say(self, text=""):
@@ -138,13 +168,35 @@ class Bench:
 
     def setup(self):
         a = self.args
-        self.log(f"emulator: up on base port {a.base_port} in {self.emu.dir}")
-        self.emu.up()
+        # The node starts while the cluster comes up: its map source is the four instances'
+        # fronts, base port + 0..3, which the emulator gives them in that order.
+        conninfo = (f"host={','.join([pb.HOST] * 4)} "
+                    f"port={','.join(str(a.base_port + k) for k in range(4))} "
+                    f"dbname={pb.EMU_DB} user={pb.EMU_USER} password={pb.EMU_PASSWORD}")
+        self.node = pb.Node(a.node_port, conninfo)
+        failed = []
+
+        def start_node():
+            try:
+                self.node.start()
+            except Exception as e:  # reported in the main thread
+                failed.append(e)
+
+        self.log(f"emulator: up on base port {a.base_port} in {self.emu.dir}; node on port "
+                 f"{a.node_port}")
+        starter = threading.Thread(target=start_node, daemon=True)
+        starter.start()
+        try:
+            self.emu.up()
+        finally:
+            starter.join(timeout=150)
+        if failed or starter.is_alive():
+            raise pb.BenchError(f"the node did not start: {failed}")
+        ports = sorted(i["port"] for i in self.emu.status()["instances"])
+        if ports != [a.base_port + k for k in range(4)]:
+            raise pb.BenchError(f"unexpected instance ports {ports}")
         for name, columns in TABLES:
             self.emu.cli("create-table", name, "--columns", columns)
-        self.log(f"node: starting on port {a.node_port}")
-        self.node = pb.Node(a.node_port, self.emu.cli("conninfo", "--user", pb.EMU_USER).strip())
-        self.node.start()
         self.node.psql(NODE_DDL)
         pb.wait_for_map(self.node)
         self.log("pgbench -i -I G -s 1 through picoroute")
@@ -185,11 +237,10 @@ class Bench:
                     (f"start {stopped_rs}'s master", ("start", stopped_rs))]
         return []
 
-    def run_churn(self, steps):
-        """Runs the steps, returns [(label, start offset, seconds)]."""
+    def run_churn(self, steps, start):
+        """Runs the steps, returns [(label, offset from start, seconds)]."""
         done = []
         stopped = None
-        t0 = time.time()
         for label, cmd in steps:
             s = time.time()
             if cmd[0] == "sleep":
@@ -200,9 +251,20 @@ class Bench:
             elif cmd[0] == "start":
                 self.emu.cli("start", stopped)
             else:
-                self.emu.cli(*cmd, timeout=600)
-            done.append((label, s - t0, time.time() - s))
+                label += self.cluster_command(cmd)
+            done.append((label, s - start, time.time() - s))
         return done
+
+    def cluster_command(self, cmd):
+        """Runs a picoemu command; a failure is the emulator's (EmuFault): it may leave the
+        cluster half changed, so the bench stops after the run."""
+        try:
+            self.emu.cli(*cmd, timeout=600)
+        except pb.BenchError as e:
+            first = next((line for line in str(e).splitlines() if "error" in line),
+                         str(e).splitlines()[0])
+            raise EmuFault(f"picoemu {' '.join(cmd)}: {first.strip()}")
+        return ""
 
     def sums(self):
         """The four TPC-B sums and the number of accounts."""
@@ -215,23 +277,44 @@ class Bench:
         self.proc, timeout = self.pgb.run((a.node_port, "postgres", "postgres", None), self.script,
                                           seconds=a.seconds, background=True)
         start = time.time()
+        ended = {}
+
+        def wait_pgbench(proc):
+            ended["output"] = proc.communicate()
+            ended["at"] = time.time() - start
+
+        waiter = threading.Thread(target=wait_pgbench, args=(self.proc,), daemon=True)
+        waiter.start()
         ops = []
         if steps:
             time.sleep(min(2, a.seconds / 5))
-            ops = self.run_churn(steps)
-        try:
-            out, err = self.proc.communicate(timeout=max(1, timeout - (time.time() - start)))
-        except subprocess.TimeoutExpired:
+            try:
+                ops = self.run_churn(steps, start)
+            except EmuFault as e:
+                self.fault = f"{phase} run {run_no + 1}: {e}"
+                self.log(f"emulator fault, the bench stops after this run: {e}")
+        waiter.join(timeout=max(1, timeout - (time.time() - start)))
+        if waiter.is_alive():
             self.proc.kill()
-            self.proc.communicate(timeout=30)
+            waiter.join(timeout=30)
             raise pb.BenchError(f"pgbench of phase {phase} did not end in {timeout} s")
         self.proc = None
-        churn_end = max((o[1] + o[2] for o in ops), default=0) + (min(2, a.seconds / 5) if ops else 0)
+        out, err = ended["output"]
+        churn_end = max((o[1] + o[2] for o in ops), default=0)
         res = parse_run(out, err, a.seconds)
-        after = self.last_sums = self.sums()
+        try:
+            after = self.last_sums = self.sums()
+        except (pb.BenchError, subprocess.TimeoutExpired):
+            if not self.fault:
+                raise
+            after = None
+        if after is None:
+            res.update(ops=ops, inc=None, agree="not read", churn_end=churn_end,
+                       accounts="not read", ended=ended["at"])
+            return res
         inc = [x - y for x, y in zip(after[:4], before[:4])]
-        res.update(ops=ops, inc=inc, agree=len(set(inc)) == 1, churn_end=churn_end,
-                   accounts=str(after[4]))
+        res.update(ops=ops, inc=inc, agree=sums_verdict(inc, res["commands"]), churn_end=churn_end,
+                   accounts=str(after[4]), ended=ended["at"])
         return res
 
     def main(self):
@@ -242,17 +325,22 @@ class Bench:
             for phase in PHASES:
                 res = self.run_phase(phase, r)
                 results[phase].append(res)
-                self.log(f"run {r + 1}/{a.runs} {phase}: {res['tps']:.0f} tps, {res['n']} "
-                         f"transactions, {res['aborted']} clients aborted, sums "
-                         f"{'agree' if res['agree'] else 'differ'} (increments {res['inc']})"
+                if self.fault:
+                    break
+                self.log(f"run {r + 1}/{a.runs} {phase}: {res['tps']:.1f} tps, {res['n']} "
+                         f"transactions, {res['aborted']} clients aborted, pgbench ended at "
+                         f"{res['ended']:.0f} s, sums "
+                         f"agree: {res['agree']} (increments {res['inc']})"
                          + (f", cluster commands took {res['churn_end']:.1f} s" if res["ops"]
                             else ""))
+            if self.fault:
+                break
         self.report(results)
 
     def report(self, results):
         a = self.args
         say = self.say
-        med = {p: statistics.median(r["tps"] for r in results[p]) for p in PHASES}
+        med = {p: statistics.median(r["tps"] for r in results[p]) for p in PHASES if results[p]}
         say("## TPC-B through routine cluster operations (bench/tpcb_bench.py)")
         say()
         say(f"{os.cpu_count()} cores shared by pgbench, the node, the emulated instances and their "
@@ -263,24 +351,30 @@ class Bench:
         say()
         say("What is timed: pgbench -> the picoroute node (foreign tables) -> the instances' "
             "Picodata fronts (the emulator's Python proxies, on the path as in the peers bench) "
-            "-> their PostgreSQL servers; the same path in every phase. Each run's tps is "
-            "pgbench's (without connection time) over the whole -T, churn included.")
+            "-> their PostgreSQL servers; the same path in every phase. A phase's tps is its "
+            "transactions over the whole -T, cluster commands included: a client that aborted "
+            "adds nothing after its abort. pgbench's own tps (its elapsed time, which ends "
+            "early when every client aborted) is shown beside it.")
         say()
-        say("| phase | tps median | min-max | transactions (per run) | clients aborted | "
-            "TPC-B sums agreed after the run |")
-        say("|---|---|---|---|---|---|")
+        say("| phase | tps median | min-max | pgbench tps | transactions | clients aborted "
+            "| pgbench ended at | TPC-B sums agreed after the run |")
+        say("|---|---|---|---|---|---|---|---|")
         for p in PHASES:
             rs = results[p]
+            if not rs:
+                say(f"| {p} | not run | | | | | | |")
+                continue
             tps = [r["tps"] for r in rs]
-            agree = ", ".join("yes" if r["agree"] else "**no**" for r in rs)
-            say(f"| {p} | {med[p]:.0f} | {min(tps):.0f}-{max(tps):.0f} | "
-                f"{', '.join(str(r['n']) for r in rs)} | "
-                f"{', '.join(str(r['aborted']) for r in rs)} | {agree} |")
+            agree = each(rs, "{agree}")
+            say(f"| {p} | {med[p]:.1f} | {min(tps):.1f}-{max(tps):.1f} | "
+                f"{each(rs, '{tps_pgbench:.0f}')} | {each(rs, '{n}')} | "
+                f"{each(rs, '{aborted}')} | {each(rs, '{ended:.0f} s')} | {agree} |")
         say()
         say("| ratio (tps medians) | value |")
         say("|---|---|")
         for p in PHASES[1:]:
-            say(f"| {p} / quiet | {med[p] / med['quiet']:.2f} |")
+            if p in med:
+                say(f"| {p} / quiet | {med[p] / med['quiet']:.2f} |")
         say()
         say("Cluster commands during each run (start offset from pgbench's start, duration):")
         say()
@@ -302,18 +396,33 @@ class Bench:
             for (p, _), (count, line) in kinds.items():
                 say(f"- {p}, {count} client(s): `{line[:400]}`")
             say()
+            say("Commands at which clients aborted (0-4 `\\set`, 5 BEGIN, 6 UPDATE accounts, "
+                "7 SELECT, 8 UPDATE tellers, 9 UPDATE branches, 10 INSERT history, 11 END): "
+                + "; ".join(f"{p} run {i + 1}: {sorted(r['commands'])}" for p in PHASES
+                            for i, r in enumerate(results[p]) if r["commands"]) + ".")
+            say()
             say("Where a client aborted, the sums may differ: with "
                 "`remote_write_in_transaction = off` each remote statement commits at once on "
                 "Picodata (there is no remote transaction), so the statements of the aborted "
-                "transaction that ran before the error stay applied.")
+                "transaction that ran before the error stay applied (and the failing one may "
+                "be, when its outcome is unknown); the later ones were never sent. So two "
+                "neighbouring sums (in the script's order: accounts, tellers, branches, history) "
+                "may differ only when a client aborted at or between their two statements "
+                "(\"as the aborts allow\"); any other difference means a write lost, doubled, or "
+                "applied though reported as refused.")
         else:
             say("No client aborted in any run.")
         say()
         bad = [(p, i + 1, r["inc"]) for p in PHASES for i, r in enumerate(results[p])
-               if not r["agree"]]
+               if r["inc"] and r["agree"] != "yes"]
         if bad:
             say("Sum increments (abalance, tbalance, bbalance, delta) of the runs where they "
                 "differ: " + "; ".join(f"{p} run {i}: {inc}" for p, i, inc in bad) + ".")
+            say()
+        if self.fault:
+            say(f"**The bench stopped early: a cluster command of the emulator failed** "
+                f"({self.fault[:500]}); the runs after it were not made, and the sums after "
+                f"that run may not have been read.")
             say()
         counts = {r["accounts"] for p in PHASES for r in results[p]}
         say(f"Accounts after each run: {', '.join(sorted(counts))} (100000 expected). Settings: "
