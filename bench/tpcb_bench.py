@@ -98,9 +98,9 @@ def error_kind(line):
     return re.sub(r"\d+", "N", msg)
 
 
-def each(runs, fmt):
-    """fmt formatted with each run's results, comma-separated."""
-    return ", ".join(fmt.format(**r) for r in runs)
+def each(runs, fmt, sep=", "):
+    """fmt formatted with each run's results, one after the other."""
+    return sep.join(fmt.format(**r) for r in runs)
 
 
 def parse_run(out, err, seconds):
@@ -365,7 +365,7 @@ class Bench:
                 say(f"| {p} | not run | | | | | | |")
                 continue
             tps = [r["tps"] for r in rs]
-            agree = each(rs, "{agree}")
+            agree = each(rs, "{agree}", "; ")
             say(f"| {p} | {med[p]:.1f} | {min(tps):.1f}-{max(tps):.1f} | "
                 f"{each(rs, '{tps_pgbench:.0f}')} | {each(rs, '{n}')} | "
                 f"{each(rs, '{aborted}')} | {each(rs, '{ended:.0f} s')} | {agree} |")
