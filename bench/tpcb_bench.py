@@ -104,7 +104,8 @@ def each(runs, fmt, sep=", "):
 
 
 def parse_run(out, err, seconds):
-    """tps, transactions, aborted clients and their first error line of each kind."""
+    """tps (transactions over `seconds`), transactions, aborted clients and their first error
+    line of each kind."""
     done = re.search(r"^number of transactions actually processed: (\d+)", out, re.M)
     tps = re.search(r"^tps = ([0-9.]+) \(without initial connection time\)", out, re.M)
     n = int(done.group(1)) if done else 0
@@ -301,7 +302,7 @@ class Bench:
         self.proc = None
         out, err = ended["output"]
         churn_end = max((o[1] + o[2] for o in ops), default=0)
-        res = parse_run(out, err, a.seconds)
+        res = parse_run(out, err, max(a.seconds, ended["at"]))
         try:
             after = self.last_sums = self.sums()
         except (pb.BenchError, subprocess.TimeoutExpired):
@@ -352,9 +353,11 @@ class Bench:
         say("What is timed: pgbench -> the picoroute node (foreign tables) -> the instances' "
             "Picodata fronts (the emulator's Python proxies, on the path as in the peers bench) "
             "-> their PostgreSQL servers; the same path in every phase. A phase's tps is its "
-            "transactions over the whole -T, cluster commands included: a client that aborted "
-            "adds nothing after its abort. pgbench's own tps (its elapsed time, which ends "
-            "early when every client aborted) is shown beside it.")
+            "transactions over its whole time, cluster commands included: -T, or longer when "
+            "pgbench ran past it (a client held in a statement's retry finishes its "
+            "transaction); a client that aborted adds nothing after its abort. pgbench's own "
+            "tps (over its elapsed time, which ends early when every client aborted) is shown "
+            "beside it.")
         say()
         say("| phase | tps median | min-max | pgbench tps | transactions | clients aborted "
             "| pgbench ended at | TPC-B sums agreed after the run |")
