@@ -287,12 +287,14 @@ class Bench:
         waiter = threading.Thread(target=wait_pgbench, args=(self.proc,), daemon=True)
         waiter.start()
         ops = []
+        faulted = False
         if steps:
             time.sleep(min(2, a.seconds / 5))
             try:
                 ops = self.run_churn(steps, start)
             except EmuFault as e:
                 self.fault = f"{phase} run {run_no + 1}: {e}"
+                faulted = True
                 self.log(f"emulator fault, the bench stops after this run: {e}")
         waiter.join(timeout=max(1, timeout - (time.time() - start)))
         if waiter.is_alive():
@@ -309,6 +311,7 @@ class Bench:
             if not self.fault:
                 raise
             after = None
+        res["faulted"] = faulted
         if after is None:
             res.update(ops=ops, inc=None, agree="not read", churn_end=churn_end,
                        accounts="not read", ended=ended["at"])
@@ -325,7 +328,10 @@ class Bench:
         for r in range(a.runs):
             for phase in PHASES:
                 res = self.run_phase(phase, r)
-                results[phase].append(res)
+                if res["faulted"]:
+                    self.faulted_run = res
+                else:
+                    results[phase].append(res)
                 if self.fault:
                     break
                 self.log(f"run {r + 1}/{a.runs} {phase}: {res['tps']:.1f} tps, {res['n']} "
@@ -423,9 +429,11 @@ class Bench:
                 "differ: " + "; ".join(f"{p} run {i}: {inc}" for p, i, inc in bad) + ".")
             say()
         if self.fault:
+            f = self.faulted_run
             say(f"**The bench stopped early: a cluster command of the emulator failed** "
-                f"({self.fault[:500]}); the runs after it were not made, and the sums after "
-                f"that run may not have been read.")
+                f"({self.fault[:500]}). That run is left out of the figures above "
+                f"({f['tps']:.1f} tps, {f['n']} transactions, {f['aborted']} clients aborted, "
+                f"sums agreed: {f['agree']}); the runs after it were not made.")
             say()
         counts = {r["accounts"] for p in PHASES for r in results[p]}
         say(f"Accounts after each run: {', '.join(sorted(counts))} (100000 expected). Settings: "
