@@ -17,7 +17,11 @@ Phases, each a pgbench -T run of the same script, interleaved run by run (quiet,
   failover  `switch-master default_1`, then a master stopped for 5 s and started again (default_1's
             in one run, default_2's in the next, so the cluster stays healthy).
 After every run the four TPC-B sums are compared: with no client aborted, the increments of
-sum(abalance), sum(tbalance), sum(bbalance) and sum(delta) of the run are equal.
+sum(abalance), sum(tbalance), sum(bbalance) and sum(delta) of the run are equal; with aborts, two
+neighbouring sums may differ only where a client aborted at or between their statements. A
+cluster command that fails (an emulator fault) ends the bench with a report of the runs made.
+Every load loop is bounded (pgbench -T, every command a timeout); every server is stopped and
+every directory removed on exit, failures and SIGTERM included.
 
 Usage: bench/tpcb_bench.py [--quick] [--runs 3] [--seconds 20] [--out FILE]
 Run as root (servers then run as the postgres user) or as the postgres user; picoroute must be
