@@ -1,10 +1,10 @@
 #!/bin/sh
 # One command for the benchmarks: bench/lookup_bench.py, bench/peers_bench.py,
-# bench/scan_memory.py, bench/upper_bench.py and bench/join_bench.py, in that order, and one
-# report with all of them, the date, the core count and the PostgreSQL version.
+# bench/scan_memory.py, bench/upper_bench.py, bench/join_bench.py and bench/tpcb_bench.py, in that
+# order, and one report with all of them, the date, the core count and the PostgreSQL version.
 #
-#   bench/run.sh                 full run (about 10 minutes on 2 cores), writes bench/RESULTS.md
-#   bench/run.sh --quick         smoke run (well under 2 minutes); prints the report and writes
+#   bench/run.sh                 full run (about 15 minutes on 2 cores), writes bench/RESULTS.md
+#   bench/run.sh --quick         smoke run (under 3 minutes); prints the report and writes
 #                                it only when --out is given (its figures are not meaningful)
 #   bench/run.sh --out FILE      write the report to FILE instead
 #
@@ -54,12 +54,14 @@ if [ -n "$quick" ]; then
     run_bench python3 bench/scan_memory.py --quick --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --quick --out "$tmp/upper.md"
     run_bench python3 bench/join_bench.py --quick --out "$tmp/join.md"
+    run_bench python3 bench/tpcb_bench.py --quick --out "$tmp/tpcb.md"
 else
     run_bench python3 bench/lookup_bench.py --out "$tmp/lookup.md"
     run_bench python3 bench/peers_bench.py --out "$tmp/peers.md"
     run_bench python3 bench/scan_memory.py --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --out "$tmp/upper.md"
     run_bench python3 bench/join_bench.py --out "$tmp/join.md"
+    run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
 fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -89,6 +91,8 @@ if [ -n "$(git status --porcelain -- src 2>/dev/null)" ]; then commit="$commit +
     cat "$tmp/upper.md"
     echo
     cat "$tmp/join.md"
+    echo
+    cat "$tmp/tpcb.md"
     echo
     cat "$tmp/lookup.md"
 } > "$tmp/RESULTS.md"
