@@ -47,11 +47,12 @@ is(name_of($k1), "name_$k1", 'a read before the switch');
 emu('switch-master', 'default_1');
 is(master_of('default_1'), 'default_1_1', 'the map is stale: it still names the old master');
 my $before = refreshes();
-my ($ret, $out, $err) =
-  $node->psql('postgres', "UPDATE users SET name = 'after-switch' WHERE id = $k1");
+my ($ret, $out, $err) = $node->psql('postgres',
+    "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) UPDATE users SET name = 'after-switch' WHERE id = $k1");
 is($ret, 0, 'a write the demoted master refused before running it is sent to the new master')
   or diag($err);
 is($err, '', 'and the client sees no error');
+like($out, qr/Sent Again: [1-9]/, 'EXPLAIN ANALYZE says it was sent again') or diag($out);
 cmp_ok(refreshes(), '>', $before, 'picoroute refreshed the map for it');
 is(master_of('default_1'), 'default_1_2', 'the map now names the new master');
 is(name_of($k1), 'after-switch', 'the write is applied');
