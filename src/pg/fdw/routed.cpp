@@ -212,12 +212,18 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
         size_t limit = static_cast<size_t>(std::max(1, b.max_keys));
         for (size_t from = 0; from < members.size(); from += limit) {
             size_t n = std::min(limit, members.size() - from);
+            // The list is padded to a power of two (the last key repeated, which changes no
+            // answer), so that a few texts serve every batch and stay prepared on the instance.
+            size_t padded = 1;
+            while (padded < n)
+                padded *= 2;
+            padded = std::min(padded, limit);
             Job job;
             job.target = target;
-            job.sql = batched_sql(b, n) + option_clause(st->table, false);
+            job.sql = batched_sql(b, padded) + option_clause(st->table, false);
             job.values.assign(b.cond_values, b.cond_values + b.ncond);
-            for (size_t k = 0; k < n; k++)
-                job.values.push_back(key_texts[members[from + k]]);
+            for (size_t k = 0; k < padded; k++)
+                job.values.push_back(key_texts[members[from + std::min(k, n - 1)]]);
             jobs.push_back(std::move(job));
         }
     }
