@@ -3,7 +3,7 @@
 # remote SQL), which reads the outer rows in batches and sends each batch's distinct keys as IN lists,
 # one statement per owning instance. Its rows are those of the lookup per outer row
 # (picoroute.join_batch_size = 0) and those PostgreSQL computes over a local copy, for 1,000 outer
-# rows (10 batches of 100) with duplicate, NULL and absent keys, bigint, text and uuid keys, more
+# rows (10 batches of 100) with duplicate, NULL and absent keys, bigint, text, varchar and uuid keys, more
 # conditions on both sides, expressions, a prepared statement, rescans of a subquery, a PL/pgSQL
 # loop, and a bucket moved between two executions and in the middle of one. A composite sharding key
 # gets no batched join. EXPLAIN ANALYZE counts the batches and the statements: one per owner per
@@ -32,6 +32,8 @@ create_servers($node, 'pico');
 create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', 'pico');
 create_foreign_tables($node, 'tusers', 'code text, id bigint, note text', 'code', 'pico');
 create_foreign_tables($node, 'uusers', 'u uuid, id bigint, note text', 'u', 'pico');
+$node->safe_psql('postgres', "CREATE FOREIGN TABLE vusers (code varchar(20), id bigint, note text) SERVER pico "
+    . "OPTIONS (table_name 'tusers', sharding_key 'code')");
 create_foreign_tables($node, 'pairs', 'a text, b bigint, note text', 'a, b', 'pico');
 
 # Local copies of every table, read from the storages around picoroute.
@@ -50,12 +52,14 @@ for my $t (sort keys %columns) {
         }
     }
 }
+$node->safe_psql('postgres',
+    'CREATE TABLE loc_vusers AS SELECT code::varchar(20) AS code, id, note FROM loc_tusers');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM loc_users'), '20000', 'local copy of users');
 
 # 1,000 outer rows: 880 keys that exist, 40 that do not, 40 NULL, 40 repeating earlier keys; the
 # text and uuid columns name rows of tusers and uusers (some absent, NULL with the NULL keys).
 $node->safe_psql('postgres', q{
-CREATE TABLE keys (ord int, k bigint, t text, u uuid);
+CREATE TABLE keys (ord int, k bigint, t text, u uuid, tv varchar(20));
 WITH base AS (
   SELECT g AS ord, g * 197 % 20000 + 1 AS k FROM generate_series(1, 880) g
   UNION ALL SELECT 880 + g, 30000 + g FROM generate_series(1, 40) g
@@ -66,8 +70,9 @@ INSERT INTO keys
   SELECT b.ord, b.k, 'code_' || (b.k % 3500),
          CASE WHEN b.ord BETWEEN 881 AND 920 THEN gen_random_uuid() ELSE uu.u END
   FROM base b LEFT JOIN uu ON uu.rn = b.k % 3500 ORDER BY b.ord;
+UPDATE keys SET tv = t;
 ANALYZE keys;
-ANALYZE users; ANALYZE tusers; ANALYZE uusers; ANALYZE pairs;
+ANALYZE users; ANALYZE tusers; ANALYZE vusers; ANALYZE uusers; ANALYZE pairs;
 });
 is($node->safe_psql('postgres', 'SELECT count(*), count(k), count(DISTINCT k) FROM keys'),
    '1000|960|920', '1,000 outer rows: 40 NULL, 40 repeated');
@@ -95,6 +100,7 @@ my @joins = (
 );
 my @text_joins = (
     [ 'text key', 'SELECT l.ord, t.code, t.note FROM keys l JOIN %s t ON t.code = l.t', 'tusers' ],
+    [ 'varchar key', 'SELECT l.ord, t.code, t.note FROM keys l JOIN %s t ON t.code = l.tv', 'vusers' ],
     [ 'uuid key', 'SELECT l.ord, x.u, x.id FROM keys l JOIN %s x ON x.u = l.u', 'uusers' ],
 );
 for my $j (@joins, @text_joins) {
@@ -109,7 +115,7 @@ for my $j (@joins, @text_joins) {
     (my $local = $remote) =~ s/JOIN $table /JOIN loc_$table /;
     is($got, sorted_rows($local), "$name: same rows as computed locally");
 }
-isnt($node->safe_psql('postgres', sprintf($text_joins[1][1], 'uusers')), '', 'the uuid join found rows');
+isnt($node->safe_psql('postgres', sprintf($text_joins[2][1], 'uusers')), '', 'the uuid join found rows');
 
 # One statement per owner per batch: 10 batches of 100 outer rows, each batch's keys on both
 # replicasets. The lookup per row sends one statement per outer row (or per distinct key).
@@ -118,6 +124,8 @@ my $analyzed = $node->safe_psql('postgres',
 like($analyzed, qr/Batches: 10\b/, '10 batches of 100 outer rows') or diag($analyzed);
 my ($statements) = $analyzed =~ /Remote Statements: (\d+)/;
 is($statements, 20, 'one statement per replicaset per batch') or diag($analyzed);
+like($analyzed, qr/Last Batch: \d+ keys: 2 statements to 2 instances/, 'EXPLAIN ANALYZE shows the owners of the last batch')
+  or diag($analyzed);
 like($analyzed, qr/Remote Rows: 920\b/, 'each distinct key fetched once per batch (40 again in the last)') or diag($analyzed);
 my $nested = $node->safe_psql('postgres',
     "$per_row EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT u.name FROM keys l JOIN users u ON u.id = l.k");

@@ -391,6 +391,8 @@ void explain_batched(CustomScanState *node, List *, ExplainState *es) {
         ExplainPropertyInteger("Batches", nullptr, bs->batches, es);
         ExplainPropertyInteger("Remote Statements", nullptr, bs->statements, es);
         ExplainPropertyInteger("Remote Rows", nullptr, bs->inner_rows, es);
+        if (bs->st->routing != nullptr)
+            ExplainPropertyText("Last Batch", bs->st->routing, es);
     }
 }
 
