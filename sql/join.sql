@@ -69,10 +69,16 @@ RESET plan_cache_mode;
 
 -- The batched join (picoroute.join_batch_size, 256 by default): for 100 local keys, a Custom Scan
 -- that reads the outer rows in batches and sends each batch's distinct keys as one IN list per
--- owning instance; the conditions on the foreign table go with it, their parameters first.
+-- owning instance; the conditions on the foreign table go with it, their parameters first; the
+-- join's clauses are evaluated again here (Join Filter).
 RESET picoroute.join_batch_size;
 SELECT * FROM explain_v($$SELECT u.id, u.name FROM local_ids l JOIN users u ON u.id = l.id$$);
 SELECT * FROM explain_v($$SELECT u.name, l.t FROM local_ids l JOIN users u ON u.id = l.id AND u.v <> l.i WHERE u.name <> 'x'$$);
+-- Left, semi and anti joins: an outer row without a match keeps NULL inner columns (left), is
+-- emitted once (semi) or only without a match (anti); a filter above a left join stays above it.
+SELECT * FROM explain_v($$SELECT l.id, u.name FROM local_ids l LEFT JOIN users u ON u.id = l.id AND u.v <> l.i WHERE coalesce(u.v, 0) <> l.i$$);
+SELECT * FROM explain_v($$SELECT l.id FROM local_ids l WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = l.id AND u.name ~ 'x')$$);
+SELECT * FROM explain_v($$SELECT l.id FROM local_ids l WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = l.id)$$);
 SET plan_cache_mode = force_generic_plan;
 PREPARE bj(bigint) AS SELECT u.name FROM local_ids l JOIN users u ON u.id = l.id WHERE u.v > $1;
 SELECT * FROM explain_v($$EXECUTE bj(3)$$);

@@ -3,8 +3,8 @@
 # remote SQL), which reads the outer rows in batches and sends each batch's distinct keys as IN lists,
 # one statement per owning instance. Its rows are those of the lookup per outer row
 # (picoroute.join_batch_size = 0) and those PostgreSQL computes over a local copy, for 1,000 outer
-# rows (10 batches of 100) with duplicate, NULL and absent keys, bigint, text, varchar and uuid keys, more
-# conditions on both sides, expressions, a prepared statement, rescans of a subquery, a PL/pgSQL
+# rows (10 batches of 100) with duplicate, NULL and absent keys, inner, left, semi and anti joins,
+# bigint, text, varchar and uuid keys, more conditions on both sides, expressions, a prepared statement, rescans of a subquery, a PL/pgSQL
 # loop, and a bucket moved between two executions and in the middle of one. A composite sharding key
 # gets no batched join. EXPLAIN ANALYZE counts the batches and the statements: one per owner per
 # batch instead of one per outer row.
@@ -95,11 +95,22 @@ my @joins = (
     [ 'a condition evaluated here', "SELECT l.ord, u.id FROM keys l JOIN %s u ON u.id = l.k WHERE u.name ~ '7\$'" ],
     [ 'expressions', 'SELECT l.ord * 2, u.v + l.ord, upper(u.name), l.k = u.id FROM keys l JOIN %s u ON u.id = l.k' ],
     [ 'aggregates over the join', 'SELECT count(*), sum(u.v), count(DISTINCT u.id) FROM keys l JOIN %s u ON u.id = l.k' ],
+    [ 'left join', 'SELECT l.ord, u.id, u.name FROM keys l LEFT JOIN %s u ON u.id = l.k' ],
+    [ 'left join, more conditions in ON',
+      'SELECT l.ord, u.id, u.v FROM keys l LEFT JOIN %s u ON u.id = l.k AND u.v <> l.ord %% 1000 '
+      . "AND u.name LIKE 'name_1%%'" ],
+    [ 'left join, a condition of the table evaluated here',
+      "SELECT l.ord, u.id FROM keys l LEFT JOIN %s u ON u.id = l.k AND u.name ~ '7\$'" ],
+    [ 'left join filtered above', 'SELECT l.ord, u.v FROM keys l LEFT JOIN %s u ON u.id = l.k '
+      . 'WHERE coalesce(u.v, -1) <> l.ord %% 7' ],
+    [ 'semi join', 'SELECT l.ord FROM keys l WHERE EXISTS (SELECT 1 FROM %s u WHERE u.id = l.k AND u.v > 300)' ],
+    [ 'anti join', 'SELECT l.ord, l.k FROM keys l WHERE NOT EXISTS (SELECT 1 FROM %s u WHERE u.id = l.k AND u.v > 300)' ],
     [ 'outer side a join', 'SELECT a.ord, b.ord, u.v FROM keys a JOIN keys b ON b.ord = a.ord + 1 '
       . 'JOIN %s u ON u.id = a.k' ],
 );
 my @text_joins = (
     [ 'text key', 'SELECT l.ord, t.code, t.note FROM keys l JOIN %s t ON t.code = l.t', 'tusers' ],
+    [ 'text key, left join', 'SELECT l.ord, t.code, t.note FROM keys l LEFT JOIN %s t ON t.code = l.t', 'tusers' ],
     [ 'varchar key', 'SELECT l.ord, t.code, t.note FROM keys l JOIN %s t ON t.code = l.tv', 'vusers' ],
     [ 'uuid key', 'SELECT l.ord, x.u, x.id FROM keys l JOIN %s x ON x.u = l.u', 'uusers' ],
 );
@@ -108,14 +119,15 @@ for my $j (@joins, @text_joins) {
     $table //= 'users';
     my $remote = sprintf($sql, $table);
     my $plan = $node->safe_psql('postgres', "$batch EXPLAIN (VERBOSE, COSTS OFF) $remote");
-    like($plan, qr/Custom Scan \(PicorouteBatchedJoin\).*Batch Size: 100.*Remote SQL: SELECT [^\n]* IN \(\$\d+, \.\.\.\)/s,
+    my $kind = $name =~ /left join/ ? 'Left' : $name =~ /semi join/ ? 'Semi' : $name =~ /anti join/ ? 'Anti' : 'Inner';
+    like($plan, qr/Custom Scan \(PicorouteBatchedJoin\).*Join Type: $kind.*Batch Size: 100.*Remote SQL: SELECT [^\n]* IN \(\$\d+, \.\.\.\)/s,
          "$name: a batched join") or diag($plan);
     my $got = sorted_rows("$batch $remote");
     is($got, sorted_rows("$per_row $remote"), "$name: same rows as a lookup per row");
-    (my $local = $remote) =~ s/JOIN $table /JOIN loc_$table /;
+    (my $local = $remote) =~ s/ $table ([utx])\b/ loc_$table $1/g;
     is($got, sorted_rows($local), "$name: same rows as computed locally");
 }
-isnt($node->safe_psql('postgres', sprintf($text_joins[2][1], 'uusers')), '', 'the uuid join found rows');
+isnt($node->safe_psql('postgres', sprintf($text_joins[-1][1], 'uusers')), '', 'the uuid join found rows');
 
 # One statement per owner per batch: 10 batches of 100 outer rows, each batch's keys on both
 # replicasets. The lookup per row sends one statement per outer row (or per distinct key).

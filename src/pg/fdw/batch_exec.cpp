@@ -1,9 +1,12 @@
 // Batched joins with a foreign table, execution: reads up to picoroute.join_batch_size outer rows
-// (a NULL key matches nothing in an inner join and is dropped), sends the batch's distinct keys as
-// IN lists, one statement per instance that owns their buckets (routed.cpp: execute_batched, with
-// the retries and failover of any read), hashes the answer's rows by key and emits, for each
-// stored outer row in order, one joined row per inner row with the same key hash that passes every
-// join clause (evaluated here again: the key equality included), projected as planned.
+// (a NULL key matches nothing: an inner or semi join drops the row), sends the batch's distinct
+// keys as IN lists, one statement per instance that owns their buckets (routed.cpp:
+// execute_batched, with the retries and failover of any read), hashes the answer's rows by key
+// and walks, for each stored outer row in order, the inner rows with the same key hash: those that
+// pass the table's local conditions and the join's clauses (evaluated here again, the key equality
+// included) match. An inner or left join emits each match, a semi join the first; a left or anti
+// join emits an outer row without a match with NULL inner columns; every emitted row passes the
+// filters over the join's result and is projected as planned.
 //
 // Everything a batch holds (outer rows, keys, inner rows, the hash tables) lives in one memory
 // context reset at the next batch.
@@ -17,10 +20,12 @@ extern "C" {
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 }
 
 #include "pg/fdw/batch_join.h"
@@ -53,9 +58,13 @@ struct BatchState {
     TupleTableSlot *outer_slot;
     MemoryContext batch_cxt;
     // the current batch
+    JoinType jointype;      // JOIN_INNER, JOIN_LEFT, JOIN_SEMI or JOIN_ANTI
+    ExprState *join_qual;   // the join's own clauses, over the scan tuple
+    ExprState *inner_qual;  // the table's conditions evaluated here
     int nouter;
     MinimalTuple *outer_rows;
     Datum *outer_keys;
+    bool *outer_null;  // a NULL key: no inner row (kept by left and anti joins only)
     uint32 *outer_hash;
     int ninner;
     Datum **inner_values;
@@ -66,6 +75,7 @@ struct BatchState {
     uint32 mask;
     int cur_outer;  // the outer row being joined; nouter when the batch is done
     int cur_inner;  // the next inner row of its chain, -1 at the end
+    bool matched;   // cur_outer has met an inner row that passes the join's clauses
     bool outer_done;
     // EXPLAIN ANALYZE
     long batches;
@@ -92,6 +102,8 @@ void read_outer(BatchState *bs) {
     bs->outer_rows = static_cast<MinimalTuple *>(palloc(sizeof(MinimalTuple) * bs->batch));
     bs->outer_keys = static_cast<Datum *>(palloc(sizeof(Datum) * bs->batch));
     bs->outer_hash = static_cast<uint32 *>(palloc(sizeof(uint32) * bs->batch));
+    bs->outer_null = static_cast<bool *>(palloc(sizeof(bool) * bs->batch));
+    bool keep_null = bs->jointype == JOIN_LEFT || bs->jointype == JOIN_ANTI;
     bs->nouter = 0;
     while (bs->nouter < bs->batch) {
         MemoryContext old = MemoryContextSwitchTo(bs->css.ss.ps.state->es_query_cxt);
@@ -103,12 +115,13 @@ void read_outer(BatchState *bs) {
         }
         bool isnull;
         Datum key = slot_getattr(slot, bs->outer_key, &isnull);
-        if (isnull)
+        if (isnull && !keep_null)
             continue;
         int n = bs->nouter++;
         bs->outer_rows[n] = ExecCopySlotMinimalTuple(slot);
-        bs->outer_keys[n] = datumCopy(key, typbyval, typlen);
-        bs->outer_hash[n] = key_hash(bs, bs->outer_keys[n]);
+        bs->outer_null[n] = isnull;
+        bs->outer_keys[n] = isnull ? (Datum)0 : datumCopy(key, typbyval, typlen);
+        bs->outer_hash[n] = isnull ? 0 : key_hash(bs, bs->outer_keys[n]);
     }
 }
 
@@ -122,6 +135,8 @@ KeyValues *distinct_keys(BatchState *bs, const char ***texts) {
     int *members = static_cast<int *>(palloc(sizeof(int) * (bs->nouter + 1)));
     int n = 0;
     for (int i = 0; i < bs->nouter; i++) {
+        if (bs->outer_null[i])
+            continue;
         uint32 slot = bs->outer_hash[i] & mask;
         bool seen = false;
         for (int d = heads[slot]; d >= 0 && !seen; d = next[d])
@@ -207,6 +222,11 @@ void build_inner(BatchState *bs) {
     release_results(st);
 }
 
+// The first inner row of outer row `i`'s chain (-1: none).
+int chain_of(BatchState *bs, int i) {
+    return bs->outer_null[i] ? -1 : bs->heads[bs->outer_hash[i] & bs->mask];
+}
+
 // Reads the next batch and looks its keys up. False when the outer side has no row left.
 bool next_batch(BatchState *bs) {
     MemoryContextReset(bs->batch_cxt);
@@ -227,8 +247,9 @@ bool next_batch(BatchState *bs) {
     MemoryContextSwitchTo(old);
     bs->cur_outer = 0;
     bs->cur_inner = -1;
+    bs->matched = false;
     if (bs->nouter > 0)
-        bs->cur_inner = bs->heads[bs->outer_hash[0] & bs->mask];
+        bs->cur_inner = chain_of(bs, 0);
     return bs->nouter > 0 || !bs->outer_done;
 }
 
@@ -243,12 +264,43 @@ TupleTableSlot *joined_tuple(BatchState *bs, int inner) {
         if (src > 0) {
             scan->tts_values[i] = bs->outer_slot->tts_values[src - 1];
             scan->tts_isnull[i] = bs->outer_slot->tts_isnull[src - 1];
+        } else if (inner < 0) {  // a left join's outer row without a match
+            scan->tts_values[i] = (Datum)0;
+            scan->tts_isnull[i] = true;
         } else {
             scan->tts_values[i] = bs->inner_values[inner][-src - 1];
             scan->tts_isnull[i] = bs->inner_nulls[inner][-src - 1];
         }
     }
     return ExecStoreVirtualTuple(scan);
+}
+
+// The projection of the scan tuple in econtext when the filters over the join's result pass, else
+// nullptr.
+TupleTableSlot *emit(CustomScanState *node, ExprContext *econtext) {
+    if (node->ss.ps.qual != nullptr && !ExecQual(node->ss.ps.qual, econtext)) {
+        InstrCountFiltered1(node, 1);
+        return nullptr;
+    }
+    if (node->ss.ps.ps_ProjInfo == nullptr)
+        return econtext->ecxt_scantuple;
+    return ExecProject(node->ss.ps.ps_ProjInfo);
+}
+
+// The end of outer row cur_outer's chain: a left or anti join emits it with NULL inner columns when
+// no inner row matched. Moves to the next outer row.
+TupleTableSlot *end_of_chain(BatchState *bs, ExprContext *econtext) {
+    TupleTableSlot *result = nullptr;
+    bool extend = bs->jointype == JOIN_LEFT || bs->jointype == JOIN_ANTI;
+    if (extend && !bs->matched) {
+        ResetExprContext(econtext);
+        econtext->ecxt_scantuple = joined_tuple(bs, -1);
+        result = emit(&bs->css, econtext);
+    }
+    bs->matched = false;
+    if (++bs->cur_outer < bs->nouter)
+        bs->cur_inner = chain_of(bs, bs->cur_outer);
+    return result;
 }
 
 TupleTableSlot *exec_batched(CustomScanState *node) {
@@ -263,8 +315,9 @@ TupleTableSlot *exec_batched(CustomScanState *node) {
         }
         int inner = bs->cur_inner;
         if (inner < 0) {
-            if (++bs->cur_outer < bs->nouter)
-                bs->cur_inner = bs->heads[bs->outer_hash[bs->cur_outer] & bs->mask];
+            TupleTableSlot *result = end_of_chain(bs, econtext);
+            if (result != nullptr)
+                return result;
             continue;
         }
         bs->cur_inner = bs->inner_next[inner];
@@ -272,13 +325,18 @@ TupleTableSlot *exec_batched(CustomScanState *node) {
             continue;
         ResetExprContext(econtext);
         econtext->ecxt_scantuple = joined_tuple(bs, inner);
-        if (node->ss.ps.qual != nullptr && !ExecQual(node->ss.ps.qual, econtext)) {
-            InstrCountFiltered1(node, 1);
+        if (!ExecQual(bs->inner_qual, econtext) || !ExecQual(bs->join_qual, econtext)) {
+            InstrCountFiltered2(node, 1);
             continue;
         }
-        if (node->ss.ps.ps_ProjInfo == nullptr)
-            return econtext->ecxt_scantuple;
-        return ExecProject(node->ss.ps.ps_ProjInfo);
+        bs->matched = true;
+        if (bs->jointype == JOIN_ANTI || bs->jointype == JOIN_SEMI)
+            bs->cur_inner = -1;  // one match decides the outer row
+        if (bs->jointype == JOIN_ANTI)
+            continue;
+        TupleTableSlot *result = emit(node, econtext);
+        if (result != nullptr)
+            return result;
     }
 }
 
@@ -325,9 +383,15 @@ void begin_batched(CustomScanState *node, EState *estate, int eflags) {
         check_declaration_at_first_use(table, userid);
     char *base = strVal(list_nth(priv, BP_BASE_SQL));
     bool has_where = boolVal(list_nth(priv, BP_HAS_WHERE));
-    int ncond = list_length(plan->custom_exprs);
+    int ncond = intVal(list_nth(priv, BP_NCOND));
     bs->st = init_routed_statement(&node->ss.ps, table, rel, base, has_where, false,
-                                   plan->custom_exprs, ncond, list_make1_int(KEY_SCALAR));
+                                   list_copy_head(plan->custom_exprs, ncond), ncond,
+                                   list_make1_int(KEY_SCALAR));
+    bs->jointype = static_cast<JoinType>(intVal(list_nth(priv, BP_JOINTYPE)));
+    bs->join_qual =
+        ExecInitQual(static_cast<List *>(list_nth(plan->custom_exprs, ncond)), &node->ss.ps);
+    bs->inner_qual =
+        ExecInitQual(static_cast<List *>(list_nth(plan->custom_exprs, ncond + 1)), &node->ss.ps);
     bs->st->userid = userid;
     bs->st->where_chains = intVal(list_nth(priv, BP_CHAINS));
     bs->lookup = BatchedLookup{base,  has_where, strVal(list_nth(priv, BP_COLUMN)),
@@ -358,6 +422,7 @@ void rescan_batched(CustomScanState *node) {
     bs->ninner = 0;
     bs->cur_outer = 0;
     bs->cur_inner = -1;
+    bs->matched = false;
     bs->outer_done = false;
     release_results(bs->st);
     if (node->ss.ps.chgParam != nullptr)
@@ -373,8 +438,37 @@ void end_batched(CustomScanState *node) {
         ExecEndNode(bs->outer);
 }
 
-void explain_batched(CustomScanState *node, List *, ExplainState *es) {
+// EXPLAIN's line for one implicitly AND-ed list of custom_exprs (none for an empty list).
+void explain_quals(CustomScanState *node, List *ancestors, ExplainState *es, const char *label,
+                   int index) {
+    CustomScan *plan = reinterpret_cast<CustomScan *>(node->ss.ps.plan);
+    List *quals = static_cast<List *>(list_nth(plan->custom_exprs, index));
+    if (quals == NIL)
+        return;
+    List *context = set_deparse_context_plan(es->deparse_cxt, &plan->scan.plan, ancestors);
+    char *text = deparse_expression(reinterpret_cast<Node *>(make_ands_explicit(quals)), context,
+                                    es->verbose || list_length(es->rtable) > 1, false);
+    ExplainPropertyText(label, text, es);
+}
+
+const char *join_type_name(JoinType jointype) {
+    switch (jointype) {
+        case JOIN_LEFT:
+            return "Left";
+        case JOIN_SEMI:
+            return "Semi";
+        case JOIN_ANTI:
+            return "Anti";
+        default:
+            return "Inner";
+    }
+}
+
+void explain_batched(CustomScanState *node, List *ancestors, ExplainState *es) {
     BatchState *bs = reinterpret_cast<BatchState *>(node);
+    ExplainPropertyText("Join Type", join_type_name(bs->jointype), es);
+    explain_quals(node, ancestors, es, "Join Filter", bs->lookup.ncond);
+    explain_quals(node, ancestors, es, "Local Filter on Foreign Table", bs->lookup.ncond + 1);
     ExplainPropertyInteger("Batch Size", nullptr, bs->batch, es);
     ExplainPropertyInteger("Keys per Statement", nullptr, bs->lookup.max_keys, es);
     StringInfoData sql;

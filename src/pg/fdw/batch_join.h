@@ -28,6 +28,8 @@ enum BatchPrivate {
     BP_COLLATION,  // its collation
     BP_KEY_ATTNO,  // the sharding-key column of the table
     BP_CHAINS,     // OR-of-AND chains of the remote conditions
+    BP_JOINTYPE,   // JOIN_INNER, JOIN_LEFT, JOIN_SEMI or JOIN_ANTI
+    BP_NCOND,      // parameters of the remote conditions: the head of custom_exprs
 };
 
 extern CustomScanMethods batched_join_scan_methods;

@@ -1,10 +1,10 @@
-// Batched joins with a foreign table, planning: an inner join of any outer relation with a
-// picoroute foreign table whose join clauses fix its (single) sharding-key column with
-// `outer column = key column` under the type's default equality gets a CustomScan path that reads
-// the outer rows in batches of picoroute.join_batch_size and looks up each batch's distinct keys
-// with one statement per owning instance (batch_exec.cpp runs it). Beside the parameterized
-// nested loop (a lookup per outer row) and the hash join over a full scan, the planner chooses by
-// cost: a batch costs one statement.
+// Batched joins with a foreign table, planning: an inner, left, semi or anti join of any outer
+// relation with a picoroute foreign table (the inner side) whose join clauses fix its (single)
+// sharding-key column with `outer column = key column` under the type's default equality gets a
+// CustomScan path that reads the outer rows in batches of picoroute.join_batch_size and looks up
+// each batch's distinct keys with one statement per owning instance (batch_exec.cpp runs it).
+// Beside the parameterized nested loop (a lookup per outer row) and the hash join over a full
+// scan, the planner chooses by cost: a batch costs one statement.
 //
 // The local match must equal the remote one: both sides have the same type, one of a few whose
 // equality is exact and hashable (integers, text and varchar under a deterministic collation,
@@ -45,7 +45,7 @@ set_join_pathlist_hook_type prev_join_hook = nullptr;
 CustomPathMethods path_methods;
 
 // Indexes into CustomPath.custom_private.
-enum PathPrivate { PP_RESTRICT, PP_OUTER_VAR, PP_EQ_OP, PP_COLLATION, PP_INNER_RELID };
+enum PathPrivate { PP_RESTRICT, PP_OUTER_VAR, PP_EQ_OP, PP_COLLATION, PP_INNER_RELID, PP_JOINTYPE };
 
 // Key types whose equality is exact on both sides and has a hash function.
 bool batchable_type(Oid type) {
@@ -156,7 +156,8 @@ void add_batched_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *o
     if (prev_join_hook != nullptr)
         prev_join_hook(root, joinrel, outerrel, innerrel, jointype, extra);
     int batch = setting_join_batch_size;
-    if (batch <= 0 || jointype != JOIN_INNER)
+    if (batch <= 0 || (jointype != JOIN_INNER && jointype != JOIN_LEFT && jointype != JOIN_SEMI &&
+                       jointype != JOIN_ANTI))
         return;
     RelInfo *info = batchable_inner(innerrel);
     Path *outer = outerrel->cheapest_total_path;
@@ -170,8 +171,11 @@ void add_batched_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *o
     OpExpr *key_op = nullptr;
     ListCell *lc;
     foreach (lc, extra->restrictlist) {
-        Node *clause = reinterpret_cast<Node *>(lfirst_node(RestrictInfo, lc)->clause);
-        if (!IsA(clause, OpExpr))
+        RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+        Node *clause = reinterpret_cast<Node *>(ri->clause);
+        // An outer join is keyed by its own clauses, not by a filter over its result.
+        if (!IsA(clause, OpExpr) ||
+            (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(ri, joinrel->relids)))
             continue;
         OpExpr *op = reinterpret_cast<OpExpr *>(clause);
         outer_var = key_clause_outer(op, outerrel, innerrel->relid, key, key_type);
@@ -192,6 +196,7 @@ void add_batched_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *o
     cp->custom_private = list_make5(extra->restrictlist, outer_var, makeInteger(key_op->opno),
                                     makeInteger(static_cast<int>(key_op->inputcollid)),
                                     makeInteger(static_cast<int>(innerrel->relid)));
+    cp->custom_private = lappend(cp->custom_private, makeInteger(jointype));
     cp->methods = &path_methods;
     add_path(joinrel, &cp->path);
 }
@@ -215,18 +220,27 @@ List *column_sources(List *scan_tlist, Plan *outer_plan, Index inner_relid) {
     return sources;
 }
 
-Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *, CustomPath *best_path, List *tlist, List *,
-                        List *custom_plans) {
+Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *best_path, List *tlist,
+                        List *, List *custom_plans) {
     Plan *outer_plan = static_cast<Plan *>(linitial(custom_plans));
     List *priv = best_path->custom_private;
     Var *outer_var = static_cast<Var *>(list_nth(priv, PP_OUTER_VAR));
     Index inner_relid = static_cast<Index>(intVal(list_nth(priv, PP_INNER_RELID)));
     RelOptInfo *innerrel = find_base_rel(root, static_cast<int>(inner_relid));
     RelInfo *info = static_cast<RelInfo *>(innerrel->fdw_private);
-    List *quals =
-        list_concat(extract_actual_clauses(static_cast<List *>(list_nth(priv, PP_RESTRICT)), false),
-                    extract_actual_clauses(info->local_conds, false));
-    List *exprs = list_concat(list_copy(tlist), quals);
+    // As a nested loop splits them: an outer join's own clauses decide which inner rows match,
+    // the others (pushed down from above) filter the joined rows; an inner or semi join has only
+    // the former. The table's conditions evaluated here filter its rows before the join.
+    JoinType jointype = static_cast<JoinType>(intVal(list_nth(priv, PP_JOINTYPE)));
+    List *restrictlist = static_cast<List *>(list_nth(priv, PP_RESTRICT));
+    List *join_quals = NIL, *other_quals = NIL;
+    if (IS_OUTER_JOIN(jointype))
+        extract_actual_join_clauses(restrictlist, joinrel->relids, &join_quals, &other_quals);
+    else
+        join_quals = extract_actual_clauses(restrictlist, false);
+    List *inner_quals = extract_actual_clauses(info->local_conds, false);
+    List *exprs = list_concat(list_copy(tlist), join_quals);
+    exprs = list_concat(list_concat(exprs, other_quals), inner_quals);
     List *scan_tlist = add_to_flat_tlist(
         NIL, pull_var_clause(reinterpret_cast<Node *>(exprs), PVC_INCLUDE_PLACEHOLDERS));
     TargetEntry *key_tle =
@@ -253,10 +267,12 @@ Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *, CustomPath *best_path, 
 
     CustomScan *cs = makeNode(CustomScan);
     cs->scan.plan.targetlist = tlist;
-    cs->scan.plan.qual = quals;
+    cs->scan.plan.qual = other_quals;
     cs->scan.scanrelid = 0;
     cs->custom_plans = custom_plans;
-    cs->custom_exprs = params;
+    // The parameters of the remote conditions, then the join's clauses and the table's local
+    // conditions, each an implicitly AND-ed list (BP_NCOND counts the parameters).
+    cs->custom_exprs = lappend(lappend(list_copy(params), join_quals), inner_quals);
     cs->custom_scan_tlist = scan_tlist;
     List *cp = NIL;
     cp = lappend(cp, makeString(sql.data));    // BP_BASE_SQL
@@ -272,6 +288,8 @@ Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *, CustomPath *best_path, 
     cp = lappend(cp, list_nth(priv, PP_COLLATION));                         // BP_COLLATION
     cp = lappend(cp, makeInteger(key));                                     // BP_KEY_ATTNO
     cp = lappend(cp, makeInteger(chains));                                  // BP_CHAINS
+    cp = lappend(cp, makeInteger(jointype));                                // BP_JOINTYPE
+    cp = lappend(cp, makeInteger(list_length(params)));                     // BP_NCOND
     cs->custom_private = cp;
     cs->methods = &batched_join_scan_methods;
     return &cs->scan.plan;
