@@ -30,6 +30,9 @@ extern "C" {
 
 #include "pg/fdw/batch_join.h"
 #include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
+
+#include <string>
 
 namespace picoroute::pg::fdw {
 
@@ -54,7 +57,8 @@ struct BatchState {
     Oid collation;
     FmgrInfo hash_fn, eq_fn, out_fn;
     AttInMetadata *attinmeta;
-    int natts;  // the table's attributes
+    const char *option_text;  // the statements' OPTION clause ("" for none), for EXPLAIN
+    int natts;                // the table's attributes
     TupleTableSlot *outer_slot;
     MemoryContext batch_cxt;
     // the current batch
@@ -94,7 +98,8 @@ uint32 key_hash(BatchState *bs, Datum value) {
     return DatumGetUInt32(FunctionCall1Coll(&bs->hash_fn, bs->collation, value));
 }
 
-// Reads up to `batch` outer rows with a non-NULL key into the batch context.
+// Reads up to `batch` outer rows into the batch context: those with a non-NULL key, and for a left
+// or anti join those with a NULL key too (they match nothing).
 void read_outer(BatchState *bs) {
     int16 typlen;
     bool typbyval;
@@ -408,6 +413,11 @@ void begin_batched(CustomScanState *node, EState *estate, int eflags) {
     bs->key_type = get_atttype(RelationGetRelid(rel), bs->key_attno);
     init_key_functions(bs, priv);
     bs->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
+    bs->option_text = "";
+    guarded([&] {
+        std::string option = option_clause(table, true);
+        pg_call([&] { bs->option_text = pstrdup(option.c_str()); });
+    });
     bs->natts = RelationGetDescr(rel)->natts;
     bs->outer_slot =
         ExecInitExtraTupleSlot(estate, ExecGetResultType(bs->outer), &TTSOpsMinimalTuple);
@@ -473,9 +483,9 @@ void explain_batched(CustomScanState *node, List *ancestors, ExplainState *es) {
     ExplainPropertyInteger("Keys per Statement", nullptr, bs->lookup.max_keys, es);
     StringInfoData sql;
     initStringInfo(&sql);
-    appendStringInfo(&sql, "%s %s %s IN ($%d, ...)", bs->lookup.base,
+    appendStringInfo(&sql, "%s %s %s IN ($%d, ...)%s", bs->lookup.base,
                      bs->lookup.has_where ? "AND" : "WHERE", bs->lookup.column,
-                     bs->lookup.ncond + 1);
+                     bs->lookup.ncond + 1, bs->option_text);
     ExplainPropertyText("Remote SQL", sql.data, es);
     ExplainPropertyText("Routing",
                         "by sharding key: each batch's distinct keys, one statement per instance "

@@ -220,7 +220,9 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             padded = std::min(padded, limit);
             Job job;
             job.target = target;
-            job.sql = batched_sql(b, padded) + option_clause(st->table, false);
+            // A batch reads as many rows as a small scan: the row and instruction limits are
+            // lifted as for a statement without a key, unless the table or server gives them.
+            job.sql = batched_sql(b, padded) + option_clause(st->table, true);
             job.values.assign(b.cond_values, b.cond_values + b.ncond);
             for (size_t k = 0; k < padded; k++)
                 job.values.push_back(key_texts[members[from + std::min(k, n - 1)]]);
