@@ -21,7 +21,9 @@ use Picoroute::TestCluster
   qw(emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node
   create_servers create_foreign_tables);
 
-start_emulator(replicasets => 2, replication_factor => 1);
+# The fronts log every statement they receive (counted below).
+$ENV{PICOEMU_LOG_STATEMENTS} = '1';
+my $dir = start_emulator(replicasets => 2, replication_factor => 1);
 emu_table('users', 'id int8, name text, v int8', rows => 20000);
 emu_table('tusers', 'code text, id int8, note text', rows => 3000);
 emu_table('uusers', 'u uuid, id int8, note text', rows => 3000);
@@ -139,6 +141,32 @@ is($statements, 20, 'one statement per replicaset per batch') or diag($analyzed)
 like($analyzed, qr/Last Batch: \d+ keys: 2 statements to 2 instances/, 'EXPLAIN ANALYZE shows the owners of the last batch')
   or diag($analyzed);
 like($analyzed, qr/Remote Rows: 920\b/, 'each distinct key fetched once per batch (40 again in the last)') or diag($analyzed);
+# The same counted by the fronts (every statement sent unnamed, so that each is logged with its
+# text): 10 per replicaset master, each with that master's keys only.
+my $status = emu_json('status', '--json');
+my @logs = map { "$dir/$_->{name}/front.log" } @{ $status->{instances} };
+my %offset = map { $_ => (-s $_ // 0) } @logs;
+sub received {
+    my ($pattern) = @_;
+    my %count;
+    for my $log (@logs) {
+        open(my $fh, '<', $log) or next;
+        seek($fh, $offset{$log}, 0);
+        my ($name) = $log =~ m{/([^/]+)/front\.log$};
+        $count{$name} = scalar grep { /statement: .*$pattern/ } <$fh>;
+        $offset{$log} = tell($fh);
+        close($fh);
+    }
+    return join(',', map { $count{$_} } sort grep { $count{$_} } keys %count);
+}
+my $unnamed = 'SET picoroute.remote_statement_cache_size = 0;';
+$node->safe_psql('postgres', "$unnamed $batch SELECT u.name FROM keys l JOIN users u ON u.id = l.k");
+is(received(qr/FROM "users" WHERE "id" IN \(/), '10,10', 'the fronts received 10 statements per master');
+$node->safe_psql('postgres', "$unnamed $per_row SELECT u.name FROM keys l JOIN users u ON u.id = l.k");
+my @per_row = split /,/, received(qr/FROM "users" WHERE \("id" = \$1\)/);
+my $sum = 0;
+$sum += $_ for @per_row;
+ok($sum >= 920, "the lookup per row: a statement per distinct key at least ($sum)");
 my $nested = $node->safe_psql('postgres',
     "$per_row EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT u.name FROM keys l JOIN users u ON u.id = l.k");
 my ($loops) = $nested =~ /Foreign Scan on users u \(actual rows=\d+ loops=(\d+)\)/;
