@@ -1,5 +1,6 @@
-// Library entry point: defines the settings and, when preloaded, the shared memory (the map store's
-// slots and the worker's status block, each with its own size and initialisation) and the worker.
+// Library entry point: defines the settings, installs the batched-join planner hook and, when
+// preloaded, the shared memory (the map store's slots and the worker's status block, each with its
+// own size and initialisation) and the worker.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -13,6 +14,7 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 }
 
+#include "pg/fdw/batch_join.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
 #include "pg/worker.h"
@@ -44,6 +46,7 @@ void startup_shmem() {
 
 void _PG_init(void) {
     picoroute::pg::define_settings();
+    picoroute::pg::fdw::register_batched_join();
     if (!process_shared_preload_libraries_in_progress)
         return;  // SQL functions then fail with a hint (require_preloaded)
     prev_shmem_request_hook = shmem_request_hook;

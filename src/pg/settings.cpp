@@ -27,6 +27,7 @@ int setting_max_map_memory = 64 * 1024;
 char *setting_analyze_option = nullptr;
 int setting_remote_write_in_transaction = REMOTE_WRITE_WARN;
 int setting_remote_statement_cache_size = 32;
+int setting_join_batch_size = 256;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -132,6 +133,12 @@ void define_statement_settings() {
         "at most pg_statement_max statements (100000 by default) for all its clients together; a "
         "connection that finds that storage full closes its prepared statements and goes unnamed.",
         &setting_remote_statement_cache_size, 32, 0, 1000, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.join_batch_size",
+        "Outer rows read per batch by a batched join with a foreign table on its sharding key.",
+        "The distinct keys of each batch go as IN lists, one statement per instance that owns "
+        "their buckets, instead of one statement per outer row. 0: no batched join is planned.",
+        &setting_join_batch_size, 256, 0, 10000, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
 }  // namespace

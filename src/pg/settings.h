@@ -19,6 +19,7 @@ extern int setting_max_map_memory;               // picoroute.max_map_memory, ki
 extern int setting_remote_write_in_transaction;  // picoroute.remote_write_in_transaction
 extern char *setting_analyze_option;             // picoroute.analyze_option (superuser)
 extern int setting_remote_statement_cache_size;  // picoroute.remote_statement_cache_size
+extern int setting_join_batch_size;              // picoroute.join_batch_size (0: off)
 
 void define_settings();
 

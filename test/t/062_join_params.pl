@@ -3,7 +3,8 @@
 # parameterized path), and the rows are those PostgreSQL computes over a local copy, for 100 keys
 # with keys that match nothing, NULL keys, duplicate keys, keys of other types (int4, a cast of
 # text, of numeric), inner, left, semi and anti joins; a bucket moved while the join runs sends
-# the later lookups to the new owner. A large outer side keeps the one-scan plan.
+# the later lookups to the new owner. A large outer side keeps the one-scan plan. (Batched joins,
+# off here, are 069_batched_join.pl.)
 use strict;
 use warnings;
 
@@ -23,6 +24,9 @@ emu_table('users', 'id int8, name text, v int8', rows => 20000);
 # The admin user: the test reads the storages' own tables around picoroute.
 my $node = start_routing_node(name => 'join', admin => 1, refresh_interval => '300ms');
 create_servers($node, 'pico');
+# This file tests the lookup per outer row; 069_batched_join.pl tests the batched join that the
+# planner prefers for inner joins of a few hundred keys.
+$node->safe_psql('postgres', 'ALTER DATABASE postgres SET picoroute.join_batch_size = 0');
 create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', 'pico');
 $node->safe_psql('postgres', 'CREATE TABLE loc (id bigint, name text, v bigint)');
 # The same rows, read from the storages around picoroute, in a local table.

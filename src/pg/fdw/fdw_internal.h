@@ -239,6 +239,27 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
 // Evaluates parameters and keys, routes, runs the statement on its instance(s) and keeps the
 // results. Plain entry point (may ereport).
 void execute_routed(RoutedStatement *st, ExprContext *econtext);
+// The same with the values already computed: `values` the text of $1..$nparams (nullptr = NULL),
+// `keys` one KeyValues per entry of st->key_kinds (a batched join's key list). Plain entry point.
+void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys);
+// The text values of st's $1..$nparams (param_states) for one execution. Plain: may ereport.
+const char **evaluate_routed_params(RoutedStatement *st, ExprContext *econtext);
+// One batch of a batched join (batch_exec.cpp): the statement `base` (SELECT ... FROM t [WHERE
+// ...], with `ncond` parameters whose values are `cond_values`) restricted to a list of values of
+// the single sharding-key column `column` (quoted): "<base> AND|WHERE column IN ($ncond+1, ...)".
+struct BatchedLookup {
+    const char *base;
+    bool has_where;
+    const char *column;
+    int ncond;
+    const char **cond_values;
+    int max_keys;  // values per statement (within Picodata's OR-chain limit)
+};
+// Routes each key by its bucket, groups the keys by instance (at most max_keys per statement),
+// runs the statements in parallel (retries and failover as for any read) and keeps the answers in
+// st->results. st->key_kinds must hold one entry. Returns the number of statements sent. Plain.
+int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
+                    const char **key_texts);
 // The same for a scan that reads its rows as they arrive: sends the statement(s) and keeps a
 // RowStream in st->stream (none when no row can match). `ncols`: columns each row must have.
 void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols);

@@ -31,6 +31,8 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/remote/stream.h"
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -164,7 +166,111 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     return jobs;
 }
 
+// The text of one batched statement: `base` (SELECT ... FROM t [WHERE ...]) and the key list as
+// parameters after the `ncond` parameters of its own conditions.
+std::string batched_sql(const BatchedLookup &b, size_t nkeys) {
+    std::string sql = b.base;
+    sql += b.has_where ? " AND " : " WHERE ";
+    sql += b.column;
+    sql += " IN (";
+    for (size_t i = 0; i < nkeys; i++) {
+        if (i > 0)
+            sql += ", ";
+        sql += "$" + std::to_string(b.ncond + static_cast<int>(i) + 1);
+    }
+    return sql + ")";
+}
+
+// A batch's keys grouped by the instance their bucket's routing gives (one decision per key, so a
+// key list never needs a second hop), at most b.max_keys per statement (C++: inside guarded()).
+std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
+                              const char **key_texts) {
+    std::map<std::string, std::pair<Target, std::vector<int>>> groups;
+    for (int i = 0; i < keys->n; i++) {
+        KeyValues one{1, &keys->values[i], &keys->nulls[i], keys->type};
+        std::string description;
+        bool keyless = true;
+        int32_t tier = kNone;
+        Retry retry = Retry::Read;
+        std::vector<Target> targets =
+            decide_targets(st, &one, &tier, &retry, &description, &keyless);
+        if (targets.empty())
+            continue;
+        auto &group = groups[targets[0].address];
+        if (group.second.empty())
+            group.first = targets[0];
+        else
+            group.first.buckets.insert(group.first.buckets.end(), targets[0].buckets.begin(),
+                                       targets[0].buckets.end());
+        group.second.push_back(i);
+    }
+    std::vector<Job> jobs;
+    for (auto &entry : groups) {
+        Target &target = entry.second.first;
+        std::sort(target.buckets.begin(), target.buckets.end());
+        target.buckets.erase(std::unique(target.buckets.begin(), target.buckets.end()),
+                             target.buckets.end());
+        const std::vector<int> &members = entry.second.second;
+        size_t limit = static_cast<size_t>(std::max(1, b.max_keys));
+        for (size_t from = 0; from < members.size(); from += limit) {
+            size_t n = std::min(limit, members.size() - from);
+            // The list is padded to a power of two (the last key repeated, which changes no
+            // answer), so that a few texts serve every batch and stay prepared on the instance.
+            size_t padded = 1;
+            while (padded < n)
+                padded *= 2;
+            padded = std::min(padded, limit);
+            Job job;
+            job.target = target;
+            // A batch reads as many rows as a small scan: the row and instruction limits are
+            // lifted as for a statement without a key, unless the table or server gives them.
+            job.sql = batched_sql(b, padded) + option_clause(st->table, true);
+            job.values.assign(b.cond_values, b.cond_values + b.ncond);
+            for (size_t k = 0; k < padded; k++)
+                job.values.push_back(key_texts[members[from + std::min(k, n - 1)]]);
+            jobs.push_back(std::move(job));
+        }
+    }
+    return jobs;
+}
+
 }  // namespace
+
+const char **evaluate_routed_params(RoutedStatement *st, ExprContext *econtext) {
+    return evaluate_params(st, econtext);
+}
+
+int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
+                    const char **key_texts) {
+    release_results(st);
+    if (keys->n == 0)
+        return 0;
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    return guarded([&] {
+        std::vector<Job> jobs = batched_jobs(st, b, keys, key_texts);
+        std::set<std::string> owners;
+        for (const Job &job : jobs)
+            owners.insert(job.target.address);
+        save_description(st, std::to_string(keys->n) + " keys: " + std::to_string(jobs.size()) +
+                                 " statements to " + std::to_string(owners.size()) +
+                                 " instances, by the key's bucket");
+        if (jobs.empty())
+            return 0;
+        run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier,
+                 static_cast<ReadPref>(st->table->read_pref), Retry::Read);
+        MemoryContext cxt = GetMemoryChunkContext(st);
+        pg_call([&] {
+            if (st->results != nullptr)
+                pfree(st->results);
+            st->results = static_cast<PGresult **>(
+                MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
+        });
+        for (size_t i = 0; i < jobs.size(); i++)
+            st->results[i] = jobs[i].result.release();
+        st->nresults = static_cast<int>(jobs.size());
+        return static_cast<int>(jobs.size());
+    });
+}
 
 RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Relation rel,
                                       char *sql, bool has_where, bool is_write) {
@@ -238,6 +344,11 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     release_results(st);
     const char **values = evaluate_params(st, econtext);
     KeyValues *keys = evaluate_keys(st, econtext);
+    execute_routed_values(st, values, keys);
+}
+
+void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys) {
+    release_results(st);
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     if (st->is_write)
         before_remote_write(RelationGetRelationName(st->rel));
