@@ -1191,7 +1191,7 @@ def parse_startup_options(text, version):
                 raise ValueError("unknown forward value: '%s', expected one of on, off, ro_to_rw" % value)
             out[name] = value
         else:
-            log("WARNING: unknown option: '%s' (Picodata %s)" % (name, version))
+            log("WARNING: unknown option: '%s' (%s ignored, Picodata %s)" % (name, item, version))
     return out
 
 
