@@ -75,6 +75,8 @@ for my $id (1 .. 100) {
 }
 is(session("SELECT name FROM users WHERE id = $key2;"), "name_$key2", 'point read before the stop');
 emu('stop', 'default_2_1');
+wait_for_is("SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 'f',
+         'the map shows the stopped master offline');
 # What fails here fails after picoroute.failover_wait: a short one keeps the file quick.
 session("SET picoroute.failover_wait = '1s';");
 my $r = session('SELECT count(*) FROM users_m;');
