@@ -1091,6 +1091,26 @@ def HOST_KV(port):
     return f"host={HOST} port={port} dbname={EMU_DB}"
 
 
+def run_main(bench, out):
+    """Runs bench.main() (SIGTERM and SIGHUP end it as an exit, so that its servers are stopped),
+    cleans up whatever happens, then writes the report to `out` when given. Shared by the
+    benchmarks that import this module."""
+    def on_signal(signum, frame):
+        raise SystemExit(f"interrupted by signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    start = time.time()
+    try:
+        bench.main()
+    finally:
+        bench.cleanup()
+    bench.log(f"done in {time.time() - start:.0f} s")
+    if out:
+        with open(out, "w") as f:
+            f.write("\n".join(bench.lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -1119,22 +1139,7 @@ def main():
         args.runs, args.seconds, args.seconds1, args.insert_tx, args.rows = 1, 2, 1, 100, 20000
         args.pool, args.scan_reps, args.profile = 512, 1, False
 
-    def on_signal(signum, frame):
-        raise SystemExit(f"interrupted by signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
-    bench = Bench(args)
-    start = time.time()
-    try:
-        bench.main()
-    finally:
-        bench.cleanup()
-    bench.log(f"done in {time.time() - start:.0f} s")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(bench.lines) + "\n")
-
+    run_main(Bench(args), args.out)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,7 +32,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -72,20 +71,9 @@ CREATE FOREIGN TABLE pgbench_history (hid bigint, tid int, bid int, aid int, del
 ALTER DATABASE postgres SET picoroute.remote_write_in_transaction = off;
 """
 
-# pgbench's built-in TPC-B transaction, with the history row's key.
-SCRIPT = """\\set aid random(1, 100000 * :scale)
-\\set bid random(1, 1 * :scale)
-\\set tid random(1, 10 * :scale)
-\\set delta random(-5000, 5000)
-\\set hid random(1, 9000000000000000000)
-BEGIN;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
-UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
-INSERT INTO pgbench_history (hid, tid, bid, aid, delta, mtime) VALUES (:hid, :tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
-END;
-"""
+# pgbench's built-in TPC-B transaction, with the history row's key (also run by
+# test/t/057_pgbench_churn.pl).
+SCRIPT_FILE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "tpcb.sql")
 
 SUMS = ("SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ',' "
         "|| (SELECT sum(tbalance) FROM pgbench_tellers) || ',' "
@@ -212,7 +200,8 @@ class Bench:
         self.last_sums = self.sums()
         if self.last_sums[4] != 100000 or len(set(self.last_sums[:4])) != 1:
             raise pb.BenchError(f"after pgbench -i: sums and accounts {self.last_sums}")
-        self.script = self.pgb.script("tpcb", SCRIPT)
+        with open(SCRIPT_FILE) as f:
+            self.script = self.pgb.script("tpcb", f.read())
 
     def masters(self):
         st = self.emu.status()
@@ -463,22 +452,7 @@ def main():
     if args.quick:
         args.runs, args.seconds = 1, 5
 
-    def on_signal(signum, frame):
-        raise SystemExit(f"interrupted by signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
-    bench = Bench(args)
-    start = time.time()
-    try:
-        bench.main()
-    finally:
-        bench.cleanup()
-    bench.log(f"done in {time.time() - start:.0f} s")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(bench.lines) + "\n")
-
+    pb.run_main(Bench(args), args.out)
 
 if __name__ == "__main__":
     sys.exit(main())
