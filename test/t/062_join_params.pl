@@ -8,7 +8,6 @@
 use strict;
 use warnings;
 
-use File::Spec;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
@@ -16,7 +15,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
   qw(emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node
-  create_servers create_foreign_tables);
+  create_servers create_foreign_tables define_move_at);
 
 start_emulator(replicasets => 2, replication_factor => 1);
 emu_table('users', 'id int8, name text, v int8', rows => 20000);
@@ -110,29 +109,13 @@ is($node->safe_psql('postgres', 'SELECT count(*), sum(u.v) FROM many m JOIN user
 # moves to the other replicaset and the map is refreshed. The later lookups follow the new map.
 my $other = (grep { $_->{name} ne $owner->{replicaset} } @{ emu_json('status', '--json')->{replicasets} })[0];
 my $other_port = (grep { $_->{name} eq $other->{master} } @{ emu_json('status', '--json')->{instances} })[0]->{port};
-# The server runs the command from its data directory: the emulator's directory made absolute.
-sub emu_shell_command {
-    my @cmd = @{ emu_command(@_) };
-    $cmd[2] = File::Spec->rel2abs($cmd[2]);
-    return join(' ', @cmd);
-}
 # move_at(ord, at): at row `at` of the outer side, moves the bucket of the last key to `rs` and
-# waits for the refreshed map.
-sub define_move_at {
+# waits for the refreshed map (define_move_at in TestCluster).
+sub move_bucket_at {
     my ($rs) = @_;
-    my $move = emu_shell_command('move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $rs);
-    $node->safe_psql('postgres', qq{
-CREATE OR REPLACE FUNCTION move_at(ord int, at int) RETURNS int LANGUAGE plpgsql AS \$\$
-BEGIN
-  IF ord = at THEN
-    COPY (SELECT 1) TO PROGRAM '$move >/dev/null';
-    PERFORM picoroute_refresh();
-  END IF;
-  RETURN ord;
-END \$\$;
-});
+    define_move_at($node, 'move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $rs);
 }
-define_move_at($other->{name});
+move_bucket_at($other->{name});
 my $moving = 'SELECT l.ord, u.id, u.name FROM (SELECT move_at(ord, 50) AS ord, k FROM keys OFFSET 0) l '
   . 'JOIN users u ON u.id = l.k';
 my $moved_plan = $node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $moving");
@@ -141,7 +124,7 @@ like($moved_plan, qr/Nested Loop.*loops=100\).*Routing: bucket $owner->{bucket_i
 is(emu_json('locate', 'users', '--key', "[$last_key]")->{replicaset}, $other->{name},
    'the bucket did move');
 # And back, while the rows are read: the same rows as before.
-define_move_at($owner->{replicaset});
+move_bucket_at($owner->{replicaset});
 is($node->safe_psql('postgres', "$moving ORDER BY 1, 2"),
    $node->safe_psql('postgres', 'SELECT l.ord, u.id, u.name FROM keys l JOIN loc u ON u.id = l.k ORDER BY 1, 2'),
    'rows read across a bucket move: same rows as computed locally');

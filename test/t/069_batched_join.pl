@@ -11,7 +11,6 @@
 use strict;
 use warnings;
 
-use File::Spec;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
@@ -19,7 +18,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
   qw(emu_command emu_json emu_private_psql emu_table start_emulator start_routing_node
-  create_servers create_foreign_tables);
+  create_servers create_foreign_tables define_move_at);
 
 # The fronts log every statement they receive (counted below).
 $ENV{PICOEMU_LOG_STATEMENTS} = '1';
@@ -231,11 +230,6 @@ is($node->safe_psql('postgres', "$batch SELECT loop_sum('users')"),
 my $key = 500 * 197 % 20000 + 1;
 my $owner = emu_json('locate', 'users', '--key', "[$key]");
 my $other = (grep { $_->{name} ne $owner->{replicaset} } @{ emu_json('status', '--json')->{replicasets} })[0];
-sub emu_shell_command {
-    my @cmd = @{ emu_command(@_) };
-    $cmd[2] = File::Spec->rel2abs($cmd[2]);
-    return join(' ', @cmd);
-}
 my $all = 'SELECT l.ord, u.id, u.name FROM keys l JOIN %s u ON u.id = l.k ORDER BY 1, 2';
 my $local_all = $node->safe_psql('postgres', sprintf($all, 'loc_users'));
 is($node->safe_psql('postgres', $batch . sprintf($all, 'users')), $local_all, 'before the move');
@@ -244,17 +238,7 @@ system(join(' ', @{ emu_command('move', 'default', $owner->{bucket_id}, $owner->
 $node->safe_psql('postgres', 'SELECT picoroute_refresh()');
 is(emu_json('locate', 'users', '--key', "[$key]")->{replicaset}, $other->{name}, 'the bucket moved');
 is($node->safe_psql('postgres', $batch . sprintf($all, 'users')), $local_all, 'after the move: same rows');
-my $move_back = emu_shell_command('move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $owner->{replicaset});
-$node->safe_psql('postgres', qq{
-CREATE FUNCTION move_at(ord int, at int) RETURNS int LANGUAGE plpgsql AS \$\$
-BEGIN
-  IF ord = at THEN
-    COPY (SELECT 1) TO PROGRAM '$move_back >/dev/null';
-    PERFORM picoroute_refresh();
-  END IF;
-  RETURN ord;
-END \$\$;
-});
+define_move_at($node, 'move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $owner->{replicaset});
 my $moving = 'SELECT l.ord, u.id, u.name FROM (SELECT move_at(ord, 450) AS ord, k FROM keys OFFSET 0) l '
   . 'JOIN users u ON u.id = l.k ORDER BY 1, 2';
 like($node->safe_psql('postgres', "$batch EXPLAIN (COSTS OFF) $moving"), qr/PicorouteBatchedJoin/,

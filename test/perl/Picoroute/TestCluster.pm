@@ -17,7 +17,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
   exec_options picodata_version picodata_has free_port_range start_fake_instance fake_log
-  emu_counters counters_moved create_pgbench_tables);
+  emu_counters counters_moved create_pgbench_tables define_move_at);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -292,6 +292,28 @@ sub create_foreign_tables {
 }
 
 # Polls `query` until it returns `expected` (default 't'), for at most `timeout` seconds.
+# Defines move_at(ord int, at int) on `node`: returns ord, and when ord = at first runs the picoemu
+# command `cmd` (a list, e.g. qw(move default 17 17 default_2)) from the server, then waits for a
+# refreshed map. A join whose outer side calls it changes the topology while it runs. The server
+# runs the command from its data directory: the emulator's directory is made absolute.
+sub define_move_at {
+    my ($node, @cmd) = @_;
+    my @shell = @{ emu_command(@cmd) };
+    $shell[2] = File::Spec->rel2abs($shell[2]);
+    my $command = join(' ', @shell);
+    $node->safe_psql('postgres', qq{
+CREATE OR REPLACE FUNCTION move_at(ord int, at int) RETURNS int LANGUAGE plpgsql AS \$\$
+BEGIN
+  IF ord = at THEN
+    COPY (SELECT 1) TO PROGRAM '$command >/dev/null';
+    PERFORM picoroute_refresh();
+  END IF;
+  RETURN ord;
+END \$\$;
+});
+    return;
+}
+
 # pgbench's four tables on the emulated cluster and as foreign tables of `server` on `node`, each
 # sharded by its key; pgbench_history has a key of its own, hid (Picodata needs a primary key),
 # which pgbench's built-in scripts do not fill (pgbench -i -I G leaves the table empty).
