@@ -326,7 +326,19 @@ class Pgbench:
 
 # ---- the bench ----------------------------------------------------------------------------------
 
-class Bench:
+class Reporter:
+    """The report's lines (say: printed and kept in self.lines for --out) and progress lines (log:
+    printed with the time). Shared by the benchmarks that import this module."""
+
+    def say(self, text=""):
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def log(self, text):
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+class Bench(Reporter):
     def __init__(self, args):
         self.args = args
         self.workdir = tempfile.mkdtemp(prefix="picoroute-peers-")
@@ -336,13 +348,6 @@ class Bench:
         self.pgb = Pgbench(args.clients, args.threads, self.workdir)
         self.lines = []
         self.notes = []
-
-    def say(self, text=""):
-        print(text, flush=True)
-        self.lines.append(text)
-
-    def log(self, text):
-        print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
     def cleanup(self):
         if self.node is not None:

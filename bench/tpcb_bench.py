@@ -130,7 +130,7 @@ class EmuFault(pb.BenchError):
     """A cluster command of the emulator failed."""
 
 
-class Bench:
+class Bench(pb.Reporter):
     def __init__(self, args):
         self.args = args
         self.workdir = tempfile.mkdtemp(prefix="picoroute-tpcb-")
@@ -142,13 +142,6 @@ class Bench:
         self.last_sums = None
         self.fault = None
         self.lines = []
-
-    def say(self, text=""):
-        print(text, flush=True)
-        self.lines.append(text)
-
-    def log(self, text):
-        print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
     def cleanup(self):
         if self.proc is not None and self.proc.poll() is None:
