@@ -166,5 +166,40 @@ is($busy_c, '0', 'after the cancel no connection is left busy');
 is($tmp_after, '0', 'no temporary file is left');
 is(q1(q{SELECT count(*) FROM small}), '100', 'a new session reads as before');
 
+# A single 100 MB value. Reading it costs the backend about three copies while its row is
+# converted (libpq's input buffer, the row libpq parsed, the value made from it) and four while it
+# is sent on to the client (the row libpq parsed is freed as soon as the value is made, postgres_fdw
+# peaks the same); libpq keeps its input buffer at the size of the largest message for the
+# connection's life, so picoroute closes such a connection at the end of the transaction: after
+# it the backend holds the value no more.
+my $mb = 100;
+emu_table('blob', 'id int8, v text', rows => 2);
+for my $inst (grep { $_->{running} } @{ emu_json('status', '--json')->{instances} }) {
+    emu_private_psql($inst->{name},
+        qq{UPDATE _picoemu_local.blob SET v = repeat(md5(id::text), $mb * 1024 * 1024 / 32) WHERE id = 1});
+}
+$node->safe_psql('postgres',
+    q{CREATE FOREIGN TABLE blob (id bigint, v text) SERVER pico OPTIONS (sharding_key 'id')});
+my $mem = q{SELECT 'mem ' || substring(pg_read_file('/proc/self/status') from 'VmHWM:\s+(\d+)')
+  || ' ' || substring(pg_read_file('/proc/self/status') from 'VmRSS:\s+(\d+)')};
+my %read_as = (
+    'converted'      => 'SELECT length(v), md5(v) = md5(repeat(md5(id::text), 100 * 1024 * 1024 / 32)) FROM blob WHERE id = 1',
+    'sent to client' => 'SELECT v FROM blob');
+for my $how (sort keys %read_as) {
+    my ($rc, $out, $err) = $node->psql('postgres', "$mem;\n$read_as{$how} \\g /dev/null\n$mem;");
+    my @m = $out =~ /^mem (\d+) (\d+)$/mg;
+    is(scalar(@m), 4, "$how: memory read before and after") or diag("$out $err");
+    my ($hwm0, $rss0, $hwm1, $rss1) = @m;
+    my ($grown, $kept) = (($hwm1 - $hwm0) / 1024, ($rss1 - $rss0) / 1024);
+    diag(sprintf('%s: a %d MB value raised the peak by %.0f MB; %.0f MB kept after the statement',
+                 $how, $mb, $grown, $kept));
+    my $bound = $how eq 'converted' ? 3.3 : 4.3;
+    ok($grown < $bound * $mb, "$how: the peak grows by less than $bound x the value ($grown MB)");
+    ok($kept < 16, "$how: the backend keeps less than 16 MB of it after the transaction ($kept MB)");
+}
+is(q1('SELECT length(v) FROM blob WHERE id = 1'), $mb * 1024 * 1024, 'the value arrives whole');
+is(q1(q{SELECT md5(v) = md5(repeat(md5('1'), 100 * 1024 * 1024 / 32)) FROM blob WHERE id = 1}), 't',
+   'the value arrives unchanged');
+
 $node->stop;
 done_testing();

@@ -265,6 +265,8 @@ int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys
 void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols);
 // The next streamed row into values[0..ncols-1] (nullptr = NULL); false at the end.
 bool stream_next(RoutedStatement *st, const char **values);
+// The row stream_next gave is converted: its text values may be freed.
+void stream_row_done(RoutedStatement *st);
 // Routing as it would be decided now, for EXPLAIN without ANALYZE.
 // True when the routing depends on parameters whose values EXPLAIN does not have.
 bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext);

@@ -403,6 +403,11 @@ bool stream_next(RoutedStatement *st, const char **values) {
     return guarded([&] { return st->stream->next(values); });
 }
 
+void stream_row_done(RoutedStatement *st) {
+    if (st->stream != nullptr)
+        st->stream->release_row();
+}
+
 namespace {
 
 // True when `node` holds a parameter whose value EXPLAIN does not have: a PARAM_EXEC (set by an

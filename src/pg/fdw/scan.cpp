@@ -308,6 +308,8 @@ TupleTableSlot *scan_iterate(ForeignScanState *node) {
         slot->tts_isnull[i] = ss->values[i] == nullptr;
     }
     MemoryContextSwitchTo(old);
+    if (ss->streaming)
+        stream_row_done(st);
     ExecStoreVirtualTuple(slot);
     return slot;
 }

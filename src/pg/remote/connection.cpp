@@ -71,6 +71,23 @@ Waiter waiter_of(Connection *c) {
                             true);
 }
 
+// Marks `c` oversized when a row of `result` reached kOversizedRowBytes: libpq's input buffer grew
+// to hold it and stays that large until the connection is closed.
+void note_row_sizes(Connection *c, const PGresult *result) {
+    if (c->oversized)
+        return;
+    int rows = PQntuples(result), cols = PQnfields(result);
+    for (int r = 0; r < rows; r++) {
+        size_t bytes = 0;
+        for (int col = 0; col < cols; col++)
+            bytes += static_cast<size_t>(PQgetlength(result, r, col));
+        if (bytes >= kOversizedRowBytes) {
+            c->oversized = true;
+            return;
+        }
+    }
+}
+
 // The statement in flight has been answered in full: the connection is idle again.
 void statement_done(Connection *c) {
     c->busy = false;
@@ -132,6 +149,17 @@ void close_busy_connections() {
     }
 }
 
+// Closes the idle connections that received a huge row (see Connection::oversized).
+void close_oversized_connections() {
+    for (auto it = cache.begin(); it != cache.end();) {
+        const Connection &c = *it->second;
+        if (c.oversized && !c.busy && c.reader == nullptr)
+            it = cache.erase(it);
+        else
+            ++it;
+    }
+}
+
 void xact_callback(XactEvent event, void *) {
     if (event == XACT_EVENT_PRE_PREPARE && remote_write_in_xact)
         ereport(ERROR,
@@ -152,6 +180,8 @@ void xact_callback(XactEvent event, void *) {
     }
     if (abort)
         close_busy_connections();
+    if (abort || event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+        close_oversized_connections();
 }
 
 // A subtransaction's abort undoes nothing remote either: the transaction keeps its writes (and its
@@ -315,6 +345,7 @@ PGresult *collect_result(Connection *c) {
                                    : libpq_message(PQerrorMessage(c->conn));
         throw ConnectionFailure(c->address, message, true);
     }
+    note_row_sizes(c, last.get());
     statement_done(c);
     return last.release();
 }
@@ -328,8 +359,10 @@ PGresult *next_result(Connection *c) {
         PQclear(result);
         unexpected_copy(c);
     }
-    if (result != nullptr)
+    if (result != nullptr) {
+        note_row_sizes(c, result);
         return result;
+    }
     if (PQstatus(c->conn) != CONNECTION_OK)
         lost_after_send(c);
     statement_done(c);

@@ -73,6 +73,10 @@ class Connection : public KeptWaitSet {
     uint64_t statements = 0;
     bool busy = false;                   // a statement is in flight
     ConnectionReader *reader = nullptr;  // streaming the statement in flight, if any
+    // It received a row of kOversizedRowBytes or more. libpq keeps its input buffer at the size of
+    // the largest message it read, for the connection's life: such a connection is closed at the
+    // end of the transaction (once idle), so one huge value does not stay in the backend's memory.
+    bool oversized = false;
     // The named statements prepared on this connection (remote_stmt.h); they end with it.
     std::unique_ptr<PreparedStatements> statement_cache;
 };
@@ -153,6 +157,9 @@ class InFlight {
   private:
     std::vector<Connection *> connections_;
 };
+
+// The row size from which a connection is closed at the end of the transaction (see oversized).
+constexpr size_t kOversizedRowBytes = 16u << 20;
 
 // How long a cancelled statement is given to answer before its connection is closed.
 constexpr int kCancelWaitMs = 2000;

@@ -44,6 +44,9 @@ class RowStream final : public ConnectionReader {
     // The next row: values[0..ncols-1] point to its text values (nullptr for NULL), valid until
     // the next call. False at the end.
     bool next(const char **values);
+    // The row handed over last is no longer needed (its values were converted): its memory goes
+    // now rather than at the next call, so a huge value is not held twice while it is used.
+    void release_row() noexcept { row_.reset(); }
 
     void read_rest(Connection *connection) override;
     void forget(Connection *connection) noexcept override;
