@@ -40,6 +40,7 @@ HELPER_PORTAL = "picoemu_front_p"
 VDBE_STMT = "picoemu_front_vdbe"
 VDBE_PORTAL = "picoemu_front_v"
 VDBE_BASE_STMT = "picoemu_front_vdbe0"
+PART_STMT = "picoemu_front_part"  # a write run once per replicaset (execute_parts)
 # sql_vdbe_opcode_max, approximated: rows the statement examined in the storage of the instance that
 # received it (heap tuples read by sequential scans, plus heap tuples fetched by bitmap scans and
 # through each index: the backend's not yet reported counters of the _picoemu_local relations, read
@@ -1206,19 +1207,39 @@ class Session:
             return True  # an earlier message of the batch failed: the server would skip this one
         self.push(Entry("swallow", ends=(b"Z",)))  # ends the batch so far (Picodata: autocommit)
         self.send_server(msg(b"S"))
+        # Each part prepares the statement afresh as the front's own: a statement without parameters
+        # keeps the generic plan of its first Bind, folded for another part (sql/part.sql)
+        try:
+            text = dialect.validate(info["sql"], self.front.settings.version).sql
+        except dialect.Reject:
+            return False
+        types = info["types"] or []
+        parse = msg(b"P", cstr(PART_STMT) + cstr(text) + struct.pack("!H", len(types)) +
+                    b"".join(struct.pack("!I", t) for t in types))
+        pos = read_cstr(bind[-1][0], read_cstr(bind[-1][0], 0)[1])[1]
+        bbody = cstr(portal) + cstr(PART_STMT) + bind[-1][0][pos:]
 
         def send():
-            rec = {"kind": "extended", "msgs": [(b"B", bind[-1][0], bind[-1][1]), (b"E", body, raw)],
+            for ends, m in ((b"3", msg(b"C", b"S" + cstr(PART_STMT))), (b"1", parse)):
+                self.push(Entry("swallow", ends=(ends,)))
+                self.send_server(m)
+            rec = {"kind": "extended", "msgs": [(b"B", bbody, msg(b"B", bbody)), (b"E", body, raw)],
                    "ok": True, "tries": 0, "t0": time.monotonic()}
             saved, self.batch_rec = self.batch_rec, rec
-            self.inject_bind_params(bind[-1][0])
+            self.inject_bind_params(bbody)
             self.push(Entry("swallow", ends=(b"2",)))
-            self.send_server(bind[-1][1])
+            self.send_server(msg(b"B", bbody))
             self.run_execute(body, raw)
             self.batch_rec = saved
             self.push(Entry("sync", ends=(b"Z",)))
             self.send_server(msg(b"S"))
-        out = await self.run_parts(parts, send)
+        self.stmts[PART_STMT] = info  # inject_bind_params looks the statement up
+        try:
+            out = await self.run_parts(parts, send)
+        finally:
+            self.stmts.pop(PART_STMT, None)
+        self.push(Entry("swallow", ends=(b"3",)))
+        self.send_server(msg(b"C", b"S" + cstr(PART_STMT)))
         self.hold = None
         failed = any(t == b"E" for t, _ in emu_parts.messages(out))
         self.failed_batch = self.batch_no if failed else (-1 if self.failed_batch == self.batch_no else self.failed_batch)
