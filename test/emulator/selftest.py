@@ -1001,6 +1001,17 @@ def partial_write_cluster(tc, d):
         a1 = stored(p1)
         extended = run("UPDATE pw SET v = v + $1", ["1000"])
         b1 = stored(p1)
+        # a named statement without parameters, executed twice (its plan is cached at its first Bind)
+        c = w.Conn(front, "picoroute", "picoroute", timeout=30)
+        try:
+            c.send(w.parse("UPDATE pw SET v = v + 10000", name="pw_named") + w.sync())
+            named = w.errors(c.until_ready())
+            for _ in range(2):
+                c.send(w.bind(stmt="pw_named") + w.execute() + w.sync())
+                named += w.errors(c.until_ready())
+        finally:
+            c.close()
+        b2 = stored(p1)
         deleted = run("DELETE FROM pw WHERE v > 0")
         c1 = stored(p1)
     finally:
@@ -1010,8 +1021,10 @@ def partial_write_cluster(tc, d):
             tc.assertEqual(cmd, [], errs)
             tc.assertEqual(len(errs), 1, errs)
             tc.assertIn('could not connect to server "picoemu_default_2"', errs[0])
+    with tc.subTest("partial writes: default_2_1 stopped: a named statement fails at each of its 2 runs"):
+        tc.assertEqual([e.get("C") for e in named], ["08001", "08001"], named)
     with tc.subTest("partial writes: default_2_1 stopped: default_1's part of each write is applied"):
-        tc.assertEqual((a1, b1, c1), ((n1, v1 + 100 * n1), (n1, v1 + 1100 * n1), (0, 0)))
+        tc.assertEqual((a1, b1, b2, c1), ((n1, v1 + 100 * n1), (n1, v1 + 1100 * n1), (n1, v1 + 21100 * n1), (0, 0)))
     with tc.subTest("partial writes: default_2_1 stopped: default_2's rows are untouched"):
         tc.assertEqual(stored(p2), (n2, v2))
     with tc.subTest("partial writes: both running again, a keyed UPDATE changes its one row"):
