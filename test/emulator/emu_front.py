@@ -1199,6 +1199,12 @@ class Session:
         parts = self.write_parts(info["sql"], info["insert_rows"]) if bind else None
         if not parts:
             return False
+        # Each part prepares the statement afresh as the front's own: a statement without parameters
+        # keeps the generic plan of its first Bind, folded for another part (sql/part.sql)
+        try:
+            text = dialect.validate(info["sql"], self.front.settings.version).sql
+        except dialect.Reject:
+            return False
         self.batch_rec["ok"] = False
         self.send_server(msg(b"H"))
         self.flush_server()
@@ -1207,12 +1213,6 @@ class Session:
             return True  # an earlier message of the batch failed: the server would skip this one
         self.push(Entry("swallow", ends=(b"Z",)))  # ends the batch so far (Picodata: autocommit)
         self.send_server(msg(b"S"))
-        # Each part prepares the statement afresh as the front's own: a statement without parameters
-        # keeps the generic plan of its first Bind, folded for another part (sql/part.sql)
-        try:
-            text = dialect.validate(info["sql"], self.front.settings.version).sql
-        except dialect.Reject:
-            return False
         types = info["types"] or []
         parse = msg(b"P", cstr(PART_STMT) + cstr(text) + struct.pack("!H", len(types)) +
                     b"".join(struct.pack("!I", t) for t in types))
@@ -1241,8 +1241,10 @@ class Session:
         self.push(Entry("swallow", ends=(b"3",)))
         self.send_server(msg(b"C", b"S" + cstr(PART_STMT)))
         self.hold = None
-        failed = any(t == b"E" for t, _ in emu_parts.messages(out))
-        self.failed_batch = self.batch_no if failed else (-1 if self.failed_batch == self.batch_no else self.failed_batch)
+        if any(t == b"E" for t, _ in emu_parts.messages(out)):
+            self.failed_batch = self.batch_no  # the rest of the client's batch is skipped
+        elif self.failed_batch == self.batch_no:
+            self.failed_batch = -1  # a part's error was followed by its successful run again
         self.cw.write(out)
         return True
 
