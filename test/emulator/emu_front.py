@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import emu_dialect as dialect  # noqa: E402
 import emu_caps  # noqa: E402
+import emu_parts  # noqa: E402
 import emu_stmts  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -39,6 +40,7 @@ HELPER_PORTAL = "picoemu_front_p"
 VDBE_STMT = "picoemu_front_vdbe"
 VDBE_PORTAL = "picoemu_front_v"
 VDBE_BASE_STMT = "picoemu_front_vdbe0"
+PART_STMT = "picoemu_front_part"  # a write run once per replicaset (execute_parts)
 # sql_vdbe_opcode_max, approximated: rows the statement examined in the storage of the instance that
 # received it (heap tuples read by sequential scans, plus heap tuples fetched by bitmap scans and
 # through each index: the backend's not yet reported counters of the _picoemu_local relations, read
@@ -802,7 +804,8 @@ class Session:
         elif typ == b"D":
             self.on_describe(body, raw)
         elif typ == b"E":
-            self.run_execute(body, raw)
+            if not await self.execute_parts(body, raw):
+                self.run_execute(body, raw)
         elif typ == b"C":
             self.on_close(body, raw)
         else:
@@ -838,7 +841,8 @@ class Session:
         return v
 
     async def on_query(self, sql, raw):
-        self.run_query(sql, raw)
+        if not await self.query_parts(sql, raw):
+            self.run_query(sql, raw)
 
     def run_query(self, sql, raw, rec=None):
         v = self.judge(sql, extended=False)
@@ -1109,6 +1113,140 @@ class Session:
 
     def _helper_done(self, e):
         self.helper = "yes" if e.completed else "no"
+
+    # ---- a write that spans several replicasets: one part per replicaset (emu_parts) ---------------
+    def write_parts(self, sql, insert_rows):
+        self.front.settings.refresh()
+        return emu_parts.write_parts(sql, insert_rows, self.front.settings.d)
+
+    async def settled(self):
+        """Returns once every answer the front waits for has come."""
+        while self.pending and not self.closed:
+            self.flush_server()
+            await asyncio.sleep(0.001)
+
+    def set_part(self, rs):
+        """picoemu.part in a transaction of its own, in the extended protocol (a simple Query would
+        drop the client's unnamed statement)."""
+        self.inject_extended([(emu_parts.PART_GUC, rs)])
+        self.push(Entry("swallow", ends=(b"Z",)))
+        self.send_server(msg(b"S"))
+
+    async def run_part(self, rs, send):
+        """One part: picoemu.part set in a transaction of its own (so it outlives a failed run, and
+        a run again of this part alone, hold_retry, sees it), then send() sends the statement;
+        returns what the client would have got for it. Nothing else is in flight meanwhile."""
+        self.set_part(rs)
+        real, self.cw = self.cw, emu_parts.Capture(self.cw)
+        try:
+            send()
+            self.flush_server()
+            await self.settled()
+        finally:
+            cap, self.cw = self.cw, real
+        return bytes(cap.buf)
+
+    async def run_parts(self, parts, send):
+        """Every part runs, whatever the others did (Picodata sends every replicaset its part), each
+        committed on its own; the client gets the merged answer (emu_parts.merge_answers)."""
+        answers = [await self.run_part(rs, send) for rs in parts]
+        self.set_part("")
+        self.flush_server()
+        await self.settled()
+        failed = [rs for rs, a in zip(parts, answers) if any(t == b"E" for t, _ in emu_parts.messages(a))]
+        if failed:
+            log("a write of %d replicasets failed on %s; the other parts stay applied"
+                % (len(parts), ", ".join(failed)))
+        return emu_parts.merge_answers(answers)
+
+    async def query_parts(self, sql, raw):
+        """A simple Query that writes rows of several replicasets: run per part (True), else False."""
+        if not re.match(r"\s*(insert|update|delete)\b", sql, re.I):
+            return False
+        self.front.settings.refresh()
+        v = self.front.verdicts.get((sql, self.front.settings.version))
+        if v is None:
+            try:
+                v = dialect.validate(sql, self.front.settings.version)
+            except dialect.Reject:
+                return False  # run_query refuses it
+        if not isinstance(v, dialect.Verdict) or v.kind != "query" or v.reads:
+            return False
+        limit = self.motion_limit(v.options)
+        if v.insert_rows is not None and limit and v.insert_rows > limit:
+            return False  # refused as a whole
+        parts = self.write_parts(v.sql, v.insert_rows)
+        if not parts:
+            return False
+        self.flush_server()
+        await self.settled()
+        out = await self.run_parts(parts, lambda: self.run_query(sql, raw))
+        self.cw.write(out + msg(b"Z", b"I"))
+        return True
+
+    async def execute_parts(self, body, raw):
+        """An Execute of a write of several replicasets: its Bind and Execute run once per part, each
+        with a Sync of its own (True); False for any other Execute. The client's batch is never run
+        again as a whole afterwards (its parts are committed)."""
+        portal, _ = read_cstr(body, 0)
+        info = self.portals.get(portal)
+        if info is None or info["kind"] != "query" or info["reads"] or self.batch_rec is None:
+            return False
+        limit = self.motion_limit(info["options"])
+        if info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
+            return False
+        bind = [(b, r) for t, b, r in self.batch_rec["msgs"] if t == b"B" and read_cstr(b, 0)[0] == portal]
+        parts = self.write_parts(info["sql"], info["insert_rows"]) if bind else None
+        if not parts:
+            return False
+        # Each part prepares the statement afresh as the front's own: a statement without parameters
+        # keeps the generic plan of its first Bind, folded for another part (sql/part.sql)
+        try:
+            text = dialect.validate(info["sql"], self.front.settings.version).sql
+        except dialect.Reject:
+            return False
+        self.batch_rec["ok"] = False
+        self.send_server(msg(b"H"))
+        self.flush_server()
+        await self.settled()
+        if self.failed_batch == self.batch_no:
+            return True  # an earlier message of the batch failed: the server would skip this one
+        self.push(Entry("swallow", ends=(b"Z",)))  # ends the batch so far (Picodata: autocommit)
+        self.send_server(msg(b"S"))
+        types = info["types"] or []
+        parse = msg(b"P", cstr(PART_STMT) + cstr(text) + struct.pack("!H", len(types)) +
+                    b"".join(struct.pack("!I", t) for t in types))
+        pos = read_cstr(bind[-1][0], read_cstr(bind[-1][0], 0)[1])[1]
+        bbody = cstr(portal) + cstr(PART_STMT) + bind[-1][0][pos:]
+
+        def send():
+            for ends, m in ((b"3", msg(b"C", b"S" + cstr(PART_STMT))), (b"1", parse)):
+                self.push(Entry("swallow", ends=(ends,)))
+                self.send_server(m)
+            rec = {"kind": "extended", "msgs": [(b"B", bbody, msg(b"B", bbody)), (b"E", body, raw)],
+                   "ok": True, "tries": 0, "t0": time.monotonic()}
+            saved, self.batch_rec = self.batch_rec, rec
+            self.inject_bind_params(bbody)
+            self.push(Entry("swallow", ends=(b"2",)))
+            self.send_server(msg(b"B", bbody))
+            self.run_execute(body, raw)
+            self.batch_rec = saved
+            self.push(Entry("sync", ends=(b"Z",)))
+            self.send_server(msg(b"S"))
+        self.stmts[PART_STMT] = info  # inject_bind_params looks the statement up
+        try:
+            out = await self.run_parts(parts, send)
+        finally:
+            self.stmts.pop(PART_STMT, None)
+        self.push(Entry("swallow", ends=(b"3",)))
+        self.send_server(msg(b"C", b"S" + cstr(PART_STMT)))
+        self.hold = None
+        if any(t == b"E" for t, _ in emu_parts.messages(out)):
+            self.failed_batch = self.batch_no  # the rest of the client's batch is skipped
+        elif self.failed_batch == self.batch_no:
+            self.failed_batch = -1  # a part's error was followed by its successful run again
+        self.cw.write(out)
+        return True
 
 
 def bind_params(body, pos):

@@ -154,7 +154,7 @@ def static_schema_sql(auth):
                       admin=ident(ADMIN_USER), admin_pw=lit(ADMIN_PASSWORD),
                       client=ident(CLIENT_USER), client_pw=lit(CLIENT_PASSWORD))
     return "\n".join([schema, sql_file("hash.sql"), sql_file("strict.sql"), sql_file("key_route.sql"),
-                      sql_file("truncate.sql")])
+                      sql_file("truncate.sql"), sql_file("part.sql")])
 
 
 # ---- catalog rows ----------------------------------------------------------------------------------
@@ -346,7 +346,7 @@ def table_ddl(st, t, self_rs, peers):
         asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d, ARRAY[%s]::int8[])" % (
             tname, lit(t["tier"]), lit(rs), ", ".join(lit(k) for k in t["sharding_key"]),
             ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n,
-            ", ".join("%d, %d" % r for r in ranges.get(rs, [])))
+            ", ".join("%d, %d" % r for r in ranges.get(rs, []))) + " AND _picoemu.in_part(%s)" % lit(rs)
         branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local() AND %s"
                     % (sel, LOCAL % name, own, asked(self_rs)),
                     "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local() AND %s"

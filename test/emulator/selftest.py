@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-test of picoemu: exercises every command against real small clusters and checks the results.
 
-Usage: selftest.py [--keep]   (env PICOEMU_SELFTEST_PORT: first port, default 57400)
+Usage: selftest.py [--keep] [test_NAME ...]   (env PICOEMU_SELFTEST_PORT: first port, default 57400)
 A unittest suite: each cluster scenario is one test case (a function below, given the test case as
 `tc`) and each of its checks a subTest with real assertions, so that one failed check does not stop
 the scenario. Prints an `ok`/`FAIL` line per check and ends with `N passed, M failed` (checks); exits 1
@@ -945,6 +945,116 @@ def small_cluster(tc, d):
         tc.assertEqual(q1(p, "SELECT bucket_id FROM kv"), str(ref.bucket_id(["lol", 5], 10)))
 
 
+def partial_write_cluster(tc, d):
+    """A write that spans both replicasets is applied per replicaset, each part committed on its
+    own, as Picodata's coordinator sends each master its part (emu_parts.py): with both masters
+    running it changes every row and reports the full count; with one master stopped, or a part
+    that fails, the client gets the error and the other part stays applied. Simple and extended
+    protocol, through a front."""
+    emu(d, "--base-port", str(BASE + 100), "up", "--replicasets", "2", "--replication-factor", "1",
+        "--bucket-count", "30")
+    s = status(d)
+    inst = {i["name"]: i for i in s["instances"]}
+    front, p1, p2 = inst["default_1_1"]["front_port"], inst["default_1_1"]["port"], inst["default_2_1"]["port"]
+    emu(d, "create-table", "pw", "--columns", "id int8, v int8")
+    emu(d, "load", "pw", "--rows", "40")
+
+    def stored(port):  # (rows, sum of v) in a master's storage, on its private port
+        return tuple(int(x) for x in q(port, "SELECT count(*), coalesce(sum(v), 0) FROM _picoemu_local.pw")[0])
+
+    def run(sql, params=None):
+        c = w.Conn(front, "picoroute", "picoroute", timeout=30)
+        try:
+            ans = w.extended(c, sql, params=params) if params is not None else c.query(sql)
+        finally:
+            c.close()
+        return [v for t, v in ans if t == "C"], ["%s %s" % (e.get("C"), e.get("M")) for e in w.errors(ans)]
+
+    (n1, v1), (n2, v2) = stored(p1), stored(p2)
+    with tc.subTest("partial writes: the 40 rows lie on both replicasets"):
+        tc.assertEqual(n1 + n2, 40)
+        tc.assertTrue(n1 > 0 and n2 > 0, (n1, n2))
+    with tc.subTest("partial writes: a keyless UPDATE with both masters running changes all 40 rows"):
+        tc.assertEqual(run("UPDATE pw SET v = v + 1"), (["UPDATE 40"], []))
+        tc.assertEqual((stored(p1), stored(p2)), ((n1, v1 + n1), (n2, v2 + n2)))
+    with tc.subTest("partial writes: the same in the extended protocol, with a parameter"):
+        tc.assertEqual(run("UPDATE pw SET v = v + $1 WHERE id > $2", ["10", "0"]), (["UPDATE 40"], []))
+        tc.assertEqual((stored(p1), stored(p2)), ((n1, v1 + 11 * n1), (n2, v2 + 11 * n2)))
+    (n1, v1), (n2, v2) = stored(p1), stored(p2)
+    # a multi-row INSERT whose default_2 part fails (a key it already stores): default_1's rows stay
+    owner = {k: json.loads(emu(d, "locate", "pw", "--key", "[%d]" % k).stdout)["replicaset"] for k in range(1, 200)}
+    dup = next(k for k in range(1, 41) if owner[k] == "default_2")
+    new1 = [k for k in range(100, 200) if owner[k] == "default_1"][:2]
+    new2 = next(k for k in range(100, 200) if owner[k] == "default_2")
+    cmd, errs = run("INSERT INTO pw VALUES (%d, 1), (%d, 1), (%d, 1), (%d, 1)" % (new1[0], new2, dup, new1[1]))
+    with tc.subTest("partial writes: a multi-row INSERT that fails on default_2 keeps default_1's rows"):
+        tc.assertEqual(cmd, [])
+        tc.assertEqual(len(errs), 1, errs)
+        tc.assertIn("duplicate key", errs[0])
+        tc.assertEqual((stored(p1), stored(p2)), ((n1 + 2, v1 + 2), (n2, v2)))
+        tc.assertEqual(q(p1, "SELECT id FROM _picoemu_local.pw WHERE id >= 100 ORDER BY id"),
+                       [[str(k)] for k in sorted(new1)])
+    (n1, v1), (n2, v2) = stored(p1), stored(p2)
+    emu(d, "stop", "default_2_1")
+    try:
+        simple = run("UPDATE pw SET v = v + 100")
+        a1 = stored(p1)
+        extended = run("UPDATE pw SET v = v + $1", ["1000"])
+        b1 = stored(p1)
+        # a named statement without parameters, executed twice (its plan is cached at its first Bind)
+        c = w.Conn(front, "picoroute", "picoroute", timeout=30)
+        try:
+            c.send(w.parse("UPDATE pw SET v = v + 10000", name="pw_named") + w.sync())
+            named = w.errors(c.until_ready())
+            for _ in range(2):
+                c.send(w.bind(stmt="pw_named") + w.execute() + w.sync())
+                named += w.errors(c.until_ready())
+        finally:
+            c.close()
+        b2 = stored(p1)
+        deleted = run("DELETE FROM pw WHERE v > 0")
+        c1 = stored(p1)
+    finally:
+        emu(d, "start", "default_2_1")
+    for what, (cmd, errs) in (("simple", simple), ("extended", extended), ("DELETE", deleted)):
+        with tc.subTest("partial writes: default_2_1 stopped: a keyless %s write fails" % what):
+            tc.assertEqual(cmd, [], errs)
+            tc.assertEqual(len(errs), 1, errs)
+            tc.assertIn('could not connect to server "picoemu_default_2"', errs[0])
+    with tc.subTest("partial writes: default_2_1 stopped: a named statement fails at each of its 2 runs"):
+        tc.assertEqual([e.get("C") for e in named], ["08001", "08001"], named)
+    with tc.subTest("partial writes: default_2_1 stopped: default_1's part of each write is applied"):
+        tc.assertEqual((a1, b1, b2, c1), ((n1, v1 + 100 * n1), (n1, v1 + 1100 * n1), (n1, v1 + 21100 * n1), (0, 0)))
+    with tc.subTest("partial writes: default_2_1 stopped: default_2's rows are untouched"):
+        tc.assertEqual(stored(p2), (n2, v2))
+    with tc.subTest("partial writes: both running again, a keyed UPDATE changes its one row"):
+        tc.assertEqual(run("UPDATE pw SET v = v + 1 WHERE id = %d" % dup), (["UPDATE 1"], []))
+        tc.assertEqual(stored(p2), (n2, v2 + 1))
+    # keyless increments from both fronts at once: a part that fails to serialize (40001) runs again
+    # on its own, a committed part never runs again, so every row counts every acknowledged statement
+    emu(d, "create-table", "inc", "--columns", "id int8, n int8")
+    emu(d, "load", "inc", "--rows", "8")
+    for port in (p1, p2):
+        q(port, "UPDATE _picoemu_local.inc SET n = 0")
+    res = {}
+
+    def side(name, port):
+        res[name] = selftest_concurrency.hammer(port, "UPDATE inc SET n = n + 1", clients=3, count=30, seconds=60)
+    import threading
+    ths = [threading.Thread(target=side, args=(nm, inst[i]["front_port"]))
+           for nm, i in (("a", "default_1_1"), ("b", "default_2_1"))]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    ok = sum(r["ok"] for r in res.values())
+    counts = sorted(set(r[0] for port in (p1, p2) for r in q(port, "SELECT n FROM _picoemu_local.inc")))
+    with tc.subTest("partial writes: concurrent keyless increments from both fronts, each applied once"):
+        tc.assertEqual([e for r in res.values() for e in r["errors"]], [])
+        tc.assertEqual(ok, 180, res)
+        tc.assertEqual(counts, [str(ok)])
+
+
 class Scenario(unittest.TestCase):
     """The cluster scenarios, in their own state directories under one temporary root."""
     maxDiff = 4000
@@ -975,11 +1085,14 @@ class Scenario(unittest.TestCase):
     def test_front_cluster(self):
         selftest_front.front_cluster(self, self.dir("front"), BASE + 60, emu, status)
 
+    def test_partial_write_cluster(self):
+        partial_write_cluster(self, self.dir("partial"))
+
     def test_concurrency_cluster(self):
         selftest_concurrency.concurrency_cluster(self, self.dir("conc"), BASE + 80, emu, status)
 
 
-DIRS = ("main", "small", "v25", "front", "conc")
+DIRS = ("main", "small", "v25", "front", "conc", "partial")
 
 
 class CleanUp(unittest.TestCase):
@@ -1050,9 +1163,10 @@ def main():
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(TIME_LIMIT)
     t0 = time.time()
-    suite = unittest.TestSuite(Scenario(n) for n in ("test_bucket_math", "test_main_cluster", "test_small_cluster",
-                                                     "test_old_version_cluster", "test_front_cluster",
-                                                     "test_concurrency_cluster"))
+    names = ("test_bucket_math", "test_main_cluster", "test_small_cluster", "test_old_version_cluster",
+             "test_front_cluster", "test_concurrency_cluster", "test_partial_write_cluster")
+    only = [a for a in sys.argv[1:] if a in names]  # e.g. selftest.py test_front_cluster: that one only
+    suite = unittest.TestSuite(Scenario(n) for n in (only or names))
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=0, resultclass=CheckResult)
     try:
         runner.run(suite)

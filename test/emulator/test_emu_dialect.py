@@ -7,6 +7,7 @@ Run: python3 test/emulator/test_emu_dialect.py  (also run by the emulator self-t
 """
 
 import os
+import struct
 import sys
 import unittest
 
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import emu_caps  # noqa: E402
 import emu_dialect as d  # noqa: E402
+import emu_parts  # noqa: E402
 
 ALL = ("25.5", "26.1", "26.2", "head")
 
@@ -309,6 +311,52 @@ class CapabilitiesTest(unittest.TestCase):
         for bad in ["", "26", "head", "26.1.1-beta", "26.1.1-rc", "26.1.1-12-g", "v26.1.1"]:
             self.assertIsNone(emu_caps.parse_version(bad), bad)
         self.assertEqual(emu_caps.dnf_chain_limit(), 512)
+
+
+class WritePartsTest(unittest.TestCase):
+    """emu_parts: which writes the front runs once per replicaset, and the one answer it gives."""
+    STATE = {"tables": [{"name": "users", "global": False, "tier": "default", "sharding_key": ["id"]},
+                        {"name": "kv", "global": False, "tier": "default", "sharding_key": ["k", "n"]},
+                        {"name": "g", "global": True, "tier": None, "sharding_key": []},
+                        {"name": "solo", "global": False, "tier": "one", "sharding_key": ["id"]}],
+             "buckets": {"default": [[1, 10, "default_1"], [11, 20, "default_2"], [21, 30, "default_1"]],
+                         "one": [[1, 30, "one_1"]]}}
+    BOTH = ["default_1", "default_2"]
+
+    def parts(self, sql, insert_rows=None):
+        return emu_parts.write_parts(sql, insert_rows, self.STATE)
+
+    def test_split(self):
+        for sql in ("UPDATE users SET v = 1", 'UPDATE "users" SET "v" = 1 OPTION (sql_vdbe_opcode_max = 0)',
+                    "DELETE FROM public.users WHERE v > 3", "UPDATE users SET v = 1 WHERE id = 1 OR id = 2",
+                    "DELETE FROM users WHERE id IN (1, 2)", "UPDATE users SET v = 1 WHERE id > 5",
+                    "UPDATE users SET v = (SELECT 1 WHERE id = 5)", "DELETE FROM users WHERE NOT (id = 1)",
+                    "UPDATE kv SET v = 'x' WHERE k = 'a'", "INSERT INTO users SELECT * FROM users"):
+            self.assertEqual(self.parts(sql), self.BOTH, sql)
+        self.assertEqual(self.parts("INSERT INTO users VALUES (1, 'a'), (2, 'b')", 2), self.BOTH)
+
+    def test_not_split(self):
+        for sql, rows in (("UPDATE users SET v = 1 WHERE id = 5", None),
+                          ('UPDATE "users" SET "v" = $1 WHERE ("id" = $2)', None),
+                          ("DELETE FROM users WHERE v = 3 AND id = -7", None),
+                          ("DELETE FROM users WHERE bucket_id = 12", None),
+                          ("UPDATE kv SET v = 'x' WHERE k = 'a' AND n = 2", None),
+                          ("INSERT INTO users VALUES (1, 'a')", 1),
+                          ("UPDATE g SET v = 1", None), ("INSERT INTO g VALUES (1), (2)", 2),
+                          ("UPDATE solo SET v = 1", None), ("UPDATE nosuch SET v = 1", None),
+                          ("SELECT * FROM users", None)):
+            self.assertIsNone(self.parts(sql, rows), sql)
+
+    def test_merge(self):
+        def m(typ, body):
+            return typ + struct.pack("!I", len(body) + 4) + body
+        ok1 = m(b"C", b"UPDATE 3\0") + m(b"Z", b"I")
+        ok2 = m(b"N", b"Mnote\0\0") + m(b"C", b"UPDATE 4\0") + m(b"Z", b"I")
+        err = m(b"E", b"SERROR\0C08001\0Mdown\0\0") + m(b"Z", b"I")
+        self.assertEqual(emu_parts.merge_answers([ok1, ok2]), m(b"N", b"Mnote\0\0") + m(b"C", b"UPDATE 7\0"))
+        self.assertEqual(emu_parts.merge_answers([ok1, err]), m(b"E", b"SERROR\0C08001\0Mdown\0\0"))
+        self.assertEqual(emu_parts.merge_answers([m(b"C", b"INSERT 0 2\0"), m(b"C", b"INSERT 0 0\0")]),
+                         m(b"C", b"INSERT 0 2\0"))
 
 
 if __name__ == "__main__":

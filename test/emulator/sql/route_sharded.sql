@@ -27,6 +27,10 @@ BEGIN
   NEW.bucket_id := nb;
   owner := {{new_case}};
   {{new_check}}
+  -- a statement run one replicaset at a time (part.sql): a row of another part is not this run's
+  IF TG_OP = 'INSERT' AND NOT _picoemu.in_part(owner) THEN
+    RETURN NULL;
+  END IF;
   IF TG_OP = 'INSERT' THEN
     {{ins}}
   ELSIF owner = old_owner AND NEW.bucket_id = OLD.bucket_id THEN
