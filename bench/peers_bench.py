@@ -13,12 +13,13 @@ Point SELECT and point INSERT, same data, same keys, same pgbench client count:
   forward     pgbench -> the other replicaset's master, which forwards to the owner
   direct      pgbench -> the owning master (the floor: one round trip)
   direct_unnamed  the same with pgbench -M extended (SELECT only, for information)
-  direct_private  the same as direct, to the owner's private PostgreSQL port, bypassing its
-              Picodata front: direct / direct_private is the front's own cost
-Every client of the emulated cluster goes through the instances' Picodata fronts (the advertised
-pgproto ports) except the peers, which cannot speak Picodata's dialect (postgres_fdw needs cursors
-and transactions, PL/Proxy calls functions): pg_fdw, plproxy and the direct scan use the private
-ports, so they do not pay the front's cost that picoroute, forward and direct pay.
+Every timed variant takes the same path to the instances: their private PostgreSQL ports, with
+nothing written for tests in between. The emulator runs with `up --advertise-private`, so its
+catalog (hence picoroute's map, `forward`'s and `direct`'s targets) gives the private ports, where
+the peers (postgres_fdw, PL/Proxy) connect too; picoroute's servers have execution_options 'off'
+(no OPTION clause, no Picodata startup options: what plain PostgreSQL accepts). Before timing, a
+sanity pass sends each kind of picoroute statement through the instances' Picodata fronts (the
+node's map pushed with the fronts' addresses) and fails the run unless `picoemu audit` is empty.
 Scan of every row of the table, spread over both replicasets:
   picoroute   foreign table with scatter 'masters'
   pg_fdw      partitioned table of postgres_fdw foreign partitions (async_capable), default
@@ -60,9 +61,8 @@ KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
 import port_range  # noqa: E402
 
-SELECT_VARIANTS = ["picoroute", "picoroute_unnamed", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed",
-                   "direct_private"]
-INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_private"]
+SELECT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed"]
+INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct"]
 SCAN_VARIANTS = ["picoroute", "pg_fdw", "pg_fdw_10k", "direct"]
 
 
@@ -107,10 +107,15 @@ def psql_at(conninfo, sql, timeout=120):
 
 
 class Emulator:
-    """The emulated Picodata cluster, driven through its CLI."""
+    """The emulated Picodata cluster, driven through its CLI. With private=True (`up
+    --advertise-private`) its catalog advertises the instances' private PostgreSQL ports: every
+    client that reads addresses from it reaches the servers with nothing in between, and the
+    Picodata fronts still listen on their own ports (`front_port`) for a pass that checks the
+    dialect (front_pass)."""
 
-    def __init__(self, base_port):
+    def __init__(self, base_port, private=False):
         self.base_port = base_port
+        self.private = private
         self.dir = tempfile.mkdtemp(prefix="picoroute-peers-emu-")
         os.chmod(self.dir, 0o755)
         self.started = False
@@ -121,10 +126,42 @@ class Emulator:
     def up(self):
         self.started = True
         # head: the sanity checks use strict mode (forward=off), which only 26.2.1+ has
-        self.cli("up", "--base-port", str(self.base_port), "--picodata", "head")
+        self.cli("up", "--base-port", str(self.base_port), "--picodata", "head",
+                 *(["--advertise-private"] if self.private else []))
 
     def status(self):
         return json.loads(self.cli("status", "--json"))
+
+    def require_empty_audit(self):
+        """Fails when a front refused a statement (`picoemu audit` exits 1)."""
+        out = run([PICOEMU, "--dir", self.dir, "audit"], 60, check=False)
+        if out.returncode != 0:
+            raise BenchError("the Picodata fronts refused statements (picoemu audit):\n"
+                             + out.stdout[-3000:])
+        return out.stdout.strip().splitlines()[-1]
+
+    def front_map(self):
+        """The topology as picoroute_apply_events takes it, every instance at its front."""
+        st = self.status()
+        uuid_of = {rs["name"]: rs["uuid"] for rs in st["replicasets"]}
+        inst_uuid = {i["name"]: i["uuid"] for i in st["instances"]}
+        events = []
+        for t in st["tiers"]:
+            events.append({"op": "replace", "map": "tier", "name": t["name"],
+                           "bucket_count": t["bucket_count"]})
+        for rs in st["replicasets"]:
+            events.append({"op": "replace", "map": "replicaset", "replicaset_uuid": rs["uuid"],
+                           "tier": rs["tier"], "current_master_uuid": inst_uuid[rs["master"]]})
+        for i in st["instances"]:
+            events.append({"op": "replace", "map": "instance", "instance_uuid": i["uuid"],
+                           "replicaset_uuid": i["replicaset_uuid"], "current_state": i["state"],
+                           "address": f"{HOST}:{i['front_port']}"})
+        for t in st["tiers"]:
+            for r in t["buckets"]:
+                events.append({"op": "replace", "map": "bucket", "tier": t["name"],
+                               "bucket_id": {"start": r["start"], "end": r["end"]},
+                               "current_replicaset_uuid": uuid_of[r["replicaset"]]})
+        return events, st
 
     def down(self):
         if self.started:
@@ -133,11 +170,14 @@ class Emulator:
 
 
 class Node:
-    """The private PostgreSQL server with picoroute preloaded (the routing node)."""
+    """The private PostgreSQL server with picoroute preloaded (the routing node). With
+    source='push' its map starts empty: use_fronts() gives it the fronts' addresses for the
+    sanity pass, use_catalog() then switches it to the catalog (polled from `conninfo`)."""
 
-    def __init__(self, port, conninfo):
+    def __init__(self, port, conninfo, source="poll"):
         self.port = port
         self.conninfo = conninfo
+        self.source = source
         self.dir = tempfile.mkdtemp(prefix="picoroute-peers-node-")
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres")
@@ -156,6 +196,8 @@ shared_buffers = '128MB'
 jit = off
 shared_preload_libraries = 'picoroute'
 picoroute.conninfo = '{self.conninfo}'
+picoroute.source = '{self.source}'
+picoroute.allowed_hosts = '{HOST}'
 """
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
             f.write(conf)
@@ -174,6 +216,42 @@ picoroute.conninfo = '{self.conninfo}'
 
     def psql(self, sql, timeout=120):
         return psql_at(self.dsn(), sql, timeout)
+
+    def use_fronts(self, emu):
+        """Push mode (source='push'): publishes a map whose instances are the fronts."""
+        events, _ = emu.front_map()
+        self.psql(f"SELECT picoroute_apply_events('{json.dumps(events)}')")
+
+    def use_catalog(self, emu):
+        """Switches to polling the catalog (the addresses it advertises) and waits, at most
+        20 s, until every bucket range's master is at the address the catalog gives."""
+        self.psql("ALTER SYSTEM SET picoroute.source = 'poll'")
+        self.psql("SELECT pg_reload_conf()")
+        st = emu.status()
+        port_of = {i["name"]: i["port"] for i in st["instances"]}
+        master = {rs["name"]: rs["master"] for rs in st["replicasets"]}
+        want = {(t["name"], r["start"]): f"{HOST}:{port_of[master[r['replicaset']]]}"
+                for t in st["tiers"] for r in t["buckets"]}
+        got = {}
+        for _ in range(100):
+            got = {k: self.psql(f"SELECT picoroute_master('{k[0]}', {k[1]})") for k in want}
+            if got == want:
+                return
+            time.sleep(0.2)
+        raise BenchError(f"the node's map did not take the catalog's addresses: {got}, "
+                         f"expected {want}")
+
+
+def front_pass(emu, node, statements):
+    """The sanity pass through the Picodata fronts, before anything is timed: the node (push
+    mode) gets a map of the fronts' addresses, runs statements() (each kind of statement picoroute
+    sends in the timed run, once), the fronts' audit must be empty; then the node's map becomes the
+    catalog's, the instances' private ports, for the timed runs. Returns the audit's verdict."""
+    node.use_fronts(emu)
+    statements()
+    verdict = emu.require_empty_audit()
+    node.use_catalog(emu)
+    return verdict
 
 
 def free_ports(base_port, node_port):
@@ -208,14 +286,19 @@ def parse_small_args(ap):
 
 
 def run_small_bench(args, body):
-    """Starts the emulated cluster with `users` and a picoroute node, runs body(emu, node), prints
-    the report it returns and writes it to --out; every server is stopped on the way out, a
-    SIGTERM included."""
+    """Starts the emulated cluster with `users` (its catalog advertising the private ports, the
+    row and opcode limits off) and a picoroute node in push mode (see front_pass), runs
+    body(emu, node), prints the report it returns and writes it to --out; every server is stopped
+    on the way out, a SIGTERM included."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    emu = Emulator(args.base_port)
+    emu = Emulator(args.base_port, private=True)
     node = None
     try:
         emu.up()
+        # A keyless read through picoroute (execution_options 'off': no OPTION clause) returns
+        # and examines more rows than Picodata's default limits allow.
+        emu.cli("set", "sql_motion_row_max", "0")
+        emu.cli("set", "sql_vdbe_opcode_max", "0")
         node = users_node(emu, args.rows, args.port)
         node.start()
         report = body(emu, node)
@@ -239,7 +322,7 @@ def users_node(emu, rows, port):
     hosts = ",".join(HOST for _ in st["instances"])
     ports = ",".join(str(i["port"]) for i in st["instances"])
     return Node(port, f"host={hosts} port={ports} dbname={EMU_DB} user={EMU_USER} "
-                      f"password={EMU_PASSWORD}")
+                      f"password={EMU_PASSWORD}", source="push")
 
 
 def wait_for_map(node):
@@ -343,7 +426,7 @@ class Bench(Reporter):
         self.args = args
         self.workdir = tempfile.mkdtemp(prefix="picoroute-peers-")
         os.chmod(self.workdir, 0o755)
-        self.emu = Emulator(args.base_port)
+        self.emu = Emulator(args.base_port, private=True)
         self.node = None
         self.pgb = Pgbench(args.clients, args.threads, self.workdir)
         self.lines = []
@@ -370,8 +453,10 @@ class Bench(Reporter):
         self.emu.cli("set", "sql_motion_row_max", "0")
         self.emu.cli("set", "sql_vdbe_opcode_max", "0")  # the scan examines 50,000 rows per storage
         st = self.emu.status()
-        self.masters = {}   # replicaset -> advertised port of its master (its Picodata front)
-        self.private = {}   # replicaset -> private PostgreSQL port of its master (no front)
+        # The catalog advertises the private ports (up --advertise-private): `port` and
+        # `private_port` are the same, the master's PostgreSQL server with nothing in between.
+        self.masters = {}   # replicaset -> advertised port of its master
+        self.private = {}   # replicaset -> private PostgreSQL port of its master
         for rs in st["replicasets"]:
             inst = next(i for i in st["instances"] if i["name"] == rs["master"])
             self.masters[rs["name"]] = inst["port"]
@@ -407,10 +492,12 @@ CREATE OR REPLACE FUNCTION public.px_insert(i bigint, s bigint, b integer) RETUR
 LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); SELECT 1 $$;""")
 
         self.log(f"node: starting on port {a.node_port}")
-        self.node = Node(a.node_port, self.emu.cli("conninfo", "--user", EMU_USER).strip())
+        self.node = Node(a.node_port, self.emu.cli("conninfo", "--user", EMU_USER).strip(),
+                         source="push")
         self.node.start()
         self.node.psql("CREATE EXTENSION picoroute; CREATE EXTENSION postgres_fdw; "
                        "CREATE EXTENSION plproxy;")
+        self.node.use_fronts(self.emu)  # the sanity pass through the fronts comes first
         for _ in range(100):
             n = self.node.psql("SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'")
             if n == "2":
@@ -426,20 +513,26 @@ LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); 
         part = " ".join(f"WHEN b BETWEEN {s} AND {e} THEN {i}"
                         for i, rs in enumerate(self.rs_names) for s, e in self.ranges[rs])
         sql = [f"""
--- picoroute (read_preference leader, connections cached per session). execution_options 'on'
--- (the default) for the point statements: a keyed statement carries no OPTION clause, and the
--- startup options ask for pico_stmt_invalidation, without which picoroute prepares nothing.
--- The scan server keeps 'off': the bench turns the cluster's row and opcode limits off instead.
+-- picoroute (read_preference leader, connections cached per session), execution_options 'off':
+-- no OPTION clause and no Picodata startup options, what a plain PostgreSQL server accepts (the
+-- timed runs reach the private ports). Without the startup option pico_stmt_invalidation
+-- picoroute prepares no remote statement: every one goes unnamed. picodata_version fixed, so
+-- that the sanity pass (pushed map, no version known) and the timed runs send the same SQL.
+-- The bench turns the cluster's row and opcode limits off instead of an OPTION clause.
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname '{EMU_DB}');
+  OPTIONS (tier 'default', dbname '{EMU_DB}', picodata_version '26.2.1', execution_options 'off');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
   OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters', picodata_version '26.2.1',
            execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
--- picoroute as before prepared remote statements: a role whose sessions prepare nothing
-CREATE ROLE bench_unnamed SUPERUSER LOGIN;
-ALTER ROLE bench_unnamed SET picoroute.remote_statement_cache_size = 0;
-CREATE USER MAPPING FOR bench_unnamed SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
+-- The point SELECT's sessions plan every execution with its key (plan_cache_mode
+-- force_custom_plan): picoroute then sends the key as a literal. On a private port the emulator
+-- routes a keyed statement to the owner's storage only for a literal key (a bound key is routed
+-- by the value the Picodata front passes in picoemu.bind_params); with a bound key the owner would
+-- also ask the other replicaset, which Picodata does not do.
+CREATE ROLE bench_literal SUPERUSER LOGIN;
+ALTER ROLE bench_literal SET plan_cache_mode = force_custom_plan;
+CREATE USER MAPPING FOR bench_literal SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 CREATE FOREIGN TABLE pr_users (id bigint, name text, v bigint) SERVER pico
   OPTIONS (table_name 'users', sharding_key 'id');
@@ -496,21 +589,16 @@ ANALYZE;""")
         node = (self.args.node_port, "postgres", "postgres", None)
         return {
             "node": node,
-            "node_unnamed": (self.args.node_port, "postgres", "bench_unnamed", None),
+            "node_literal": (self.args.node_port, "postgres", "bench_literal", None),
             "owner": (self.owner_port, EMU_DB, EMU_USER, EMU_PASSWORD),
             "other": (self.other_port, EMU_DB, EMU_USER, EMU_PASSWORD),
-            "owner_private": (self.owner_private, EMU_DB, EMU_USER, EMU_PASSWORD),
         }
 
     def select_scripts(self):
         pre = key_preamble(self.pool)
         remote = "SELECT id, name, v FROM users WHERE id = :k AND bucket_id = :b;\n"
         return {
-            "picoroute": ("node", pre + "SELECT id, name, v FROM pr_users WHERE id = :k;\n"),
-            # The same with picoroute.remote_statement_cache_size = 0 (every remote statement
-            # unnamed, the bucket a parameter): picoroute before prepared remote statements.
-            "picoroute_unnamed": ("node_unnamed",
-                                  pre + "SELECT id, name, v FROM pr_users WHERE id = :k;\n"),
+            "picoroute": ("node_literal", pre + "SELECT id, name, v FROM pr_users WHERE id = :k;\n"),
             "pg_fdw": ("node", pre + "SELECT id, name, v FROM fdw_users_owner "
                                "WHERE id = :k AND bucket_id = :b;\n"),
             "plproxy": ("node", pre + "SELECT id, name, v FROM px_get(:k, :b);\n"),
@@ -519,8 +607,6 @@ ANALYZE;""")
             # The floor again, but as picoroute reaches the instance: one unnamed statement per
             # execution (Parse/Bind/Execute), so the instance parses and plans every time.
             "direct_unnamed": ("owner", pre + remote, "extended"),
-            # The floor without the emulator's Picodata front: its cost is direct / direct_private.
-            "direct_private": ("owner_private", pre + remote),
         }
 
     def insert_scripts(self):
@@ -535,7 +621,6 @@ ANALYZE;""")
             "plproxy": ("node", pre + "SELECT px_insert(:id, :k, :b);\n"),
             "forward": ("other", pre + remote),
             "direct": ("owner", pre + remote),
-            "direct_private": ("owner_private", pre + remote),
         }
 
     # -- sanity: every routed variant reaches the owner only (strict mode) and answers --
@@ -573,8 +658,9 @@ ANALYZE;""")
         if got != want:
             raise BenchError(f"sanity: forwarding: expected {want}, got {got}")
         n = psql_at(emu_conninfo(self.owner_private), "SELECT count(*) FROM _picoemu_local.events")
-        if int(n) != 5 * 2 * 20:
-            raise BenchError(f"sanity: {n} events stored at the owner, expected {5 * 2 * 20}")
+        want = sum(1 for name in self.insert_scripts() if name != "forward") * 2 * 20
+        if int(n) != want:
+            raise BenchError(f"sanity: {n} events stored at the owner, expected {want}")
         self.truncate_events()
         # The scan variants must all see every row exactly once.
         expected = f"{self.args.rows}|{sum(range(1, self.args.rows + 1))}"
@@ -588,6 +674,20 @@ ANALYZE;""")
             raise BenchError("sanity: postgres_fdw partitions are not scanned asynchronously:\n"
                              + plan)
         self.log("sanity: ok")
+
+    def front_statements(self):
+        """Each kind of statement picoroute sends in the timed runs, once or a few times: the
+        point SELECT and INSERT through pgbench (-M prepared, as timed) and the scan."""
+        tg = self.targets()
+        for kind, scripts in (("select", self.select_scripts()), ("insert", self.insert_scripts())):
+            path = self.pgb.script(f"front_{kind}", scripts["picoroute"][1])
+            self.pgb.run(tg[scripts["picoroute"][0]], path, transactions=5, clients=1,
+                         defines=["n=0", f"base={99 * 10 ** 11}"])
+        expected = f"{self.args.rows}|{sum(range(1, self.args.rows + 1))}"
+        got = self.node.psql("SELECT count(*), sum(id) FROM pr_users_m")
+        if got != expected:
+            raise BenchError(f"front pass: scan of pr_users_m: {got}, expected {expected}")
+        self.truncate_events()
 
     def truncate_events(self):
         for port in self.private.values():
@@ -712,7 +812,8 @@ ANALYZE;""")
             return None
         tg = self.targets()
         path = os.path.join(self.workdir, "select_picoroute.sql")
-        proc, timeout = self.pgb.run(tg["node"], path, seconds=seconds + 4, background=True)
+        proc, timeout = self.pgb.run(tg[self.select_scripts()["picoroute"][0]], path,
+                                     seconds=seconds + 4, background=True)
         pids = []
         try:
             for _ in range(50):
@@ -744,7 +845,7 @@ ANALYZE;""")
         return {"pids": pids, "flat": flat, "dsos": dsos, "split": split, "roles": roles,
                 "pgbench": parse_pgbench(out)}
 
-    CPU_VARIANTS = ["direct", "picoroute", "picoroute_unnamed", "plproxy", "pg_fdw"]
+    CPU_VARIANTS = ["direct", "picoroute", "plproxy", "pg_fdw"]
 
     def cpu_per_statement(self, seconds):
         """For each variant: a point-SELECT load at the bench's client count, `perf record -a`
@@ -793,8 +894,8 @@ ANALYZE;""")
             f"sampled for {max(2, self.args.seconds - 4)} s in the middle of a "
             f"{self.args.seconds} s run; CPU time per statement = share of all samples x "
             f"{os.cpu_count()} cores / tps of that run (one sample per variant: about +-10%). "
-            f"`front (python)` is the emulator's Picodata fronts (picoroute and direct pass "
-            f"through them; pg_fdw and PL/Proxy reach the private ports).")
+            f"`front (python)` is the emulator's Picodata fronts: no variant passes through "
+            f"them, so it should be about 0.")
         say()
         roles = ["instance backends", "node backends", "front (python)", "pgbench", "other",
                  "idle"]
@@ -862,6 +963,13 @@ ANALYZE;""")
             "emulated instances share its cores, so a variant that uses more processes per "
             "statement also pays for their CPU.")
         say()
+        say("What is timed: transactions per second of whole pgbench runs (point statements) and "
+            "the time of whole scans, as seen by the client. The path of every variant: "
+            "pgbench -> the node (picoroute, pg_fdw, plproxy) or pgbench directly (forward, "
+            "direct, direct_unnamed) -> the instances' private PostgreSQL ports, with no test "
+            "machinery in between (the emulator's Picodata fronts are bypassed by all alike; "
+            "see Configuration).")
+        say()
         for title, samples, names, how in (
                 ("Point SELECT by key", sel, SELECT_VARIANTS,
                  f"-c {a.clients} -j {a.threads} -T {a.seconds}"),
@@ -896,18 +1004,11 @@ ANALYZE;""")
                     say(f"| {label} | {value:.2f} | {text}: {verdict} |")
                 else:
                     say(f"| {label} | {value:.2f} | (no target) |")
-            if "picoroute_unnamed" in tps:
-                say(f"| picoroute / picoroute with every remote statement unnamed "
-                    f"(`remote_statement_cache_size = 0`, as before) | "
-                    f"{p / tps['picoroute_unnamed']:.2f} | (information) |")
             if "direct_unnamed" in tps:
                 say(f"| picoroute / direct with unnamed statements (`-M extended`) | "
                     f"{p / tps['direct_unnamed']:.2f} | (information) |")
                 say(f"| direct unnamed / direct prepared | "
                     f"{tps['direct_unnamed'] / tps['direct']:.2f} | (information) |")
-            if "direct_private" in tps:
-                say(f"| direct through the front / direct to the private port (the front's own "
-                    f"cost) | {tps['direct'] / tps['direct_private']:.2f} | (information) |")
             say()
         say(f"### Scan of all {a.rows} rows (`SELECT count(*), sum(v), max(name)` on the node; "
             f"median of {a.scan_reps} executions per run after one warm-up)")
@@ -957,7 +1058,20 @@ ANALYZE;""")
         say("- pgbench runs with `-M prepared` everywhere. On the node the local statement is "
             "prepared; what reaches the instance differs by design: picoroute sends one "
             "unnamed extended-protocol statement (Parse/Bind/Execute/Sync in one packet) with "
-            "the bucket as a literal (`... WHERE (id = $1) AND bucket_id = N`); postgres_fdw "
+            "the key as a literal and no bucket term (`... WHERE (\"id\" = 5)`: Picodata, and "
+            "the emulator, route it by its key). It is unnamed because execution_options 'off' "
+            "does not ask for `pico_stmt_invalidation`, without which picoroute prepares "
+            "nothing; the key is a literal because the point SELECT's node sessions run with "
+            "`plan_cache_mode = force_custom_plan` (role `bench_literal`): on a private port the "
+            "emulator routes a keyed statement by a literal key only (a bound key needs the "
+            "value its Picodata front passes on), and a bound key would make the owner also "
+            "ask the other replicaset. So the node plans picoroute's foreign scan at every "
+            "execution, a cost the other variants do not pay, and the instance routes each of "
+            "picoroute's statements by parsing its text and hashing the key in PL/pgSQL (the "
+            "emulator's routing by key, `_picoemu.key_bucket`; its session cache holds the "
+            "last statement only, so every new key pays it), where the peers' statements, "
+            "whose text never changes and which carry `bucket_id`, hit that cache and are "
+            "pruned by their bucket. Picodata routes by key natively. postgres_fdw "
             "opens a remote transaction and a cursor (START TRANSACTION, DECLARE, FETCH, "
             "CLOSE, COMMIT; for INSERT: a prepared INSERT per statement); PL/Proxy sends its "
             "SELECT with parameters; `forward` and `direct` are pgbench's own prepared "
@@ -973,9 +1087,10 @@ ANALYZE;""")
             f"key's bucket (the pgbench key pool holds key and bucket; computed by the "
             f"emulator at load time); picoroute alone is given only the key and computes the "
             f"bucket itself.")
-        say(f"- The same remote statement for every point SELECT: the instance's `public.users` "
-            f"view filtered by `id` and by the literal or parameter `bucket_id`, which prunes "
-            f"the view to the owner's storage. `forward` sends it to `{p}`'s master, which "
+        say(f"- The same remote statement for every point SELECT but picoroute's: the "
+            f"instance's `public.users` view filtered by `id` and by the parameter `bucket_id`, "
+            f"which prunes the view to the owner's storage (picoroute's has no bucket term; the "
+            f"instance routes it by its literal key). `forward` sends it to `{p}`'s master, which "
             f"forwards it through its own postgres_fdw foreign table (fetch_size 10000) to "
             f"`{o}`: the bucket filter stands for the bucket Picodata's coordinator computes "
             f"itself (without it the emulator would probe every replicaset). Point INSERTs all "
@@ -995,17 +1110,18 @@ ANALYZE;""")
             "every row.")
         say("- picoroute: `picoroute.refresh_interval` default (1 s), scatter 'masters' for "
             "the scan, read_preference leader; no option tuned.")
-        say("- The emulator's Picodata fronts: picoroute, `forward` and `direct` reach the "
-            "instances through them (a Python asyncio proxy per instance that parses every "
-            "statement, counts returned rows and forwards the bytes); `pg_fdw`, `plproxy`, "
-            "`direct_private` and the `direct` scan connect to the instances' private "
-            "PostgreSQL ports, because the peers cannot speak Picodata's dialect (cursors, "
-            "transactions, function calls): they are spared the front's cost, which "
-            "`direct` / `direct_private` measures (same statement, same pgbench settings, "
-            "timed as transactions per second of the whole pgbench run). The cluster settings "
-            "`sql_motion_row_max` and `sql_vdbe_opcode_max` are 0 (off) for the whole bench: "
-            "picoroute's scatter scan returns and examines more rows per master than "
-            "Picodata's defaults allow.")
+        say(f"- Paths: every variant reaches the instances' private PostgreSQL ports, with "
+            f"nothing in between. The emulator advertises them (`picoemu up "
+            f"--advertise-private`): picoroute's map, read from the catalog, holds them, and "
+            f"`forward`, `direct`, postgres_fdw and PL/Proxy are given them. picoroute's "
+            f"servers have `execution_options 'off'` (no OPTION clause, no Picodata startup "
+            f"options). Before timing, a sanity pass ran picoroute's point SELECT and INSERT "
+            f"(pgbench, 5 transactions each) and its scan through the instances' Picodata "
+            f"fronts (the node's map pushed with the fronts' addresses), and the fronts "
+            f"refused nothing (`picoemu audit`: {getattr(self, 'front_audit', '?')}). The "
+            f"cluster settings `sql_motion_row_max` and `sql_vdbe_opcode_max` are 0 (off) for "
+            f"the whole bench: picoroute's scatter scan returns and examines more rows per "
+            f"master than Picodata's defaults allow.")
         say("- `direct` scan: one psql per master, connected beforehand, reading "
             "`_picoemu_local.users` unaligned to /dev/null; time from sending both queries "
             "to both end markers.")
@@ -1071,6 +1187,9 @@ ANALYZE;""")
         a = self.args
         self.verdicts = []
         self.setup()
+        self.log("sanity pass through the Picodata fronts: picoroute's statements, audit empty")
+        self.front_audit = front_pass(self.emu, self.node, self.front_statements)
+        self.log(f"front pass: {self.front_audit}; the node now reads the catalog (private ports)")
         self.sanity()
         self.log(f"point SELECT: {a.runs} runs x {len(SELECT_VARIANTS)} variants x {a.seconds} s")
         sel = self.point("select", self.select_scripts(), a.runs, seconds=a.seconds)

@@ -12,8 +12,12 @@ volatile local filter, so that neither wrapper can push the aggregate down and e
 fetched):
   picoroute          foreign table, scatter 'coordinator' (one instance returns every row)
   picoroute_masters  foreign table, scatter 'masters' (both masters stream at once)
-  pg_fdw             postgres_fdw foreign table on the same coordinator's private port (fetch_size 100)
+  pg_fdw             postgres_fdw foreign table on the same coordinator (fetch_size 100)
   pg_fdw_10k         the same with fetch_size 10000
+Every variant reaches the instances' private PostgreSQL ports (the emulator advertises them, `up
+--advertise-private`; picoroute's servers have execution_options 'off' and the cluster's row and
+opcode limits are off); before measuring, each picoroute variant runs once through the instances'
+Picodata fronts and the run fails unless `picoemu audit` is empty.
 
 Memory: each measurement runs in a new session. After a warm-up statement through the same
 foreign table (connections open, caches filled), the backend's VmHWM (peak resident set, from
@@ -53,7 +57,11 @@ PEAK = r"SELECT substring(pg_read_file('/proc/self/status') from 'VmHWM:\s+(\d+)
 class Emulator(peers.Emulator):
     def up(self):
         self.started = True
-        self.cli("up", "--base-port", str(self.base_port), "--replication-factor", "1")
+        self.cli("up", "--base-port", str(self.base_port), "--replication-factor", "1",
+                 "--advertise-private")
+        # picoroute's keyless reads carry no OPTION clause (execution_options 'off')
+        self.cli("set", "sql_motion_row_max", "0")
+        self.cli("set", "sql_vdbe_opcode_max", "0")
 
 
 def measure(node, table, rows):
@@ -108,8 +116,8 @@ def main():
         st = emu.status()
         masters = {i["replicaset"]: i["port"] for i in st["instances"] if i["role"] == "master"}
         coord = sorted(masters.values())[0]
-        # postgres_fdw cannot speak Picodata's dialect (transactions, cursors): it reads the same
-        # instance on its private PostgreSQL port, spared the front's cost.
+        # The catalog advertises the private ports: postgres_fdw reads the same instance as
+        # picoroute's coordinator, on the same port.
         coord_private = next(i["private_port"] for i in st["instances"] if i["port"] == coord)
         emu.cli("create-table", "big", "--columns", "id int8, name text, v int8")
         left, start = a.rows, 1
@@ -117,18 +125,19 @@ def main():
             n = min(left, 1000000)
             emu.cli("load", "big", "--rows", str(n), "--start", str(start), timeout=3600)
             left, start = left - n, start + n
-        node = peers.Node(node_port, peers.emu_conninfo(coord))
+        node = peers.Node(node_port, peers.emu_conninfo(coord), source="push")
         node.start()
         node.psql(f"""
 CREATE EXTENSION picoroute;
 CREATE EXTENSION postgres_fdw;
--- picoroute reaches the instances through their Picodata fronts and lifts the row limits of its
--- keyless reads with its default OPTION clause, as against Picodata; scatter 'masters' is used as on
--- Picodata 26.2.1+.
+-- picoroute reaches the instances' private ports with execution_options 'off' (no OPTION
+-- clause, no Picodata startup options: what plain PostgreSQL accepts; the cluster's row limits
+-- are off instead); scatter 'masters' is used as on Picodata 26.2.1+.
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata');
+  OPTIONS (tier 'default', dbname 'picodata', picodata_version '26.2.1', execution_options 'off');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1');
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1',
+           execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico
   OPTIONS (user '{peers.EMU_USER}', password '{peers.EMU_PASSWORD}');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m
@@ -143,6 +152,10 @@ CREATE FOREIGN TABLE big_fdw (id bigint, name text, v bigint) SERVER fdw
 CREATE FOREIGN TABLE big_fdw10k (id bigint, name text, v bigint) SERVER fdw
   OPTIONS (table_name 'big', fetch_size '10000');
 """)
+        # Each picoroute variant's statements once through the Picodata fronts, then measured on
+        # the private ports.
+        audit = peers.front_pass(emu, node, lambda: [measure(node, TABLES[v], a.rows)
+                                                     for v in variants if v.startswith("picoroute")])
         res = {v: [] for v in variants}
         for r in range(a.runs):
             order = variants[r % len(variants):] + variants[:r % len(variants)]
@@ -167,6 +180,13 @@ CREATE FOREIGN TABLE big_fdw10k (id bigint, name text, v bigint) SERVER fdw
     say("")
     say(f"{os.cpu_count()} cores ({platform.machine()}); emulated cluster of 2 replicasets x 1 "
         f"instance on the same machine; median (min-max) of {a.runs} runs, each in a new session.")
+    say("")
+    say("Paths: every variant reaches the instances' private PostgreSQL ports with nothing in "
+        "between (`picoemu up --advertise-private`; picoroute's servers have "
+        "`execution_options 'off'`, the cluster's row and opcode limits are off). Before "
+        "measuring, each picoroute variant ran once through the instances' Picodata fronts and "
+        f"was refused nothing (`picoemu audit`: {audit}). What is measured: the backend's peak "
+        "memory, and the scans' times as psql's `\\timing` shows them.")
     say("")
     say("| variant | peak memory above an idle backend, MB | full scan, ms | LIMIT 1, ms |")
     say("|---|---|---|---|")

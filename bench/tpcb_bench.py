@@ -343,8 +343,14 @@ class Bench(pb.Reporter):
             f"-T {a.seconds}`, {a.runs} run(s) of each phase, interleaved (quiet, moves, failover).")
         say()
         say("What is timed: pgbench -> the picoroute node (foreign tables) -> the instances' "
-            "Picodata fronts (the emulator's Python proxies, on the path as in the peers bench) "
-            "-> their PostgreSQL servers; the same path in every phase. A phase's tps is its "
+            "Picodata fronts (the emulator's Python proxies) -> their PostgreSQL servers; the "
+            "same path in every phase. Unlike the other benchmarks, which reach the private "
+            "ports, this one keeps the fronts on its path: it has one variant, compared only "
+            "with itself across phases, and the fronts carry behaviour the phases exercise (a "
+            "write that meets a bucket in flight waits for the move and runs again; a write "
+            "sent to a demoted master is refused with Picodata's text), which on a private "
+            "port would reach picoroute as PostgreSQL errors Picodata does not give. "
+            "A phase's tps is its "
             "transactions over its whole time, cluster commands included: -T, or longer when "
             "pgbench ran past it (a client held in a statement's retry finishes its "
             "transaction); a client that aborted adds nothing after its abort. pgbench's own "

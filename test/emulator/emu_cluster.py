@@ -392,7 +392,7 @@ class Cluster:
             delay = min(delay * 2, 0.25)
 
     # ---- commands: lifecycle -------------------------------------------------------------------
-    def up(self, tiers, base_port, advertise_wildcard, auth, picodata_version):
+    def up(self, tiers, base_port, advertise_wildcard, auth, picodata_version, advertise_private=False):
         if self.st is not None:
             started = []
             for i in self.st.active_instances():
@@ -409,7 +409,8 @@ class Cluster:
             log("cluster already exists in %s (options ignored; `picoemu down` to rebuild)" % self.dir)
             return
         self.ensure_dir()
-        st = self.st = new_state(self.state_path, base_port, tiers, advertise_wildcard, auth, picodata_version)
+        st = self.st = new_state(self.state_path, base_port, tiers, advertise_wildcard, auth, picodata_version,
+                                     advertise_private)
         for tier in st.tiers:
             for _ in range(tier["replicasets"]):
                 rs = st.new_replicaset(tier)

@@ -178,7 +178,7 @@ def catalog_doc(st):
                       "target_state_reason": None, "target_state_change_time": i["state_change_time"]})
         peers.append({"raft_id": i["raft_id"], "address": "127.0.0.1:%d" % i["iproto_port"],
                       "connection_type": "iproto"})
-        peers.append({"raft_id": i["raft_id"], "address": "%s:%d" % (host, i.get("pgproto_port", i["port"])),
+        peers.append({"raft_id": i["raft_id"], "address": "%s:%d" % (host, st.advertised_port(i)),
                       "connection_type": "pgproto"})
     tier_by_name = {t["name"]: t for t in st.tiers}
     rss = []

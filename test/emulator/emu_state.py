@@ -194,13 +194,22 @@ class State:
         self.replicasets.append(rs)
         return rs
 
+    def advertised_port(self, inst):
+        """The pgproto port the catalog advertises for `inst`: its front's, or with
+        `up --advertise-private` its PostgreSQL server's private port (clients then bypass the
+        fronts; the fronts still run on their own ports)."""
+        if self.d.get("advertise_private"):
+            return inst["port"]
+        return inst.get("pgproto_port", inst["port"])
+
     def bump_tier_version(self, tier_name):
         t = self.tier(tier_name)
         t["vshard_config_version"] += 1
         t["bucket_state_version"] += 1
 
 
-def new_state(path, base_port, tiers, advertise_wildcard, auth, picodata_version=DEFAULT_VERSION):
+def new_state(path, base_port, tiers, advertise_wildcard, auth, picodata_version=DEFAULT_VERSION,
+              advertise_private=False):
     if picodata_version not in VERSIONS:
         raise EmuError("unknown Picodata version %r (known: %s)" % (picodata_version, ", ".join(VERSIONS)))
     data = {
@@ -210,6 +219,7 @@ def new_state(path, base_port, tiers, advertise_wildcard, auth, picodata_version
         "dbname": DB_NAME,
         "auth": auth,
         "advertise_wildcard": advertise_wildcard,
+        "advertise_private": advertise_private,
         "next_index": 0,
         "next_raft_id": 1,
         "next_table_id": 1025,

@@ -6,6 +6,7 @@ section 1 is refused and its accepted equivalent accepted, the statements picoro
 Run: python3 test/emulator/test_emu_dialect.py  (also run by the emulator self-test and test/run_all.sh)
 """
 
+import json
 import os
 import struct
 import sys
@@ -17,6 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import emu_caps  # noqa: E402
 import emu_dialect as d  # noqa: E402
 import emu_parts  # noqa: E402
+import emu_sql  # noqa: E402
+import emu_state  # noqa: E402
 
 ALL = ("25.5", "26.1", "26.2", "head")
 
@@ -357,6 +360,34 @@ class WritePartsTest(unittest.TestCase):
         self.assertEqual(emu_parts.merge_answers([ok1, err]), m(b"E", b"SERROR\0C08001\0Mdown\0\0"))
         self.assertEqual(emu_parts.merge_answers([m(b"C", b"INSERT 0 2\0"), m(b"C", b"INSERT 0 0\0")]),
                          m(b"C", b"INSERT 0 2\0"))
+
+
+class AdvertisedAddressTest(unittest.TestCase):
+    """The pgproto address the catalog gives: the front's port, or with `up --advertise-private`
+    the instance's private PostgreSQL port (no server needed: the state and the catalog document)."""
+
+    def addresses(self, advertise_private):
+        st = emu_state.new_state("/nonexistent/state.json", 20000, [("default", 1, 2, 10)], False,
+                                 "scram-sha-256", advertise_private=advertise_private)
+        tier = st.tier("default")
+        rs = st.new_replicaset(tier)
+        insts = [st.new_instance(rs, tier, j) for j in (1, 2)]
+        rs["master"] = insts[0]["name"]
+        doc = json.loads(emu_sql.catalog_doc(st))
+        pgproto = [p["address"] for p in doc["_pico_peer_address"] if p["connection_type"] == "pgproto"]
+        return pgproto, [st.advertised_port(i) for i in insts], insts
+
+    def test_default_advertises_the_fronts(self):
+        pgproto, ports, insts = self.addresses(False)
+        self.assertEqual(ports, [20000, 20001])
+        self.assertEqual(pgproto, ["127.0.0.1:20000", "127.0.0.1:20001"])
+        self.assertEqual([i["port"] for i in insts], [20200, 20201])
+
+    def test_advertise_private(self):
+        pgproto, ports, insts = self.addresses(True)
+        self.assertEqual(ports, [20200, 20201])
+        self.assertEqual(pgproto, ["127.0.0.1:20200", "127.0.0.1:20201"])
+        self.assertEqual([i["pgproto_port"] for i in insts], [20000, 20001])  # the fronts
 
 
 if __name__ == "__main__":
