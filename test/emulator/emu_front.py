@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import emu_dialect as dialect  # noqa: E402
 import emu_caps  # noqa: E402
+import emu_route  # noqa: E402
 import emu_stmts  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -306,6 +307,7 @@ class Session:
         self.stmts = {}             # statement name -> info dict
         self.stmt_invalidation = False  # pico_stmt_invalidation=true (26.1+): 42999 at Bind after DDL
         self.portals = {}           # portal name -> info dict
+        self.portal_params = {}     # portal name -> its bound values as text (None: NULL or binary)
         self.helper = "no"          # helper statement state: no | pending | yes
         self.vdbe_helpers = {}      # the same for the vdbe statements, by name
         self.authenticated = False
@@ -854,6 +856,8 @@ class Session:
             text = row_limit_text(limit, v.insert_rows)
             self.refuse("limit", "XX000", text, sql, extended=False)
             return
+        if v.kind == "query" and self.refuse_forward(v.options, self.route(v), None, sql, extended=False):
+            return
         sets, restore = self.statement_gucs(v.options)
         if sets:
             self.inject_simple(sets)
@@ -878,6 +882,46 @@ class Session:
             self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
         if restore:
             self.inject_simple(restore)
+
+    # ---- forward (26.2.1-rc1+): refused by the statement's bucket set, before it runs --------------
+    def route(self, v):
+        """What emu_route reads in the statement v (cached by text and version)."""
+        key = (v.sql, self.front.settings.version)
+        r = self.front.routes.get(key)
+        if r is None:
+            try:
+                r = {"toks": emu_route.statement_tokens(v.sql)}
+            except dialect.Reject:
+                r = {"toks": None}
+            if len(self.front.routes) > 20000:
+                self.front.routes.clear()
+            self.front.routes[key] = r
+        return r
+
+    def refuse_forward(self, opts, r, params, statement, extended):
+        """Picodata checks forward before it dispatches a statement (reads and writes): under
+        forward=off (ro_to_rw) a statement whose bucket set needs more is refused with XX000 and
+        Picodata's text (emu_route.forward_verdict). The effective value: the statement's OPTION,
+        else the startup option, else the cluster's strict setting (picoemu strict on = off). Not a
+        dialect refusal: logged in front.log, not in the audit. True when refused."""
+        st = self.front.settings
+        st.refresh()
+        wanted = opts.get("forward") or self.conn_opts.get("forward") or ("off" if st.d.get("strict") else "on")
+        if wanted == "on" or r.get("toks") is None:
+            return False
+        try:
+            text = emu_route.forward_verdict(st.d, st.instance, st.version, r["toks"], wanted, params)
+        except Exception as exc:  # the emulator's reading failed: the storages' own check stays
+            log("forward: statement not judged (%r) | %s" % (exc, statement[:200]))
+            return False
+        if text is None:
+            return False
+        self.front.forward_refused += 1
+        log("forward: refused (%d so far): %s | %s" % (self.front.forward_refused, text, statement[:300]))
+        self.synth(error_msg("XX000", text) + (b"" if extended else msg(b"Z", b"I")))
+        if extended:
+            self.skip_until_sync = True
+        return True
 
     def inject_simple(self, pairs):
         q = "SELECT " + ", ".join("set_config('%s', '%s', false)" % (k, v.replace("'", "''")) for k, v in pairs)
@@ -926,7 +970,8 @@ class Session:
         if not self.statement_room(sql):
             return
         info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
-                "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen}
+                "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen,
+                "route": self.route(v) if v.kind == "query" else None}
         if name:
             log("named statement %s prepared (%d named in this session)"
                 % (name, sum(1 for k in self.stmts if k and k != name) + 1))
@@ -980,6 +1025,7 @@ class Session:
             self.synth(msg(b"2"))
             return
         self.inject_bind_params(body)
+        self.portal_params[portal] = bind_values(body, pos)
         self.push(Entry("fwd", ends=(b"2",)))
         self.send_server(raw)
 
@@ -1027,6 +1073,9 @@ class Session:
         limit = self.motion_limit(opts)
         if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
             self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"]), info["sql"], extended=True)
+            return
+        if info is not None and info.get("route") is not None and self.refuse_forward(
+                opts, info["route"], self.portal_params.get(portal), info["sql"], extended=True):
             return
         sets, restore = self.statement_gucs(opts)
         if sets:
@@ -1209,6 +1258,8 @@ class Front:
         self.retried = 0  # statements run again (RETRY_STATES)
         self.move_statements = 0  # writes that met a bucket in flight (MOVE_STATES)
         self.move_reruns = 0  # their runs again
+        self.routes = {}  # (statement text, version) -> what emu_route reads in it (see Session.route)
+        self.forward_refused = 0  # statements refused under forward (Session.refuse_forward)
 
     async def handle(self, reader, writer):
         sock = writer.get_extra_info("socket")

@@ -190,6 +190,10 @@ class DialectTest(unittest.TestCase):
             self.refused(sql, "option_name", v)
         self.assertEqual(self.accepted(sql, "head").options, {"forward": "off"})
         self.assertEqual(self.accepted(sql, "26.2.1").options, {"forward": "off"})
+        # G:Forward = "forward" = (ForwardOn | ForwardOff | ForwardROtoRW | Parameter): `on` is a value
+        for value in ("on", "ON", "ro_to_rw"):
+            self.assertEqual(self.accepted("SELECT * FROM t OPTION (forward = %s)" % value, "head").options,
+                             {"forward": value.lower()})
 
     def test_option_is_stripped(self):
         v = self.accepted("SELECT id FROM t WHERE id < 10 OPTION (sql_motion_row_max = 0, sql_vdbe_opcode_max = 7);",
@@ -309,6 +313,103 @@ class CapabilitiesTest(unittest.TestCase):
         for bad in ["", "26", "head", "26.1.1-beta", "26.1.1-rc", "26.1.1-12-g", "v26.1.1"]:
             self.assertIsNone(emu_caps.parse_version(bad), bad)
         self.assertEqual(emu_caps.dnf_chain_limit(), 512)
+
+
+# A cluster of two replicasets of one master and one replica each, 3000 buckets split in two, as
+# forward sees it in state.json. Keys: 2 -> bucket 1410 (default_1), 1 -> 1934 and 3 -> 1958
+# (default_2).
+STATE = {
+    "tables": [{"name": "t", "global": False, "tier": "default", "sharding_key": ["id"],
+                "columns": [{"name": "id", "cls": "int"}, {"name": "b", "cls": "text"}]},
+               {"name": "k2", "global": False, "tier": "default", "sharding_key": ["b", "id"],
+                "columns": [{"name": "id", "cls": "int"}, {"name": "b", "cls": "text"}]},
+               {"name": "g", "global": True, "tier": None, "sharding_key": [],
+                "columns": [{"name": "id", "cls": "int"}]}],
+    "tiers": [{"name": "default", "bucket_count": 3000}],
+    "buckets": {"default": [[1, 1500, "default_1"], [1501, 3000, "default_2"]]},
+    "instances": [{"name": "m1", "replicaset": "default_1"}, {"name": "r1", "replicaset": "default_1"},
+                  {"name": "m2", "replicaset": "default_2"}],
+    "replicasets": [{"name": "default_1", "master": "m1"}, {"name": "default_2", "master": "m2"}],
+}
+NOT_LOCAL = ('sbroad: invalid option: cannot satisfy "forward = off": buckets are not present on the '
+             'current node, try using "forward = ro_to_rw" instead')
+SPAN = ('sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes and are '
+        'not present on the current node, try using "forward = on" instead')
+SPAN_RO = ('sbroad: invalid option: cannot satisfy "forward = ro_to_rw": buckets span multiple nodes, '
+           'try using "forward = on" instead')
+
+
+class ForwardTest(unittest.TestCase):
+    """forward=off/ro_to_rw judged by the statement's bucket set, as enforce_forward_option and
+    get_possible_forward_option (src/sql/router.rs, 26.2.1-rc1 and 26.3.0) judge it."""
+
+    def verdict(self, sql, instance="m1", wanted="off", params=None, version="head"):
+        import emu_route
+        return emu_route.forward_verdict(STATE, instance, version, emu_route.statement_tokens(sql), wanted, params)
+
+    def test_keyless_refused_even_when_every_row_is_local(self):
+        self.assertEqual(self.verdict("SELECT * FROM t"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE b = 'x'", "m2"), SPAN)
+        self.assertEqual(self.verdict("DELETE FROM t WHERE b = 'x'"), SPAN)
+        self.assertEqual(self.verdict("UPDATE t SET b = 'y'"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id = 2 OR b = 'x'"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t", wanted="ro_to_rw"), SPAN_RO)
+        self.assertIsNone(self.verdict("SELECT * FROM t", wanted="on"))
+
+    def test_keyed_at_the_owner_runs_elsewhere_refused(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1", "m2"))
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id = 1"), NOT_LOCAL)
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1", wanted="ro_to_rw"))
+        self.assertIsNone(self.verdict("UPDATE t SET b = 'x' WHERE id = 2 AND b = 'y'"))
+        self.assertIsNone(self.verdict("DELETE FROM t WHERE \"id\" = $1", params=["2"]))
+        self.assertEqual(self.verdict("DELETE FROM t WHERE t.id = $1::int8", params=["1"]), NOT_LOCAL)
+        self.assertIsNone(self.verdict("SELECT * FROM k2 WHERE id = 5 AND b = 'x'",
+                                       self.owner_instance([["x", 5]], "k2")))
+
+    def owner_instance(self, keys, table="t"):
+        import bucket_hash_reference as ref
+        rs = {1 if ref.bucket_id(k, 3000) <= 1500 else 2 for k in keys}
+        return "m%d" % rs.pop()
+
+    def test_several_keys_by_owners(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id IN (1, 3)", "m2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1 OR id = 3", "m2"))
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (1, 2)", "m2"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (1, 3)"), NOT_LOCAL)
+
+    def test_inserts_by_their_rows(self):
+        self.assertIsNone(self.verdict("INSERT INTO t VALUES (2, 'a')"))
+        self.assertIsNone(self.verdict("INSERT INTO t (b, id) VALUES ('a', 1), ('b', 3)", "m2"))
+        self.assertEqual(self.verdict("INSERT INTO public.t (id, b) VALUES (1, 'a'), (2, 'b')"), SPAN)
+        self.assertEqual(self.verdict("INSERT INTO t (id, b) VALUES ($1, $2)", params=["1", "x"]), NOT_LOCAL)
+        self.assertEqual(self.verdict("INSERT INTO t (id, b) SELECT id, b FROM t"), SPAN)
+
+    def test_replica_refuses_under_off(self):
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id = 2", "r1"), NOT_LOCAL)
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 2", "r1", wanted="ro_to_rw"))
+
+    def test_no_sharded_table_runs_anywhere(self):
+        for sql in ("SELECT * FROM g", "SELECT name FROM _pico_instance", "SELECT 1", "VALUES (1)",
+                    "INSERT INTO g VALUES (1)"):
+            self.assertIsNone(self.verdict(sql, "r1"), sql)
+
+    def test_bucket_id_judged_by_its_owner_where_it_prunes(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE bucket_id = 5"))
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = 2000"), NOT_LOCAL)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = $1", params=["2000"]), NOT_LOCAL)
+        # 26.2.1-rc1 has forward but does not prune: a bucket_id filter is a filter, all buckets
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = 5", version="26.2.1-rc1"), SPAN)
+
+    def test_not_judged_without_forward_or_when_not_hashable_here(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t", version="26.2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1.0"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = $1", params=[None]))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = '1'"))
+
+    def test_joins_and_subqueries_ask_everyone(self):
+        self.assertEqual(self.verdict("SELECT * FROM t a JOIN t b ON a.id = b.id WHERE a.id = 2"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (SELECT id FROM g)"), SPAN)
 
 
 if __name__ == "__main__":
