@@ -161,12 +161,27 @@ def read_cstr(body, pos):
     return body[pos:end].decode("utf-8", "replace"), end + 1
 
 
-def row_limit_text(limit, n):
-    return "Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n)
+def row_limit_text(limit, n, version):
+    return explain_raw_tag("Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n), version)
 
 
-def vdbe_limit_text(limit):
-    return "Reached a limit on max executed vdbe opcodes. Limit: %d" % limit
+def vdbe_limit_text(limit, version):
+    return explain_raw_tag("Reached a limit on max executed vdbe opcodes. Limit: %d" % limit, version)
+
+
+def explain_raw_tag(text, version):
+    """From 26.2.1-rc1 the executor tags an execution or VDBE error with the number K of the query of
+    `EXPLAIN (RAW)` that raised it (SbroadError::TaggedExecutionError, "Query {K} from EXPLAIN (RAW):
+    {err}", sql-ir/src/errors.rs; set in materialize_subtree and dispatch, sql-executor/src/executor.rs;
+    both at 26.2.1-rc1 and 26.3.0, absent at 26.2.0 and 26.1.6); it reaches a pgproto client as
+    traft's Error::Sbroad, "sbroad: ..." (src/traft/error.rs). Both row limits (src/sql/dispatch.rs,
+    sql-executor/src/executor/engine/helpers.rs: ExecutionError) and the opcode limit (a VdbeError)
+    carry it (Picodata's test/int/sql/options.sql and test_iproto_options.py at 26.3.0). K counts the
+    motions materialised before the failing step; the emulator has no motions and always says 1.
+    The same releases as the capability `forward` (26.2.1-rc1)."""
+    if emu_caps.has("forward", version):
+        return "sbroad: Query 1 from EXPLAIN (RAW): " + text
+    return text
 
 
 class Settings:
@@ -422,7 +437,7 @@ class Session:
         if typ == b"E":
             if e.kind == "vdbe":
                 if not e.muted:
-                    text = vdbe_limit_text(e.limit)
+                    text = vdbe_limit_text(e.limit, self.front.settings.version)
                     out += error_msg("XX000", text)
                     self.front.audit.record(self, "limit", "XX000", text, e.tag)
                 self.pending.pop(0)
@@ -472,7 +487,7 @@ class Session:
         if e.limit and typ in (b"C", b"s"):
             if e.exceeded:
                 # Picodata gathers the virtual table before answering: the client gets the error, no rows
-                text = row_limit_text(e.limit, e.limit + 1)
+                text = row_limit_text(e.limit, e.limit + 1, self.front.settings.version)
                 out += error_msg("XX000", text)
                 self.front.audit.record(self, "limit", "XX000", text, e.tag)
                 e.held = []
@@ -853,7 +868,7 @@ class Session:
             self.forget_deallocated(sql)
         limit = self.motion_limit(v.options)
         if v.insert_rows is not None and limit and v.insert_rows > limit:
-            text = row_limit_text(limit, v.insert_rows)
+            text = row_limit_text(limit, v.insert_rows, self.front.settings.version)
             self.refuse("limit", "XX000", text, sql, extended=False)
             return
         if v.kind == "query" and self.refuse_forward(v.options, self.route(v), None, sql, extended=False):
@@ -1072,7 +1087,8 @@ class Session:
         opts = info["options"] if info else {}
         limit = self.motion_limit(opts)
         if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
-            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"]), info["sql"], extended=True)
+            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"], self.front.settings.version),
+                        info["sql"], extended=True)
             return
         if info is not None and info.get("route") is not None and self.refuse_forward(
                 opts, info["route"], self.portal_params.get(portal), info["sql"], extended=True):

@@ -227,6 +227,16 @@ def front_cluster(tc, d, base, emu, status):
     with tc.subTest("version head: startup forward=off"):
         tc.assertEqual(w.rows(ch.query(PROBE)), [[None, "on", "0"]])
     forward_by_bucket_set(tc, c, ch, r["front_port"])
+    tag = "sbroad: Query 1 from EXPLAIN (RAW): "
+    with tc.subTest("version head: the row limits carry the EXPLAIN (RAW) query tag"):
+        tc.assertEqual(codes(c.query("SELECT id FROM users WHERE id <= 10 OPTION (sql_motion_row_max = 3)")),
+                       ["XX000 " + tag + "Exceeded maximum number of rows (3) in virtual table: 4"])
+        a = w.extended(c, "INSERT INTO users (id, name, v, ts) VALUES ($1, 'x', 1, NULL), ($2, 'y', 1, NULL) "
+                          "OPTION (sql_motion_row_max = 1)", [200001, 200002])
+        tc.assertEqual(codes(a), ["XX000 " + tag + "Exceeded maximum number of rows (1) in virtual table: 2"])
+    with tc.subTest("version head: the opcode limit carries the EXPLAIN (RAW) query tag"):
+        a = c.query("SELECT id FROM users WHERE v >= 0 OPTION (sql_vdbe_opcode_max = 10, sql_motion_row_max = 0)")
+        tc.assertEqual(codes(a), ["XX000 " + tag + "Reached a limit on max executed vdbe opcodes. Limit: 10"])
     ch.close()
     set_version(d, "26.2")
 

@@ -412,5 +412,21 @@ class ForwardTest(unittest.TestCase):
         self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (SELECT id FROM g)"), SPAN)
 
 
+class ErrorTextTest(unittest.TestCase):
+    """Picodata's texts and SQLSTATEs for what the fronts answer or pass on."""
+
+    def test_explain_raw_tag_from_26_2_1_rc1(self):
+        import emu_front
+        plain = "Exceeded maximum number of rows (5000) in virtual table: 5001"
+        for v in ("25.5", "26.1", "26.2", "26.2.0", "26.1.6"):
+            self.assertEqual(emu_front.row_limit_text(5000, 5001, v), plain, v)
+        for v in ("head", "26.2.1-rc1", "26.3.0"):
+            self.assertEqual(emu_front.row_limit_text(5000, 5001, v),
+                             "sbroad: Query 1 from EXPLAIN (RAW): " + plain, v)
+        self.assertEqual(emu_front.vdbe_limit_text(7, "head"),
+                         "sbroad: Query 1 from EXPLAIN (RAW): Reached a limit on max executed vdbe opcodes. Limit: 7")
+        self.assertEqual(emu_front.vdbe_limit_text(7, "26.2"), "Reached a limit on max executed vdbe opcodes. Limit: 7")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
