@@ -139,10 +139,44 @@ def read_only_refusal(m, version):
     return error_msg("XX000", "Can't modify data on a read-only instance - box.cfg.read_only is true")
 
 
-def picodata_error(m):
-    """The ErrorResponse m of a write that met a bucket in flight as Picodata gives it: SQLSTATE
-    XX000, the same message, no DETAIL or HINT (the emulator's notes)."""
-    return error_msg("XX000", error_field(m, b"M").decode("utf-8", "replace"))
+# The SQLSTATEs Picodata's pgproto sends (PgErrorCode::as_str and PgError::code, src/pgproto/error.rs,
+# the same at 25.5.1 and 26.3.0): 42P03 / 42P05 a portal or statement name already in use (Storage::put,
+# src/pgproto/backend/storage.rs), 42999 an invalidated statement (26.1+, answered by the front itself),
+# 22P02 / 22P03 / 0A000 a parameter value it cannot decode (DecodingError, at Bind), 08P01 a protocol
+# violation, 28000 / 28P01 / 58030 at startup and on I/O. Every other error, planning and execution
+# alike (PgError::PicodataError, Other, EncodingError), is XX000 ("TODO: make the code depending on
+# the error kind").
+KEPT_STATES = (b"XX000", b"42P03", b"42P05", b"08P01")
+BIND_STATES = (b"22P02", b"22P03", b"0A000")
+# The storages' own forward=off check (sql/strict.sql, PE001) stands behind the front's (emu_route), for
+# a statement whose bucket set the front could not read: the client gets Picodata's text for all buckets.
+STRICT_STATE = b"PE001"
+STRICT_TEXT = ('sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes and are '
+               'not present on the current node, try using "forward = on" instead')
+_MISSING_TABLE = re.compile(r'^relation "(?:public\.)?([^"]+)" does not exist$')
+
+
+def picodata_error(m, bind=False):
+    """An ErrorResponse m of the PostgreSQL server behind the front as Picodata would send it: its
+    SQLSTATE where Picodata has one for the case (KEPT_STATES; BIND_STATES for a Bind), XX000 for
+    everything else, only severity, code and message (pgwire's ErrorInfo::new(severity, code,
+    message), PgError::info in src/pgproto/error.rs: no DETAIL or HINT, which are the emulator's
+    notes). The message stays PostgreSQL's, except where Picodata's own text was read: a table that
+    does not exist (`table with name "T" not found`: SbroadError::NotFound of Entity::Table "with name
+    {to_user(name)}", sql-frontend/src/frontend/sql/ast/core.rs at 26.3.0, sql-planner/src/frontend/
+    sql.rs at 25.5.1, with Error::Sbroad's "sbroad: ") and the storages' forward=off check. A FATAL
+    error (the server ends the session) is passed on as it is."""
+    if (error_field(m, b"V") or error_field(m, b"S")) not in (b"ERROR", b""):
+        return m
+    code = error_field(m, b"C")
+    text = error_field(m, b"M").decode("utf-8", "replace")
+    if code == STRICT_STATE:
+        text = STRICT_TEXT
+    elif code == b"42P01" and _MISSING_TABLE.match(text):
+        text = 'sbroad: table with name "%s" not found' % _MISSING_TABLE.match(text).group(1)
+    if not (code in KEPT_STATES or (bind and code in BIND_STATES)):
+        code = b"XX000"
+    return error_msg(code.decode(), text)
 
 
 def error_field(m, code):
@@ -283,7 +317,7 @@ class Audit:
 class Entry:
     """One expected server response (or one answer of the front) in the ordered response queue."""
     __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
-                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay")
+                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay", "bind")
 
     def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
         self.kind = kind            # fwd | swallow | synth | sync
@@ -303,6 +337,7 @@ class Entry:
         self.vdbe = None            # fwd: the vdbe check entry that decides this statement's fate
         self.deferred = b""         # vdbe: the statement's answer, sent when the check passes
         self.muted = False          # vdbe: the statement already failed; say nothing more
+        self.bind = False           # fwd: a Bind (its parameter errors keep Picodata's codes)
         self.replay = None          # fwd: how to run this write again (Session.hold_retry)
 
 
@@ -449,8 +484,8 @@ class Session:
                 log("injected message failed: %r" % m[5:200])
             m = read_only_refusal(m, self.front.settings.version)
             if not self.hold_retry(e, m):
-                # the client sees the error, unless the statement runs again
-                out += picodata_error(m) if error_field(m, b"C") in MOVE_STATES else m
+                # the client sees the error (as Picodata would send it), unless the statement runs again
+                out += picodata_error(m, bind=e.bind)
             if e.simple:
                 e.exceeded = False
                 e.held = []
@@ -545,7 +580,7 @@ class Session:
             log("statement not run again after %d tries: %s | %s" % (
                 rec["tries"], error_field(m, b"M").decode("utf-8", "replace"), e.tag[:300]))
             return False
-        self.retry = {"err": m, "rec": rec, "batch": e.batch}
+        self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch}
         return True
 
     def hold_move(self, e, m):
@@ -1041,7 +1076,9 @@ class Session:
             return
         self.inject_bind_params(body)
         self.portal_params[portal] = bind_values(body, pos)
-        self.push(Entry("fwd", ends=(b"2",)))
+        e = Entry("fwd", ends=(b"2",))
+        e.bind = True
+        self.push(e)
         self.send_server(raw)
 
     def inject_bind_params(self, body):

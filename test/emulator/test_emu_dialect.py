@@ -427,6 +427,32 @@ class ErrorTextTest(unittest.TestCase):
                          "sbroad: Query 1 from EXPLAIN (RAW): Reached a limit on max executed vdbe opcodes. Limit: 7")
         self.assertEqual(emu_front.vdbe_limit_text(7, "26.2"), "Reached a limit on max executed vdbe opcodes. Limit: 7")
 
+    def fields(self, m):
+        import emu_front
+        return [(k, emu_front.error_field(m, k.encode()).decode()) for k in "SCMDH"]
+
+    def test_server_errors_as_picodata_sends_them(self):
+        import emu_front
+        pg = lambda code, text, sev="ERROR": emu_front.error_msg(code, text, sev, hint="a hint")  # noqa: E731
+        same = [("XX000", "x"), ("42P05", 'prepared statement "s" already exists'), ("08P01", "bad message")]
+        for code, text in same:
+            self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text))),
+                             [("S", "ERROR"), ("C", code), ("M", text), ("D", ""), ("H", "")])
+        for code, text in [("22012", "division by zero"), ("23505", "duplicate key value violates unique constraint"),
+                           ("23502", "null value in column"), ("40001", "could not serialize"),
+                           ("42601", "syntax error"), ("22P02", "invalid input syntax for type bigint"),
+                           ("42501", "permission denied for table _pico_replicaset"), ("PE002", "does not own")]:
+            self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text)))[1:3], [("C", "XX000"), ("M", text)])
+        # a parameter Picodata cannot decode at Bind keeps its code
+        self.assertEqual(self.fields(emu_front.picodata_error(pg("22P02", "invalid input"), bind=True))[1],
+                         ("C", "22P02"))
+        self.assertEqual(self.fields(emu_front.picodata_error(pg("42P01", 'relation "nope" does not exist')))[1:3],
+                         [("C", "XX000"), ("M", 'sbroad: table with name "nope" not found')])
+        self.assertEqual(self.fields(emu_front.picodata_error(pg("PE001", "picoemu: forward=off: ...")))[1:3],
+                         [("C", "XX000"), ("M", emu_front.STRICT_TEXT)])
+        fatal = pg("57P01", "terminating connection due to administrator command", "FATAL")
+        self.assertEqual(emu_front.picodata_error(fatal), fatal)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=1)
