@@ -906,8 +906,11 @@ class Session:
             text = row_limit_text(limit, v.insert_rows, self.front.settings.version)
             self.refuse("limit", "XX000", text, sql, extended=False)
             return
-        if v.kind == "query" and self.refuse_forward(v.options, self.route(v), None, sql, extended=False):
+        r = self.route(v) if v.kind == "query" else None
+        if r is not None and self.refuse_forward(v.options, r, None, sql, extended=False):
             return
+        self.count_dnf(r, sql)
+        sent = r["sql"] if r is not None else v.sql
         sets, restore = self.statement_gucs(v.options)
         if sets:
             self.inject_simple(sets)
@@ -926,27 +929,39 @@ class Session:
             self.push(e.vdbe)
             self.push(Entry("fwd", ends=(b"Z",), simple=True))
             gen = self.front.settings.table_gen
-            self.send_server(msg(b"Q", cstr(vdbe_sql(VDBE_BASE, gen) + ";\n" + v.sql.rstrip().rstrip(";") +
+            self.send_server(msg(b"Q", cstr(vdbe_sql(VDBE_BASE, gen) + ";\n" + sent.rstrip().rstrip(";") +
                                             ";\n" + vdbe_sql(VDBE_CHECK, gen, vdbe))))
         else:
-            self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
+            self.send_server(raw if sent == sql else msg(b"Q", cstr(sent)))
         if restore:
             self.inject_simple(restore)
 
     # ---- forward (26.2.1-rc1+): refused by the statement's bucket set, before it runs --------------
     def route(self, v):
-        """What emu_route reads in the statement v (cached by text and version)."""
+        """What emu_route reads in the statement v (cached by text and version): its tokens, its
+        OR-of-AND chains, and the text to send to the server ("sql", see dnf_text)."""
         key = (v.sql, self.front.settings.version)
         r = self.front.routes.get(key)
         if r is None:
             try:
-                r = {"toks": emu_route.statement_tokens(v.sql)}
+                toks = emu_route.statement_tokens(v.sql)
+                r = {"toks": toks, "chains": emu_route.chains(toks)}
             except dialect.Reject:
-                r = {"toks": None}
+                r = {"toks": None, "chains": 1}
+            r["over"] = emu_caps.has("dnf_chain_limit", key[1]) and r["chains"] > emu_caps.dnf_chain_limit()
+            r["sql"] = dnf_text(v.sql, r) if r["over"] else v.sql
             if len(self.front.routes) > 20000:
                 self.front.routes.clear()
             self.front.routes[key] = r
         return r
+
+    def count_dnf(self, r, statement):
+        """A statement over the DNF limit (dnf_text) is counted and logged each time it runs."""
+        if r is not None and r.get("over"):
+            self.front.dnf_over += 1
+            log("DNF limit: a WHERE clause of %d chains (over %d): not routed, every replicaset is asked "
+                "(%d statements so far) | %s" % (r["chains"], emu_caps.dnf_chain_limit(), self.front.dnf_over,
+                                                 statement[:200]))
 
     def refuse_forward(self, opts, r, params, statement, extended):
         """Picodata checks forward before it dispatches a statement (reads and writes): under
@@ -1034,8 +1049,9 @@ class Session:
                         "Picodata 26.2.1 [picoemu rule any_array]", sql, extended=True)
             return
         self.stmts[name] = info
-        if v.sql != sql:
-            raw = msg(b"P", cstr(name) + cstr(v.sql) + body[pos:])
+        sent = info["route"]["sql"] if info["route"] is not None else v.sql
+        if sent != sql:
+            raw = msg(b"P", cstr(name) + cstr(sent) + body[pos:])
         self.push(Entry("fwd", ends=(b"1",)))
         self.send_server(raw)
         if v.params:
@@ -1130,6 +1146,8 @@ class Session:
         if info is not None and info.get("route") is not None and self.refuse_forward(
                 opts, info["route"], self.portal_params.get(portal), info["sql"], extended=True):
             return
+        if info is not None:
+            self.count_dnf(info.get("route"), info["sql"])
         sets, restore = self.statement_gucs(opts)
         if sets:
             self.inject_extended(sets)
@@ -1211,6 +1229,19 @@ class Session:
 
     def _helper_done(self, e):
         self.helper = "yes" if e.completed else "no"
+
+
+def dnf_text(sql, r):
+    """The text sent to the server for a statement whose WHERE clause expands into more OR-of-AND
+    chains than Picodata's limit (512, capability dnf_chain_limit: 26.1.6+, 26.2.1-rc1+): Picodata
+    then keeps the expression as written (get_dnf_chains returns None, sql-ir/src/ir/transformation/
+    dnf.rs) and its bucket discovery finds no key: every replicaset is asked, even for a statement its
+    key would have routed. The emulator does the same: its bucket_id terms are written (bucket_id + 0),
+    which the views do not prune by (emu_route.unpruned_text), and a comment at the end stops routing
+    by the sharding key (key_route.sql routes no statement with a comment). Versions without the cap
+    expand every chain and route as usual."""
+    text = re.sub(r"[;\s]+$", "", emu_route.unpruned_text(sql, r["toks"]))
+    return text + " /* picoemu: %d OR-of-AND chains, over Picodata's DNF limit: not routed */" % r["chains"]
 
 
 def bind_params(body, pos):
@@ -1313,6 +1344,7 @@ class Front:
         self.move_reruns = 0  # their runs again
         self.routes = {}  # (statement text, version) -> what emu_route reads in it (see Session.route)
         self.forward_refused = 0  # statements refused under forward (Session.refuse_forward)
+        self.dnf_over = 0  # statements run over the DNF chain limit, not routed (dnf_text)
 
     async def handle(self, reader, writer):
         sock = writer.get_extra_info("socket")

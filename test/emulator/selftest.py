@@ -235,6 +235,29 @@ def double_key(tc, d, port, version, integral):
     emu(d, "drop-table", "dkeys")
 
 
+def dnf_limit(tc, d, s, ports):
+    """head (26.2.1-rc1+, like 26.1.6+): a WHERE clause of more than 512 OR-of-AND chains is not routed
+    by its key nor pruned by bucket_id: every replicaset is asked (counted), and the front logs it."""
+    p1, _, p3, _ = ports
+    f3 = s["instances"][2]["front_port"]
+    amounts = lambda n: ", ".join(str(i) for i in range(n))  # noqa: E731
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(512), "picoroute"))
+    with tc.subTest("DNF limit: 512 chains, routed by the key: the owner only"):
+        tc.assertEqual(t, [p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(513), "picoroute"))
+    with tc.subTest("DNF limit: 513 chains, not routed: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE bucket_id = 1934 AND amount IN (%s)" % amounts(513),
+                                 "picoroute"))
+    with tc.subTest("DNF limit: 513 chains with bucket_id = N, not pruned: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    with open(os.path.join(d, "default_2_1", "front.log")) as f:
+        logged = [line for line in f if "DNF limit: a WHERE clause of 513 chains (over 512)" in line]
+    with tc.subTest("DNF limit: the front logs and counts each such statement"):
+        tc.assertEqual(len(logged), 2, logged)
+        tc.assertIn("(2 statements so far)", logged[-1])
+
+
 def main_cluster(tc, d):
     t0 = time.time()
     emu(d, "--base-port", str(BASE), "up", "--picodata", "head")
@@ -486,6 +509,7 @@ def main_cluster(tc, d):
     with tc.subTest("strict: session option -c picoemu.strict=on"):
         tc.assertIn("forward=off",
                     qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute", options="-c picoemu.strict=on"))
+    dnf_limit(tc, d, s, [p1, p2, p3, p4])
 
     # ---- topology ---------------------------------------------------------------------------------
     emu(d, "move", "default", "1901", "2000", "default_1")
@@ -728,6 +752,11 @@ def old_version_cluster(tc, d):
     with tc.subTest("25.5: a read that fixes the sharding key is routed to the owner only"):
         tc.assertEqual(t, [p3], str(t))
     key_as_parameter(tc, ports, s["instances"][0]["front_port"], p1, p3)
+    vs = ", ".join(str(i) for i in range(600))
+    t = touched(ports, lambda: q(s["instances"][0]["front_port"],
+                                 "SELECT id FROM users WHERE id = 1 AND v IN (%s)" % vs, "picoroute"))
+    with tc.subTest("25.5: no DNF limit: 600 chains through a front, still routed by the key"):
+        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 OR id = 2", "picoroute"))
     with tc.subTest("25.5: a key the emulator cannot read (OR) asks every master"):
         tc.assertEqual(t, [p1, p3], str(t))

@@ -454,5 +454,55 @@ class ErrorTextTest(unittest.TestCase):
         self.assertEqual(emu_front.picodata_error(fatal), fatal)
 
 
+class DnfChainsTest(unittest.TestCase):
+    """The OR-of-AND chains of a WHERE clause (emu_route.chains, picoroute's count: src/pg/fdw/keys.cpp)
+    and what the front sends for a statement over Picodata's limit of 512 (26.1.6+, 26.2.1-rc1+)."""
+
+    @staticmethod
+    def chains(sql):
+        import emu_route
+        return emu_route.chains(emu_route.statement_tokens(sql))
+
+    def test_counts(self):
+        ids = ", ".join(str(i) for i in range(100))
+        buckets = ", ".join(str(i) for i in range(1, 51))
+        for sql, n in [("SELECT * FROM t", 1),
+                       ("SELECT * FROM t WHERE id = 1 AND b = 'x'", 1),
+                       ("SELECT * FROM t WHERE id = 1 OR id = 2 OR b = 'x'", 3),
+                       ("SELECT * FROM t WHERE (id = 1 OR id = 2) AND (b = 'x' OR b = 'y')", 4),
+                       ("SELECT * FROM t WHERE id IN (1, 2, 3) AND b IN ('x', 'y')", 6),
+                       ("SELECT * FROM t WHERE id NOT IN (1, 2, 3)", 1),
+                       ("SELECT * FROM t WHERE NOT (id = 1 OR id = 2)", 1),
+                       ("SELECT * FROM t WHERE NOT (id = 1 AND b = 'x')", 2),
+                       ("SELECT * FROM t WHERE v BETWEEN 1 AND 5 AND (id = 1 OR id = 2)", 2),
+                       ("SELECT * FROM t WHERE id IN (SELECT id FROM u WHERE v IN (1, 2))", 2),
+                       ("SELECT * FROM t WHERE (v + 1) = 2 OR id = 1", 2),
+                       ("SELECT * FROM t WHERE id IN (%s) AND bucket_id IN (%s)" % (ids, buckets), 5000),
+                       ("UPDATE t SET v = 1 WHERE id IN (%s) ORDER BY id" % ids, 100),
+                       ("DELETE FROM t WHERE id IN (1, 2) OPTION (sql_vdbe_opcode_max = 0)", 2)]:
+            self.assertEqual(self.chains(sql), n, sql)
+
+    def test_over_the_limit_is_sent_unrouted_and_unpruned(self):
+        import emu_front
+        import emu_route
+        sql = "SELECT * FROM t WHERE t.bucket_id = 5 AND id IN (%s);" % ", ".join(str(i) for i in range(513))
+        toks = emu_route.statement_tokens(sql)
+        r = {"toks": toks, "chains": emu_route.chains(toks)}
+        self.assertEqual(r["chains"], 513)
+        out = emu_front.dnf_text(sql, r)
+        self.assertTrue(out.startswith("SELECT * FROM t WHERE (t.bucket_id + 0) = 5 AND id IN (0, 1, "), out[:80])
+        self.assertTrue(out.endswith(", 512) /* picoemu: 513 OR-of-AND chains, over Picodata's DNF limit: "
+                                     "not routed */"), out[-120:])
+        # SELECT bucket_id keeps its column name: only WHERE clauses are rewritten
+        self.assertEqual(emu_route.unpruned_text("SELECT bucket_id FROM t WHERE \"bucket_id\" = 1",
+                                                 emu_route.statement_tokens("SELECT bucket_id FROM t WHERE \"bucket_id\" = 1")),
+                         'SELECT bucket_id FROM t WHERE ("bucket_id" + 0) = 1')
+
+    def test_over_the_limit_all_buckets_for_forward(self):
+        # key 2 only (bucket 1410, default_1): local at m1 up to 512 chains, all buckets above
+        self.assertIsNone(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 512)))
+        self.assertEqual(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 513)), SPAN)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
