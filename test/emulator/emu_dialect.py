@@ -392,6 +392,8 @@ def r_keyword_identifier(toks, depth, v, kw):
             continue
         p, n = _prev(toks, i), _next(toks, i)
         bad = False
+        if t.low == "on" and p is not None and p.text == "=" and i >= 2 and toks[i - 2].low == "forward":
+            continue  # OPTION (forward = on): G:ForwardOn
         if (p is not None and p.text == ".") or (n is not None and n.text == "." and t.low != "public"):
             bad = True
         elif p is not None and p.kind == "ident" and p.low == "as":

@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import emu_dialect as dialect  # noqa: E402
 import emu_caps  # noqa: E402
 import emu_parts  # noqa: E402
+import emu_route  # noqa: E402
 import emu_stmts  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -140,10 +141,44 @@ def read_only_refusal(m, version):
     return error_msg("XX000", "Can't modify data on a read-only instance - box.cfg.read_only is true")
 
 
-def picodata_error(m):
-    """The ErrorResponse m of a write that met a bucket in flight as Picodata gives it: SQLSTATE
-    XX000, the same message, no DETAIL or HINT (the emulator's notes)."""
-    return error_msg("XX000", error_field(m, b"M").decode("utf-8", "replace"))
+# The SQLSTATEs Picodata's pgproto sends (PgErrorCode::as_str and PgError::code, src/pgproto/error.rs,
+# the same at 25.5.1 and 26.3.0): 42P03 / 42P05 a portal or statement name already in use (Storage::put,
+# src/pgproto/backend/storage.rs), 42999 an invalidated statement (26.1+, answered by the front itself),
+# 22P02 / 22P03 / 0A000 a parameter value it cannot decode (DecodingError, at Bind), 08P01 a protocol
+# violation, 28000 / 28P01 / 58030 at startup and on I/O. Every other error, planning and execution
+# alike (PgError::PicodataError, Other, EncodingError), is XX000 ("TODO: make the code depending on
+# the error kind").
+KEPT_STATES = (b"XX000", b"42P03", b"42P05", b"08P01")
+BIND_STATES = (b"22P02", b"22P03", b"0A000")
+# The storages' own forward=off check (sql/strict.sql, PE001) stands behind the front's (emu_route), for
+# a statement whose bucket set the front could not read: the client gets Picodata's text for all buckets.
+STRICT_STATE = b"PE001"
+STRICT_TEXT = ('sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes and are '
+               'not present on the current node, try using "forward = on" instead')
+_MISSING_TABLE = re.compile(r'^relation "(?:public\.)?([^"]+)" does not exist$')
+
+
+def picodata_error(m, bind=False):
+    """An ErrorResponse m of the PostgreSQL server behind the front as Picodata would send it: its
+    SQLSTATE where Picodata has one for the case (KEPT_STATES; BIND_STATES for a Bind), XX000 for
+    everything else, only severity, code and message (pgwire's ErrorInfo::new(severity, code,
+    message), PgError::info in src/pgproto/error.rs: no DETAIL or HINT, which are the emulator's
+    notes). The message stays PostgreSQL's, except where Picodata's own text was read: a table that
+    does not exist (`table with name "T" not found`: SbroadError::NotFound of Entity::Table "with name
+    {to_user(name)}", sql-frontend/src/frontend/sql/ast/core.rs at 26.3.0, sql-planner/src/frontend/
+    sql.rs at 25.5.1, with Error::Sbroad's "sbroad: ") and the storages' forward=off check. A FATAL
+    error (the server ends the session) is passed on as it is."""
+    if (error_field(m, b"V") or error_field(m, b"S")) not in (b"ERROR", b""):
+        return m
+    code = error_field(m, b"C")
+    text = error_field(m, b"M").decode("utf-8", "replace")
+    if code == STRICT_STATE:
+        text = STRICT_TEXT
+    elif code == b"42P01" and _MISSING_TABLE.match(text):
+        text = 'sbroad: table with name "%s" not found' % _MISSING_TABLE.match(text).group(1)
+    if not (code in KEPT_STATES or (bind and code in BIND_STATES)):
+        code = b"XX000"
+    return error_msg(code.decode(), text)
 
 
 def error_field(m, code):
@@ -162,12 +197,27 @@ def read_cstr(body, pos):
     return body[pos:end].decode("utf-8", "replace"), end + 1
 
 
-def row_limit_text(limit, n):
-    return "Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n)
+def row_limit_text(limit, n, version):
+    return explain_raw_tag("Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n), version)
 
 
-def vdbe_limit_text(limit):
-    return "Reached a limit on max executed vdbe opcodes. Limit: %d" % limit
+def vdbe_limit_text(limit, version):
+    return explain_raw_tag("Reached a limit on max executed vdbe opcodes. Limit: %d" % limit, version)
+
+
+def explain_raw_tag(text, version):
+    """From 26.2.1-rc1 the executor tags an execution or VDBE error with the number K of the query of
+    `EXPLAIN (RAW)` that raised it (SbroadError::TaggedExecutionError, "Query {K} from EXPLAIN (RAW):
+    {err}", sql-ir/src/errors.rs; set in materialize_subtree and dispatch, sql-executor/src/executor.rs;
+    both at 26.2.1-rc1 and 26.3.0, absent at 26.2.0 and 26.1.6); it reaches a pgproto client as
+    traft's Error::Sbroad, "sbroad: ..." (src/traft/error.rs). Both row limits (src/sql/dispatch.rs,
+    sql-executor/src/executor/engine/helpers.rs: ExecutionError) and the opcode limit (a VdbeError)
+    carry it (Picodata's test/int/sql/options.sql and test_iproto_options.py at 26.3.0). K counts the
+    motions materialised before the failing step; the emulator has no motions and always says 1.
+    The same releases as the capability `forward` (26.2.1-rc1)."""
+    if emu_caps.has("forward", version):
+        return "sbroad: Query 1 from EXPLAIN (RAW): " + text
+    return text
 
 
 class Settings:
@@ -269,7 +319,7 @@ class Audit:
 class Entry:
     """One expected server response (or one answer of the front) in the ordered response queue."""
     __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
-                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay")
+                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay", "bind")
 
     def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
         self.kind = kind            # fwd | swallow | synth | sync
@@ -289,6 +339,7 @@ class Entry:
         self.vdbe = None            # fwd: the vdbe check entry that decides this statement's fate
         self.deferred = b""         # vdbe: the statement's answer, sent when the check passes
         self.muted = False          # vdbe: the statement already failed; say nothing more
+        self.bind = False           # fwd: a Bind (its parameter errors keep Picodata's codes)
         self.replay = None          # fwd: how to run this write again (Session.hold_retry)
 
 
@@ -308,6 +359,7 @@ class Session:
         self.stmts = {}             # statement name -> info dict
         self.stmt_invalidation = False  # pico_stmt_invalidation=true (26.1+): 42999 at Bind after DDL
         self.portals = {}           # portal name -> info dict
+        self.portal_params = {}     # portal name -> its bound values as text (None: NULL or binary)
         self.helper = "no"          # helper statement state: no | pending | yes
         self.vdbe_helpers = {}      # the same for the vdbe statements, by name
         self.authenticated = False
@@ -422,7 +474,7 @@ class Session:
         if typ == b"E":
             if e.kind == "vdbe":
                 if not e.muted:
-                    text = vdbe_limit_text(e.limit)
+                    text = vdbe_limit_text(e.limit, self.front.settings.version)
                     out += error_msg("XX000", text)
                     self.front.audit.record(self, "limit", "XX000", text, e.tag)
                 self.pending.pop(0)
@@ -434,8 +486,8 @@ class Session:
                 log("injected message failed: %r" % m[5:200])
             m = read_only_refusal(m, self.front.settings.version)
             if not self.hold_retry(e, m):
-                # the client sees the error, unless the statement runs again
-                out += picodata_error(m) if error_field(m, b"C") in MOVE_STATES else m
+                # the client sees the error (as Picodata would send it), unless the statement runs again
+                out += picodata_error(m, bind=e.bind)
             if e.simple:
                 e.exceeded = False
                 e.held = []
@@ -472,7 +524,7 @@ class Session:
         if e.limit and typ in (b"C", b"s"):
             if e.exceeded:
                 # Picodata gathers the virtual table before answering: the client gets the error, no rows
-                text = row_limit_text(e.limit, e.limit + 1)
+                text = row_limit_text(e.limit, e.limit + 1, self.front.settings.version)
                 out += error_msg("XX000", text)
                 self.front.audit.record(self, "limit", "XX000", text, e.tag)
                 e.held = []
@@ -530,7 +582,7 @@ class Session:
             log("statement not run again after %d tries: %s | %s" % (
                 rec["tries"], error_field(m, b"M").decode("utf-8", "replace"), e.tag[:300]))
             return False
-        self.retry = {"err": m, "rec": rec, "batch": e.batch}
+        self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch}
         return True
 
     def hold_move(self, e, m):
@@ -855,9 +907,14 @@ class Session:
             self.forget_deallocated(sql)
         limit = self.motion_limit(v.options)
         if v.insert_rows is not None and limit and v.insert_rows > limit:
-            text = row_limit_text(limit, v.insert_rows)
+            text = row_limit_text(limit, v.insert_rows, self.front.settings.version)
             self.refuse("limit", "XX000", text, sql, extended=False)
             return
+        r = self.route(v) if v.kind == "query" else None
+        if r is not None and self.refuse_forward(v.options, r, None, sql, extended=False):
+            return
+        self.count_dnf(r, sql)
+        sent = r["sql"] if r is not None else v.sql
         sets, restore = self.statement_gucs(v.options)
         if sets:
             self.inject_simple(sets)
@@ -876,12 +933,64 @@ class Session:
             self.push(e.vdbe)
             self.push(Entry("fwd", ends=(b"Z",), simple=True))
             gen = self.front.settings.table_gen
-            self.send_server(msg(b"Q", cstr(vdbe_sql(VDBE_BASE, gen) + ";\n" + v.sql.rstrip().rstrip(";") +
+            self.send_server(msg(b"Q", cstr(vdbe_sql(VDBE_BASE, gen) + ";\n" + sent.rstrip().rstrip(";") +
                                             ";\n" + vdbe_sql(VDBE_CHECK, gen, vdbe))))
         else:
-            self.send_server(raw if v.sql == sql else msg(b"Q", cstr(v.sql)))
+            self.send_server(raw if sent == sql else msg(b"Q", cstr(sent)))
         if restore:
             self.inject_simple(restore)
+
+    # ---- forward (26.2.1-rc1+): refused by the statement's bucket set, before it runs --------------
+    def route(self, v):
+        """What emu_route reads in the statement v (cached by text and version): its tokens, its
+        OR-of-AND chains, and the text to send to the server ("sql", see dnf_text)."""
+        key = (v.sql, self.front.settings.version)
+        r = self.front.routes.get(key)
+        if r is None:
+            try:
+                toks = emu_route.statement_tokens(v.sql)
+                r = {"toks": toks, "chains": emu_route.chains(toks)}
+            except dialect.Reject:
+                r = {"toks": None, "chains": 1}
+            r["over"] = emu_caps.has("dnf_chain_limit", key[1]) and r["chains"] > emu_caps.dnf_chain_limit()
+            r["sql"] = dnf_text(v.sql, r) if r["over"] else v.sql
+            if len(self.front.routes) > 20000:
+                self.front.routes.clear()
+            self.front.routes[key] = r
+        return r
+
+    def count_dnf(self, r, statement):
+        """A statement over the DNF limit (dnf_text) is counted and logged each time it runs."""
+        if r is not None and r.get("over"):
+            self.front.dnf_over += 1
+            log("DNF limit: a WHERE clause of %d chains (over %d): not routed, every replicaset is asked "
+                "(%d statements so far) | %s" % (r["chains"], emu_caps.dnf_chain_limit(), self.front.dnf_over,
+                                                 statement[:200]))
+
+    def refuse_forward(self, opts, r, params, statement, extended):
+        """Picodata checks forward before it dispatches a statement (reads and writes): under
+        forward=off (ro_to_rw) a statement whose bucket set needs more is refused with XX000 and
+        Picodata's text (emu_route.forward_verdict). The effective value: the statement's OPTION,
+        else the startup option, else the cluster's strict setting (picoemu strict on = off). Not a
+        dialect refusal: logged in front.log, not in the audit. True when refused."""
+        st = self.front.settings
+        st.refresh()
+        wanted = opts.get("forward") or self.conn_opts.get("forward") or ("off" if st.d.get("strict") else "on")
+        if wanted == "on" or r.get("toks") is None:
+            return False
+        try:
+            text = emu_route.forward_verdict(st.d, st.instance, st.version, r["toks"], wanted, params)
+        except Exception as exc:  # the emulator's reading failed: the storages' own check stays
+            log("forward: statement not judged (%r) | %s" % (exc, statement[:200]))
+            return False
+        if text is None:
+            return False
+        self.front.forward_refused += 1
+        log("forward: refused (%d so far): %s | %s" % (self.front.forward_refused, text, statement[:300]))
+        self.synth(error_msg("XX000", text) + (b"" if extended else msg(b"Z", b"I")))
+        if extended:
+            self.skip_until_sync = True
+        return True
 
     def inject_simple(self, pairs):
         q = "SELECT " + ", ".join("set_config('%s', '%s', false)" % (k, v.replace("'", "''")) for k, v in pairs)
@@ -930,7 +1039,8 @@ class Session:
         if not self.statement_room(sql):
             return
         info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
-                "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen}
+                "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen,
+                "route": self.route(v) if v.kind == "query" else None}
         if name:
             log("named statement %s prepared (%d named in this session)"
                 % (name, sum(1 for k in self.stmts if k and k != name) + 1))
@@ -943,8 +1053,9 @@ class Session:
                         "Picodata 26.2.1 [picoemu rule any_array]", sql, extended=True)
             return
         self.stmts[name] = info
-        if v.sql != sql:
-            raw = msg(b"P", cstr(name) + cstr(v.sql) + body[pos:])
+        sent = info["route"]["sql"] if info["route"] is not None else v.sql
+        if sent != sql:
+            raw = msg(b"P", cstr(name) + cstr(sent) + body[pos:])
         self.push(Entry("fwd", ends=(b"1",)))
         self.send_server(raw)
         if v.params:
@@ -984,7 +1095,10 @@ class Session:
             self.synth(msg(b"2"))
             return
         self.inject_bind_params(body)
-        self.push(Entry("fwd", ends=(b"2",)))
+        self.portal_params[portal] = bind_values(body, pos)
+        e = Entry("fwd", ends=(b"2",))
+        e.bind = True
+        self.push(e)
         self.send_server(raw)
 
     def inject_bind_params(self, body):
@@ -1030,8 +1144,14 @@ class Session:
         opts = info["options"] if info else {}
         limit = self.motion_limit(opts)
         if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
-            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"]), info["sql"], extended=True)
+            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"], self.front.settings.version),
+                        info["sql"], extended=True)
             return
+        if info is not None and info.get("route") is not None and self.refuse_forward(
+                opts, info["route"], self.portal_params.get(portal), info["sql"], extended=True):
+            return
+        if info is not None:
+            self.count_dnf(info.get("route"), info["sql"])
         sets, restore = self.statement_gucs(opts)
         if sets:
             self.inject_extended(sets)
@@ -1249,6 +1369,19 @@ class Session:
         return True
 
 
+def dnf_text(sql, r):
+    """The text sent to the server for a statement whose WHERE clause expands into more OR-of-AND
+    chains than Picodata's limit (512, capability dnf_chain_limit: 26.1.6+, 26.2.1-rc1+): Picodata
+    then keeps the expression as written (get_dnf_chains returns None, sql-ir/src/ir/transformation/
+    dnf.rs) and its bucket discovery finds no key: every replicaset is asked, even for a statement its
+    key would have routed. The emulator does the same: its bucket_id terms are written (bucket_id + 0),
+    which the views do not prune by (emu_route.unpruned_text), and a comment at the end stops routing
+    by the sharding key (key_route.sql routes no statement with a comment). Versions without the cap
+    expand every chain and route as usual."""
+    text = re.sub(r"[;\s]+$", "", emu_route.unpruned_text(sql, r["toks"]))
+    return text + " /* picoemu: %d OR-of-AND chains, over Picodata's DNF limit: not routed */" % r["chains"]
+
+
 def bind_params(body, pos):
     """The parameters of a Bind (from its format codes on): (index, raw bytes or None, format code)."""
     nf = int.from_bytes(body[pos:pos + 2], "big")
@@ -1347,6 +1480,9 @@ class Front:
         self.retried = 0  # statements run again (RETRY_STATES)
         self.move_statements = 0  # writes that met a bucket in flight (MOVE_STATES)
         self.move_reruns = 0  # their runs again
+        self.routes = {}  # (statement text, version) -> what emu_route reads in it (see Session.route)
+        self.forward_refused = 0  # statements refused under forward (Session.refuse_forward)
+        self.dnf_over = 0  # statements run over the DNF chain limit, not routed (dnf_text)
 
     async def handle(self, reader, writer):
         sock = writer.get_extra_info("socket")

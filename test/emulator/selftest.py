@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Self-test of picoemu: exercises every command against real small clusters and checks the results.
 
-Usage: selftest.py [--keep] [test_NAME ...]   (env PICOEMU_SELFTEST_PORT: first port, default 57400)
+Usage: selftest.py [--keep] [test_NAME ...]   (env PICOEMU_SELFTEST_PORT: first port, default 57400;
+       PICOEMU_SELFTEST_ONLY=front,main: only those scenarios, as test_front_cluster test_main_cluster)
 A unittest suite: each cluster scenario is one test case (a function below, given the test case as
 `tc`) and each of its checks a subTest with real assertions, so that one failed check does not stop
 the scenario. Prints an `ok`/`FAIL` line per check and ends with `N passed, M failed` (checks); exits 1
@@ -234,6 +235,29 @@ def double_key(tc, d, port, version, integral):
     emu(d, "drop-table", "dkeys")
 
 
+def dnf_limit(tc, d, s, ports):
+    """head (26.2.1-rc1+, like 26.1.6+): a WHERE clause of more than 512 OR-of-AND chains is not routed
+    by its key nor pruned by bucket_id: every replicaset is asked (counted), and the front logs it."""
+    p1, _, p3, _ = ports
+    f3 = s["instances"][2]["front_port"]
+    amounts = lambda n: ", ".join(str(i) for i in range(n))  # noqa: E731
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(512), "picoroute"))
+    with tc.subTest("DNF limit: 512 chains, routed by the key: the owner only"):
+        tc.assertEqual(t, [p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(513), "picoroute"))
+    with tc.subTest("DNF limit: 513 chains, not routed: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE bucket_id = 1934 AND amount IN (%s)" % amounts(513),
+                                 "picoroute"))
+    with tc.subTest("DNF limit: 513 chains with bucket_id = N, not pruned: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    with open(os.path.join(d, "default_2_1", "front.log")) as f:
+        logged = [line for line in f if "DNF limit: a WHERE clause of 513 chains (over 512)" in line]
+    with tc.subTest("DNF limit: the front logs and counts each such statement"):
+        tc.assertEqual(len(logged), 2, logged)
+        tc.assertIn("(2 statements so far)", logged[-1])
+
+
 def main_cluster(tc, d):
     t0 = time.time()
     emu(d, "--base-port", str(BASE), "up", "--picodata", "head")
@@ -458,6 +482,24 @@ def main_cluster(tc, d):
         tc.assertEqual(q(p4, "SELECT name FROM users WHERE bucket_id = 1934", "picoroute"), [["upd"]])
     with tc.subTest("strict: full scan refused"):
         tc.assertIn("forward=off", qerr(p4, "SELECT count(*) FROM users", "picoroute"))
+    # through the fronts: judged by the statement's bucket set, Picodata's text (emu_route)
+    f1, f3, f4 = (s["instances"][k]["front_port"] for k in (0, 2, 3))
+    k1 = next(k for k in range(2, 100) if ref.bucket_id([k], 3000) <= 1500)
+    fwd = 'cannot satisfy "forward = off": '
+    with tc.subTest("strict front: a read by key at another replicaset is refused before it runs"):
+        e = qerr(f1, "SELECT * FROM users WHERE id = 1", "picoroute")
+        tc.assertIn(fwd + "buckets are not present on the current node", e, e)
+    with tc.subTest("strict front: the owner's master runs it"):
+        tc.assertEqual(qerr(f3, "SELECT name FROM users WHERE id = 1", "picoroute"), "")
+    with tc.subTest("strict front: a keyless read is refused at a master even if the rows it finds are local"):
+        e = qerr(f3, "SELECT id FROM users WHERE name = 'upd'", "picoroute")
+        tc.assertIn(fwd + "buckets span multiple nodes and are not present on the current node", e, e)
+    with tc.subTest("strict front: keys of both replicasets are refused"):
+        e = qerr(f1, "SELECT * FROM users WHERE id IN (1, %d)" % k1, "picoroute")
+        tc.assertIn(fwd + "buckets span multiple nodes", e, e)
+    with tc.subTest("strict front: a replica refuses even its own replicaset's key"):
+        e = qerr(f4, "SELECT * FROM users WHERE id = 1", "picoroute")
+        tc.assertIn(fwd + "buckets are not present on the current node", e, e)
     with tc.subTest("strict: session override off"):
         tc.assertEqual(qerr(p1, "SELECT count(*) FROM users", "picoroute",
                             options="-c picoemu.strict=off"), "")
@@ -467,6 +509,7 @@ def main_cluster(tc, d):
     with tc.subTest("strict: session option -c picoemu.strict=on"):
         tc.assertIn("forward=off",
                     qerr(p1, "SELECT * FROM users WHERE id = 1", "picoroute", options="-c picoemu.strict=on"))
+    dnf_limit(tc, d, s, [p1, p2, p3, p4])
 
     # ---- topology ---------------------------------------------------------------------------------
     emu(d, "move", "default", "1901", "2000", "default_1")
@@ -709,6 +752,11 @@ def old_version_cluster(tc, d):
     with tc.subTest("25.5: a read that fixes the sharding key is routed to the owner only"):
         tc.assertEqual(t, [p3], str(t))
     key_as_parameter(tc, ports, s["instances"][0]["front_port"], p1, p3)
+    vs = ", ".join(str(i) for i in range(600))
+    t = touched(ports, lambda: q(s["instances"][0]["front_port"],
+                                 "SELECT id FROM users WHERE id = 1 AND v IN (%s)" % vs, "picoroute"))
+    with tc.subTest("25.5: no DNF limit: 600 chains through a front, still routed by the key"):
+        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(p1, "SELECT * FROM users WHERE id = 1 OR id = 2", "picoroute"))
     with tc.subTest("25.5: a key the emulator cannot read (OR) asks every master"):
         tc.assertEqual(t, [p1, p3], str(t))
@@ -1165,8 +1213,11 @@ def main():
     t0 = time.time()
     names = ("test_bucket_math", "test_main_cluster", "test_small_cluster", "test_old_version_cluster",
              "test_front_cluster", "test_concurrency_cluster", "test_partial_write_cluster")
-    only = [a for a in sys.argv[1:] if a in names]  # e.g. selftest.py test_front_cluster: that one only
-    suite = unittest.TestSuite(Scenario(n) for n in (only or names))
+    # A targeted run: selftest.py test_front_cluster, or PICOEMU_SELFTEST_ONLY=front,main
+    only = [a for a in sys.argv[1:] if a in names]
+    only += ["test_%s_" % x for x in os.environ.get("PICOEMU_SELFTEST_ONLY", "").split(",") if x]
+    suite = unittest.TestSuite(Scenario(n) for n in names
+                               if not only or any(n == o or n.startswith(o) for o in only))
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=0, resultclass=CheckResult)
     try:
         runner.run(suite)

@@ -48,6 +48,41 @@ def set_version(d, version):
     time.sleep(0.25)  # the fronts look at state.json at most every 0.1 s
 
 
+FWD_SPAN = ('sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes and are '
+            'not present on the current node, try using "forward = on" instead')
+FWD_NOT_LOCAL = ('sbroad: invalid option: cannot satisfy "forward = off": buckets are not present on the '
+                 'current node, try using "forward = ro_to_rw" instead')
+
+
+def codes(a):
+    return [e.get("C") + " " + e.get("M") for e in w.errors(a)]
+
+
+def forward_by_bucket_set(tc, c, ch, replica_front):
+    """forward judged by the statement's bucket set (emu_route), on one replicaset: c a plain session
+    at the master, ch one with the startup option forward=off."""
+    with tc.subTest("forward=off: a keyless read is refused though every row is local (XX000, Picodata's text)"):
+        tc.assertEqual(codes(c.query("SELECT count(*) FROM users OPTION (forward = off)")), ["XX000 " + FWD_SPAN])
+        tc.assertEqual(codes(ch.query("DELETE FROM users WHERE v = -1")), ["XX000 " + FWD_SPAN])
+    with tc.subTest("forward=off: a statement by key at its owner's master runs (simple and extended)"):
+        tc.assertEqual(w.rows(c.query("SELECT id FROM users WHERE id = 7 OPTION (forward = off)")), [["7"]])
+        tc.assertEqual(w.rows(w.extended(ch, "SELECT id FROM users WHERE id = $1", [7])), [["7"]])
+        tc.assertFalse(w.errors(ch.query("UPDATE users SET v = v WHERE id IN (7, 8)")))
+    with tc.subTest("forward=off: refused at Execute in the extended protocol, the batch skipped to Sync"):
+        a = w.extended(ch, "SELECT id FROM users WHERE v = $1", [7])
+        tc.assertEqual(codes(a), ["XX000 " + FWD_SPAN])
+        tc.assertEqual(w.kinds(a)[-1:], "Z")
+        tc.assertEqual(w.rows(ch.query("SELECT id FROM users WHERE id = 8")), [["8"]])
+    with tc.subTest("forward=off: OPTION (forward = on) overrides the startup option"):
+        tc.assertEqual(w.rows(ch.query("SELECT count(*) FROM users WHERE id < 3 OPTION (forward = on)")), [["2"]])
+    rc = w.Conn(replica_front, "picoroute", "picoroute", options="forward=off")
+    with tc.subTest("forward=off: a replica (read-only) refuses even its own buckets; ro_to_rw runs"):
+        tc.assertEqual(codes(rc.query("SELECT id FROM users WHERE id = 7")), ["XX000 " + FWD_NOT_LOCAL])
+        tc.assertEqual(w.rows(rc.query("SELECT id FROM users WHERE id = 7 OPTION (forward = ro_to_rw)")), [["7"]])
+        tc.assertEqual(w.rows(rc.query("SELECT count(*) FROM _pico_tier")), [["1"]])
+    rc.close()
+
+
 def front_cluster(tc, d, base, emu, status):
     suite = unittest.defaultTestLoader.loadTestsFromModule(test_emu_dialect)
     res = unittest.TextTestRunner(stream=open(os.devnull, "w"), verbosity=0).run(suite)
@@ -191,6 +226,17 @@ def front_cluster(tc, d, base, emu, status):
     ch = w.Conn(fport, "picoroute", "picoroute", options="forward=off")
     with tc.subTest("version head: startup forward=off"):
         tc.assertEqual(w.rows(ch.query(PROBE)), [[None, "on", "0"]])
+    forward_by_bucket_set(tc, c, ch, r["front_port"])
+    tag = "sbroad: Query 1 from EXPLAIN (RAW): "
+    with tc.subTest("version head: the row limits carry the EXPLAIN (RAW) query tag"):
+        tc.assertEqual(codes(c.query("SELECT id FROM users WHERE id <= 10 OPTION (sql_motion_row_max = 3)")),
+                       ["XX000 " + tag + "Exceeded maximum number of rows (3) in virtual table: 4"])
+        a = w.extended(c, "INSERT INTO users (id, name, v, ts) VALUES ($1, 'x', 1, NULL), ($2, 'y', 1, NULL) "
+                          "OPTION (sql_motion_row_max = 1)", [200001, 200002])
+        tc.assertEqual(codes(a), ["XX000 " + tag + "Exceeded maximum number of rows (1) in virtual table: 2"])
+    with tc.subTest("version head: the opcode limit carries the EXPLAIN (RAW) query tag"):
+        a = c.query("SELECT id FROM users WHERE v >= 0 OPTION (sql_vdbe_opcode_max = 10, sql_motion_row_max = 0)")
+        tc.assertEqual(codes(a), ["XX000 " + tag + "Reached a limit on max executed vdbe opcodes. Limit: 10"])
     ch.close()
     set_version(d, "26.2")
 

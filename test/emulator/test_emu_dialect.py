@@ -195,6 +195,10 @@ class DialectTest(unittest.TestCase):
             self.refused(sql, "option_name", v)
         self.assertEqual(self.accepted(sql, "head").options, {"forward": "off"})
         self.assertEqual(self.accepted(sql, "26.2.1").options, {"forward": "off"})
+        # G:Forward = "forward" = (ForwardOn | ForwardOff | ForwardROtoRW | Parameter): `on` is a value
+        for value in ("on", "ON", "ro_to_rw"):
+            self.assertEqual(self.accepted("SELECT * FROM t OPTION (forward = %s)" % value, "head").options,
+                             {"forward": value.lower()})
 
     def test_option_is_stripped(self):
         v = self.accepted("SELECT id FROM t WHERE id < 10 OPTION (sql_motion_row_max = 0, sql_vdbe_opcode_max = 7);",
@@ -388,6 +392,195 @@ class AdvertisedAddressTest(unittest.TestCase):
         self.assertEqual(ports, [20200, 20201])
         self.assertEqual(pgproto, ["127.0.0.1:20200", "127.0.0.1:20201"])
         self.assertEqual([i["pgproto_port"] for i in insts], [20000, 20001])  # the fronts
+
+
+# A cluster of two replicasets of one master and one replica each, 3000 buckets split in two, as
+# forward sees it in state.json. Keys: 2 -> bucket 1410 (default_1), 1 -> 1934 and 3 -> 1958
+# (default_2).
+STATE = {
+    "tables": [{"name": "t", "global": False, "tier": "default", "sharding_key": ["id"],
+                "columns": [{"name": "id", "cls": "int"}, {"name": "b", "cls": "text"}]},
+               {"name": "k2", "global": False, "tier": "default", "sharding_key": ["b", "id"],
+                "columns": [{"name": "id", "cls": "int"}, {"name": "b", "cls": "text"}]},
+               {"name": "g", "global": True, "tier": None, "sharding_key": [],
+                "columns": [{"name": "id", "cls": "int"}]}],
+    "tiers": [{"name": "default", "bucket_count": 3000}],
+    "buckets": {"default": [[1, 1500, "default_1"], [1501, 3000, "default_2"]]},
+    "instances": [{"name": "m1", "replicaset": "default_1"}, {"name": "r1", "replicaset": "default_1"},
+                  {"name": "m2", "replicaset": "default_2"}],
+    "replicasets": [{"name": "default_1", "master": "m1"}, {"name": "default_2", "master": "m2"}],
+}
+NOT_LOCAL = ('sbroad: invalid option: cannot satisfy "forward = off": buckets are not present on the '
+             'current node, try using "forward = ro_to_rw" instead')
+SPAN = ('sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes and are '
+        'not present on the current node, try using "forward = on" instead')
+SPAN_RO = ('sbroad: invalid option: cannot satisfy "forward = ro_to_rw": buckets span multiple nodes, '
+           'try using "forward = on" instead')
+
+
+class ForwardTest(unittest.TestCase):
+    """forward=off/ro_to_rw judged by the statement's bucket set, as enforce_forward_option and
+    get_possible_forward_option (src/sql/router.rs, 26.2.1-rc1 and 26.3.0) judge it."""
+
+    def verdict(self, sql, instance="m1", wanted="off", params=None, version="head"):
+        import emu_route
+        return emu_route.forward_verdict(STATE, instance, version, emu_route.statement_tokens(sql), wanted, params)
+
+    def test_keyless_refused_even_when_every_row_is_local(self):
+        self.assertEqual(self.verdict("SELECT * FROM t"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE b = 'x'", "m2"), SPAN)
+        self.assertEqual(self.verdict("DELETE FROM t WHERE b = 'x'"), SPAN)
+        self.assertEqual(self.verdict("UPDATE t SET b = 'y'"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id = 2 OR b = 'x'"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t", wanted="ro_to_rw"), SPAN_RO)
+        self.assertIsNone(self.verdict("SELECT * FROM t", wanted="on"))
+
+    def test_keyed_at_the_owner_runs_elsewhere_refused(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1", "m2"))
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id = 1"), NOT_LOCAL)
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1", wanted="ro_to_rw"))
+        self.assertIsNone(self.verdict("UPDATE t SET b = 'x' WHERE id = 2 AND b = 'y'"))
+        self.assertIsNone(self.verdict("DELETE FROM t WHERE \"id\" = $1", params=["2"]))
+        self.assertEqual(self.verdict("DELETE FROM t WHERE t.id = $1::int8", params=["1"]), NOT_LOCAL)
+        self.assertIsNone(self.verdict("SELECT * FROM k2 WHERE id = 5 AND b = 'x'",
+                                       self.owner_instance([["x", 5]], "k2")))
+
+    def owner_instance(self, keys, table="t"):
+        import bucket_hash_reference as ref
+        rs = {1 if ref.bucket_id(k, 3000) <= 1500 else 2 for k in keys}
+        return "m%d" % rs.pop()
+
+    def test_several_keys_by_owners(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id IN (1, 3)", "m2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1 OR id = 3", "m2"))
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (1, 2)", "m2"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (1, 3)"), NOT_LOCAL)
+
+    def test_inserts_by_their_rows(self):
+        self.assertIsNone(self.verdict("INSERT INTO t VALUES (2, 'a')"))
+        self.assertIsNone(self.verdict("INSERT INTO t (b, id) VALUES ('a', 1), ('b', 3)", "m2"))
+        self.assertEqual(self.verdict("INSERT INTO public.t (id, b) VALUES (1, 'a'), (2, 'b')"), SPAN)
+        self.assertEqual(self.verdict("INSERT INTO t (id, b) VALUES ($1, $2)", params=["1", "x"]), NOT_LOCAL)
+        self.assertEqual(self.verdict("INSERT INTO t (id, b) SELECT id, b FROM t"), SPAN)
+
+    def test_replica_refuses_under_off(self):
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id = 2", "r1"), NOT_LOCAL)
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 2", "r1", wanted="ro_to_rw"))
+
+    def test_no_sharded_table_runs_anywhere(self):
+        for sql in ("SELECT * FROM g", "SELECT name FROM _pico_instance", "SELECT 1", "VALUES (1)",
+                    "INSERT INTO g VALUES (1)"):
+            self.assertIsNone(self.verdict(sql, "r1"), sql)
+
+    def test_bucket_id_judged_by_its_owner_where_it_prunes(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE bucket_id = 5"))
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = 2000"), NOT_LOCAL)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = $1", params=["2000"]), NOT_LOCAL)
+        # 26.2.1-rc1 has forward but does not prune: a bucket_id filter is a filter, all buckets
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = 5", version="26.2.1-rc1"), SPAN)
+
+    def test_not_judged_without_forward_or_when_not_hashable_here(self):
+        self.assertIsNone(self.verdict("SELECT * FROM t", version="26.2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1.0"))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = $1", params=[None]))
+        self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = '1'"))
+
+    def test_joins_and_subqueries_ask_everyone(self):
+        self.assertEqual(self.verdict("SELECT * FROM t a JOIN t b ON a.id = b.id WHERE a.id = 2"), SPAN)
+        self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (SELECT id FROM g)"), SPAN)
+
+
+class ErrorTextTest(unittest.TestCase):
+    """Picodata's texts and SQLSTATEs for what the fronts answer or pass on."""
+
+    def test_explain_raw_tag_from_26_2_1_rc1(self):
+        import emu_front
+        plain = "Exceeded maximum number of rows (5000) in virtual table: 5001"
+        for v in ("25.5", "26.1", "26.2", "26.2.0", "26.1.6"):
+            self.assertEqual(emu_front.row_limit_text(5000, 5001, v), plain, v)
+        for v in ("head", "26.2.1-rc1", "26.3.0"):
+            self.assertEqual(emu_front.row_limit_text(5000, 5001, v),
+                             "sbroad: Query 1 from EXPLAIN (RAW): " + plain, v)
+        self.assertEqual(emu_front.vdbe_limit_text(7, "head"),
+                         "sbroad: Query 1 from EXPLAIN (RAW): Reached a limit on max executed vdbe opcodes. Limit: 7")
+        self.assertEqual(emu_front.vdbe_limit_text(7, "26.2"), "Reached a limit on max executed vdbe opcodes. Limit: 7")
+
+    def fields(self, m):
+        import emu_front
+        return [(k, emu_front.error_field(m, k.encode()).decode()) for k in "SCMDH"]
+
+    def test_server_errors_as_picodata_sends_them(self):
+        import emu_front
+        pg = lambda code, text, sev="ERROR": emu_front.error_msg(code, text, sev, hint="a hint")  # noqa: E731
+        same = [("XX000", "x"), ("42P05", 'prepared statement "s" already exists'), ("08P01", "bad message")]
+        for code, text in same:
+            self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text))),
+                             [("S", "ERROR"), ("C", code), ("M", text), ("D", ""), ("H", "")])
+        for code, text in [("22012", "division by zero"), ("23505", "duplicate key value violates unique constraint"),
+                           ("23502", "null value in column"), ("40001", "could not serialize"),
+                           ("42601", "syntax error"), ("22P02", "invalid input syntax for type bigint"),
+                           ("42501", "permission denied for table _pico_replicaset"), ("PE002", "does not own")]:
+            self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text)))[1:3], [("C", "XX000"), ("M", text)])
+        # a parameter Picodata cannot decode at Bind keeps its code
+        self.assertEqual(self.fields(emu_front.picodata_error(pg("22P02", "invalid input"), bind=True))[1],
+                         ("C", "22P02"))
+        self.assertEqual(self.fields(emu_front.picodata_error(pg("42P01", 'relation "nope" does not exist')))[1:3],
+                         [("C", "XX000"), ("M", 'sbroad: table with name "nope" not found')])
+        self.assertEqual(self.fields(emu_front.picodata_error(pg("PE001", "picoemu: forward=off: ...")))[1:3],
+                         [("C", "XX000"), ("M", emu_front.STRICT_TEXT)])
+        fatal = pg("57P01", "terminating connection due to administrator command", "FATAL")
+        self.assertEqual(emu_front.picodata_error(fatal), fatal)
+
+
+class DnfChainsTest(unittest.TestCase):
+    """The OR-of-AND chains of a WHERE clause (emu_route.chains, picoroute's count: src/pg/fdw/keys.cpp)
+    and what the front sends for a statement over Picodata's limit of 512 (26.1.6+, 26.2.1-rc1+)."""
+
+    @staticmethod
+    def chains(sql):
+        import emu_route
+        return emu_route.chains(emu_route.statement_tokens(sql))
+
+    def test_counts(self):
+        ids = ", ".join(str(i) for i in range(100))
+        buckets = ", ".join(str(i) for i in range(1, 51))
+        for sql, n in [("SELECT * FROM t", 1),
+                       ("SELECT * FROM t WHERE id = 1 AND b = 'x'", 1),
+                       ("SELECT * FROM t WHERE id = 1 OR id = 2 OR b = 'x'", 3),
+                       ("SELECT * FROM t WHERE (id = 1 OR id = 2) AND (b = 'x' OR b = 'y')", 4),
+                       ("SELECT * FROM t WHERE id IN (1, 2, 3) AND b IN ('x', 'y')", 6),
+                       ("SELECT * FROM t WHERE id NOT IN (1, 2, 3)", 1),
+                       ("SELECT * FROM t WHERE NOT (id = 1 OR id = 2)", 1),
+                       ("SELECT * FROM t WHERE NOT (id = 1 AND b = 'x')", 2),
+                       ("SELECT * FROM t WHERE v BETWEEN 1 AND 5 AND (id = 1 OR id = 2)", 2),
+                       ("SELECT * FROM t WHERE id IN (SELECT id FROM u WHERE v IN (1, 2))", 2),
+                       ("SELECT * FROM t WHERE (v + 1) = 2 OR id = 1", 2),
+                       ("SELECT * FROM t WHERE id IN (%s) AND bucket_id IN (%s)" % (ids, buckets), 5000),
+                       ("UPDATE t SET v = 1 WHERE id IN (%s) ORDER BY id" % ids, 100),
+                       ("DELETE FROM t WHERE id IN (1, 2) OPTION (sql_vdbe_opcode_max = 0)", 2)]:
+            self.assertEqual(self.chains(sql), n, sql)
+
+    def test_over_the_limit_is_sent_unrouted_and_unpruned(self):
+        import emu_front
+        import emu_route
+        sql = "SELECT * FROM t WHERE t.bucket_id = 5 AND id IN (%s);" % ", ".join(str(i) for i in range(513))
+        toks = emu_route.statement_tokens(sql)
+        r = {"toks": toks, "chains": emu_route.chains(toks)}
+        self.assertEqual(r["chains"], 513)
+        out = emu_front.dnf_text(sql, r)
+        self.assertTrue(out.startswith("SELECT * FROM t WHERE (t.bucket_id + 0) = 5 AND id IN (0, 1, "), out[:80])
+        self.assertTrue(out.endswith(", 512) /* picoemu: 513 OR-of-AND chains, over Picodata's DNF limit: "
+                                     "not routed */"), out[-120:])
+        # SELECT bucket_id keeps its column name: only WHERE clauses are rewritten
+        self.assertEqual(emu_route.unpruned_text("SELECT bucket_id FROM t WHERE \"bucket_id\" = 1",
+                                                 emu_route.statement_tokens("SELECT bucket_id FROM t WHERE \"bucket_id\" = 1")),
+                         'SELECT bucket_id FROM t WHERE ("bucket_id" + 0) = 1')
+
+    def test_over_the_limit_all_buckets_for_forward(self):
+        # key 2 only (bucket 1410, default_1): local at m1 up to 512 chains, all buckets above
+        self.assertIsNone(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 512)))
+        self.assertEqual(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 513)), SPAN)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ like($err, qr/ERROR:  XX000: rule parsing error: NOT LIKE/, 'a refused statement
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SELECT count(*) FROM picoroute_exec('default', 1, 'SELECT id FROM big') AS t(id bigint)});
-like($err, qr/ERROR:  XX000: Exceeded maximum number of rows \(5000\) in virtual table: 5001/,
+# From 26.2.1-rc1 the text comes tagged: "sbroad: Query 1 from EXPLAIN (RAW): Exceeded ...".
+like($err, qr/ERROR:  XX000: (?:sbroad: Query 1 from EXPLAIN \(RAW\): )?Exceeded maximum number of rows \(5000\) in virtual table: 5001/,
      'a keyless read of 6000 rows: Picodata\'s row limit');
 is($node->safe_psql('postgres',
     q{SELECT count(*) FROM picoroute_exec('default', 1, 'SELECT id FROM big OPTION (sql_motion_row_max = 0)') AS t(id bigint)}),

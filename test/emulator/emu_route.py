@@ -1,0 +1,440 @@
+"""What Picodata's router concludes from a statement's text, for the fronts (pure, no I/O):
+
+* the OR-of-AND chains a WHERE clause expands into (`chains`), the quantity of the DNF limit:
+  from 26.1.6 and 26.2.1-rc1 (capability `dnf_chain_limit`) Picodata gives up above 512 chains
+  (MAX_DNF_CHAINS in sql-ir/src/ir/transformation/dnf.rs at 26.2.1-rc1 and 26.3.0,
+  sql-planner/src/ir/transformation/dnf.rs at 26.1.6): `get_dnf_chains` returns None and the
+  expression stays as written, so bucket discovery finds no key and asks every replicaset. `IN`
+  lists count as ORs (they are rewritten to ORs before the DNF). The count mirrors picoroute's
+  (src/pg/fdw/keys.cpp, dnf_chains_of: NOT turns an OR into an AND and back);
+* the statement's bucket set (`bucket_set`): "any" (no sharded table: global tables, the catalog,
+  no table), "all" (a sharded table without a key that fixes its buckets), a set of
+  (tier, bucket), or None when the emulator cannot hash the values as Picodata would (a literal of
+  another type than its column, a double, a decimal, ...);
+* the verdict of `forward` on that set (`forward_refusal`), as `enforce_forward_option` and
+  `get_possible_forward_option` in src/sql/router.rs (26.2.1-rc1 to 26.3.0) give it: all buckets
+  need `forward = on`; buckets of several replicasets too; buckets of one other replicaset, or of
+  this one on a read-only instance (a replica), `ro_to_rw`; no bucket at all, or this instance's
+  replicaset on its master, `off`. The executor checks it before every dispatch and motion
+  (sql-executor/src/executor.rs, `enforce_forward_option`), so it holds for reads and writes alike;
+  EXPLAIN does not dispatch.
+"""
+
+import os
+import re
+import sys
+
+import emu_caps
+import emu_dialect as dialect
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "tools"))
+import bucket_hash_reference  # noqa: E402
+
+CHAIN_CAP = 1 << 30  # the count saturates here
+_WHERE_END = frozenset(["order", "group", "having", "limit", "union", "except", "intersect", "returning",
+                        "option", "window"])
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+class Node:
+    """kind: or | and | not (children) | in (lhs tokens, value token lists, negated) | eq (lhs, rhs
+    tokens) | leaf."""
+    __slots__ = ("kind", "kids", "lhs", "vals", "neg")
+
+    def __init__(self, kind, kids=(), lhs=None, vals=None, neg=False):
+        self.kind, self.kids, self.lhs, self.vals, self.neg = kind, list(kids), lhs, vals, neg
+
+
+def _close(toks, i):
+    """The index of the parenthesis closing the one at i."""
+    d = 0
+    for j in range(i, len(toks)):
+        if toks[j].kind == "punct" and toks[j].text in "([":
+            d += 1
+        elif toks[j].kind == "punct" and toks[j].text in ")]":
+            d -= 1
+            if d == 0:
+                return j
+    return len(toks) - 1
+
+
+def _word(t, *words):
+    return t.kind == "ident" and t.low in words
+
+
+def _split_commas(toks):
+    out, cur, d = [], [], 0
+    for t in toks:
+        if t.kind == "punct" and t.text in "([":
+            d += 1
+        elif t.kind == "punct" and t.text in ")]":
+            d -= 1
+        if d == 0 and t.kind == "punct" and t.text == ",":
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    out.append(cur)
+    return out
+
+
+class _Parser:
+    def __init__(self, toks):
+        self.t = toks
+        self.i = 0
+
+    def at(self, *words):
+        return self.i < len(self.t) and _word(self.t[self.i], *words)
+
+    def parse_or(self):
+        kids = [self.parse_and()]
+        while self.at("or"):
+            self.i += 1
+            kids.append(self.parse_and())
+        return kids[0] if len(kids) == 1 else Node("or", kids)
+
+    def parse_and(self):
+        kids = [self.parse_not()]
+        while self.at("and"):
+            self.i += 1
+            kids.append(self.parse_not())
+        return kids[0] if len(kids) == 1 else Node("and", kids)
+
+    def parse_not(self):
+        if self.at("not"):
+            self.i += 1
+            return Node("not", [self.parse_not()])
+        t = self.t
+        if self.i < len(t) and t[self.i].text == "(" and t[self.i].kind == "punct":
+            j = _close(t, self.i)
+            if j + 1 >= len(t) or _word(t[j + 1], "and", "or") or t[j + 1].text == ")":
+                inner = t[self.i + 1:j]
+                self.i = j + 1
+                if inner and _word(inner[0], "select", "values", "with"):
+                    return Node("leaf")
+                return _Parser(inner).parse_or()
+        return self.predicate()
+
+    def predicate(self):
+        t, start, between = self.t, self.i, False
+        while self.i < len(t):
+            tok = t[self.i]
+            if tok.kind == "punct" and tok.text in "([":
+                self.i = _close(t, self.i) + 1
+                continue
+            if _word(tok, "between"):
+                between = True
+            elif _word(tok, "and"):
+                if not between:
+                    break
+                between = False
+            elif _word(tok, "or"):
+                break
+            self.i += 1
+        return _leaf(t[start:self.i])
+
+
+def _leaf(p):
+    """A predicate: x [NOT] IN (list), a = b, or anything else."""
+    for k, tok in enumerate(p):
+        if _word(tok, "in") and k + 1 < len(p) and p[k + 1].text == "(" and _close(p, k + 1) == len(p) - 1:
+            inner = p[k + 2:-1]
+            neg = k > 0 and _word(p[k - 1], "not")
+            lhs = p[:k - 1] if neg else p[:k]
+            if inner and _word(inner[0], "select", "values", "with"):
+                return Node("leaf")
+            return Node("in", lhs=lhs, vals=_split_commas(inner), neg=neg)
+    eqs = [k for k, tok in enumerate(p) if tok.kind == "op" and tok.text == "="]
+    if len(eqs) == 1 and 0 < eqs[0] < len(p) - 1:
+        return Node("eq", lhs=p[:eqs[0]], vals=[p[eqs[0] + 1:]])
+    return Node("leaf")
+
+
+def parse_where(toks):
+    return _Parser(toks).parse_or()
+
+
+def count(node, negated=False):
+    """The chains of node (picoroute's counter), saturating at CHAIN_CAP."""
+    k = node.kind
+    if k == "not":
+        return count(node.kids[0], not negated)
+    if k in ("or", "and"):
+        ored = (k == "or") != negated
+        n = 0 if ored else 1
+        for kid in node.kids:
+            c = count(kid, negated)
+            n = min(n + c if ored else n * c, CHAIN_CAP)
+        return n
+    if k == "in" and node.neg == negated:
+        return max(1, len(node.vals))
+    return 1
+
+
+def where_spans(toks):
+    """[(start, end)] of the body of every WHERE clause, at any depth."""
+    depth = dialect._depths(toks)
+    out = []
+    for i, t in enumerate(toks):
+        if _word(t, "where"):
+            j = i + 1
+            while j < len(toks) and depth[j] >= depth[i] and not (
+                    depth[j] == depth[i] and (_word(toks[j], *_WHERE_END) or toks[j].text == ";")):
+                j += 1
+            out.append((i + 1, j))
+    return out
+
+
+def chains(toks):
+    """The most chains any WHERE clause of the statement (tokens, OPTION stripped) expands into."""
+    return max((count(parse_where(toks[a:b])) for a, b in where_spans(toks)), default=1)
+
+
+def unpruned_text(sql, toks):
+    """sql with every bucket_id of a WHERE clause written (bucket_id + 0): a statement Picodata does
+    not restrict by bucket_id (over the DNF limit) is then not pruned by the emulator's views either
+    (they carry only a plain bucket_id = N over to a branch's range)."""
+    out, last = [], 0
+    for a, b in where_spans(toks):
+        for k in range(a, b):
+            t = toks[k]
+            if t.kind in ("ident", "qident") and t.text.strip('"').lower() == "bucket_id":
+                s = k - 2 if k >= 2 and toks[k - 1].text == "." else k
+                out.append(sql[last:toks[s].pos] + "(" + sql[toks[s].pos:t.end] + " + 0)")
+                last = t.end
+    return "".join(out) + sql[last:]
+
+
+# ---- the bucket set --------------------------------------------------------------------------------
+
+def _name(t):
+    if t.kind == "qident":
+        return t.text[1:-1]
+    return t.low if t.kind == "ident" else None
+
+
+def table_refs(toks):
+    """[(index of the name token, name)] of every table after FROM, JOIN, INTO or UPDATE."""
+    out = []
+    for i, t in enumerate(toks):
+        if _word(t, "from", "join", "into", "update") and i + 1 < len(toks):
+            j = i + 1
+            if j + 2 < len(toks) and _name(toks[j]) == "public" and toks[j + 1].text == ".":
+                j += 2
+            call = j + 1 < len(toks) and toks[j + 1].text == "(" and t.low != "into"  # from f(...)
+            if toks[j].kind in ("ident", "qident") and not call:
+                out.append((j, _name(toks[j])))
+    return out
+
+
+def _column(lhs):
+    """The column a term's side names (alias.column, "column"), or None."""
+    if len(lhs) == 3 and lhs[1].text == ".":
+        lhs = lhs[2:]
+    if len(lhs) == 1 and lhs[0].kind in ("ident", "qident"):
+        return _name(lhs[0])
+    return None
+
+
+_UNKNOWN = object()
+_CASTS = {"int": ("int", "integer", "bigint", "int8", "int4", "smallint", "unsigned"),
+          "text": ("text", "string", "varchar")}
+
+
+def _value(toks, cls, params):
+    """The Python value Picodata hashes for a literal or bound parameter of a column of class cls,
+    or _UNKNOWN. Picodata hashes the literal's own type: an integer literal for an integer column,
+    a string literal for a text column; anything else the emulator does not hash here."""
+    if len(toks) == 3 and toks[1].text == "::" and toks[2].low in _CASTS.get(cls, ()):
+        toks = toks[:1]  # a cast to the column's own type: the value keeps that type
+    if len(toks) != 1:
+        return _UNKNOWN
+    t = toks[0]
+    if t.kind == "param":
+        n = int(t.text[1:])
+        v = params[n - 1] if params is not None and 0 < n <= len(params) else None
+        if v is None:
+            return _UNKNOWN
+        if cls == "int" and _INT.match(v) and len(v) < 19:
+            return int(v)
+        return v if cls == "text" else _UNKNOWN
+    if t.kind == "num" and cls == "int" and _INT.match(t.text):
+        return int(t.text)
+    if t.kind == "str" and cls == "text":
+        return t.text[1:-1].replace("''", "'")
+    return _UNKNOWN
+
+
+def _expand(node, limit):
+    """The chains of node as lists of terms (eq nodes and leaves), or None above limit."""
+    k = node.kind
+    if k == "or":
+        out = []
+        for kid in node.kids:
+            c = _expand(kid, limit)
+            if c is None or len(out) + len(c) > limit:
+                return None
+            out += c
+        return out
+    if k == "and":
+        out = [[]]
+        for kid in node.kids:
+            c = _expand(kid, limit)
+            if c is None or len(out) * len(c) > limit:
+                return None
+            out = [a + b for a in out for b in c]
+        return out
+    if k == "in" and not node.neg:
+        if len(node.vals) > limit:
+            return None
+        return [[Node("eq", lhs=node.lhs, vals=[v])] for v in node.vals]
+    if k == "eq":
+        return [[node]]
+    return [[Node("leaf")]]
+
+
+def _chain_buckets(chain, table, params, prune, hash_key):
+    """The bucket a chain fixes, "all" when it fixes none, _UNKNOWN when it cannot be hashed here."""
+    cols = {c["name"]: c for c in table["columns"]}
+    fixed, bucket = {}, None
+    for term in chain:
+        if term.kind != "eq":
+            continue
+        for a, b in ((term.lhs, term.vals[0]), (term.vals[0], term.lhs)):
+            col = _column(a)
+            if col in table["sharding_key"] and col not in fixed:
+                fixed[col] = _value(b, cols[col]["cls"], params)
+            elif col == "bucket_id" and prune and bucket is None:
+                v = _value(b, "int", params)
+                bucket = v if v is not _UNKNOWN else bucket
+    if all(k in fixed for k in table["sharding_key"]):
+        vals = [fixed[k] for k in table["sharding_key"]]
+        if any(v is _UNKNOWN for v in vals):
+            return _UNKNOWN
+        return hash_key(table, vals)
+    return bucket if bucket is not None else "all"
+
+
+def _insert_buckets(toks, table, params, hash_key):
+    """The buckets of INSERT INTO t [(cols)] VALUES (...), ...: one per row."""
+    i = next(k for k, t in enumerate(toks) if _word(t, "into")) + 2
+    if i < len(toks) and toks[i - 1].text == "public" and toks[i].text == ".":
+        i += 2
+    names = [c["name"] for c in table["columns"]]
+    if i < len(toks) and toks[i].text == "(":
+        j = _close(toks, i)
+        names = [_name(p[0]) if len(p) == 1 else None for p in _split_commas(toks[i + 1:j])]
+        i = j + 1
+    if i >= len(toks) or not _word(toks[i], "values"):
+        return None  # INSERT ... SELECT: the rows are known once read
+    cols = {c["name"]: c for c in table["columns"]}
+    out = set()
+    i += 1
+    while i < len(toks):
+        if toks[i].text != "(":
+            i += 1
+            continue
+        j = _close(toks, i)
+        row = dict(zip(names, _split_commas(toks[i + 1:j])))
+        vals = [_value(row.get(k, []), cols[k]["cls"], params) for k in table["sharding_key"]]
+        if any(v is _UNKNOWN for v in vals):
+            return None
+        out.add(hash_key(table, vals))
+        i = j + 1
+    return out
+
+
+def bucket_set(toks, tables, params, prune, hash_key):
+    """The statement's bucket set (see the module's comment): "any", "all", a set of (tier, bucket),
+    or None (not known here). toks: the statement's tokens, OPTION stripped; tables: {name: table}
+    of state.json; params: the bound text values (None: not bound); hash_key(table, values) ->
+    bucket."""
+    refs = [(i, tables.get(n)) for i, n in table_refs(toks)]
+    sharded = [(i, t) for i, t in refs if t is not None and not t["global"]]
+    if not sharded:
+        return "any"
+    if len(sharded) > 1 or len(refs) > 1:
+        return "all"  # joins, subqueries: stricter than Picodata, which may still find the key
+    table = sharded[0][1]
+    tier = table["tier"]
+    if _word(toks[0], "insert"):
+        b = _insert_buckets(toks, table, params, hash_key)
+        return None if b is None else {(tier, x) for x in b}
+    spans = where_spans(toks)
+    if not spans:
+        return "all"
+    chain_list = _expand(parse_where(toks[spans[0][0]:spans[0][1]]), emu_caps.dnf_chain_limit())
+    if chain_list is None:
+        return "all"  # over the DNF limit: every replicaset
+    out = set()
+    for chain in chain_list:
+        b = _chain_buckets(chain, table, params, prune, hash_key)
+        if b is _UNKNOWN:
+            return None
+        if b == "all":
+            return "all"
+        out.add((tier, b))
+    return out
+
+
+FORWARD_ORDER = ("off", "ro_to_rw", "on")
+
+
+def possible_forward(buckets, owner, my_replicaset, read_only):
+    """get_possible_forward_option: the least forward value the bucket set allows."""
+    if buckets == "any":
+        return "off"
+    if buckets == "all":
+        return "on"
+    owners = {owner(tier, b) for tier, b in buckets}
+    if not owners:
+        return "off"
+    if len(owners) != 1:
+        return "on"
+    if owners.pop() != my_replicaset or read_only:
+        return "ro_to_rw"
+    return "off"
+
+
+def forward_refusal(wanted, possible):
+    """Picodata's message when `forward = wanted` cannot be satisfied (possible is more), else None:
+    enforce_forward_option in src/sql/router.rs (26.2.1-rc1, 26.3.0), an SbroadError::Invalid of
+    Entity::Option ("invalid option: ...", sql-ir/src/errors.rs), reaching the client through
+    traft's Error::Sbroad ("sbroad: ...", src/traft/error.rs) as XX000."""
+    if FORWARD_ORDER.index(possible) <= FORWARD_ORDER.index(wanted):
+        return None
+    if wanted == "ro_to_rw":
+        reason = "buckets span multiple nodes"
+    elif possible == "ro_to_rw":
+        reason = "buckets are not present on the current node"
+    else:
+        reason = "buckets span multiple nodes and are not present on the current node"
+    return ('sbroad: invalid option: cannot satisfy "forward = %s": %s, try using "forward = %s" instead'
+            % (wanted, reason, possible))
+
+
+def statement_tokens(sql):
+    """The tokens of a statement the dialect accepted (its OPTION already stripped)."""
+    return dialect.merge_signs(dialect._split_statements(dialect.tokenize(sql)))
+
+
+def forward_verdict(state, instance, version, toks, wanted, params):
+    """Picodata's refusal text for a statement under `forward = wanted` at `instance` (state: the
+    state.json document), or None when it runs (or its bucket set is not known here)."""
+    if wanted in (None, "on") or not emu_caps.has("forward", version):
+        return None
+    tables = {t["name"]: t for t in state.get("tables", [])}
+    tiers = {t["name"]: t for t in state.get("tiers", [])}
+
+    def hash_key(table, vals):
+        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"])
+
+    def owner(tier, b):
+        return next((rs for lo, hi, rs in state.get("buckets", {}).get(tier, []) if lo <= b <= hi), None)
+
+    buckets = bucket_set(toks, tables, params, emu_caps.has("prune_by_bucket_id", version), hash_key)
+    if buckets is None:
+        return None
+    inst = next(i for i in state["instances"] if i["name"] == instance)
+    rs = next(r for r in state["replicasets"] if r["name"] == inst["replicaset"])
+    return forward_refusal(wanted, possible_forward(buckets, owner, rs["name"], rs.get("master") != instance))
