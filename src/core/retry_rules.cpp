@@ -11,7 +11,7 @@ constexpr std::string_view kRefusals[] = {
     "Failed to add a storage reference",
     "Failed to use a storage reference",
     "vshard storage is not configured",
-    "cannot satisfy \"forward = off\"",
+    "cannot satisfy \"forward = off\": buckets are not present on the current node,",
 };
 
 }  // namespace

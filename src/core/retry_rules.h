@@ -14,8 +14,11 @@
 //   before sending).
 // - "Failed to add a storage reference", "Failed to use a storage reference", "vshard storage is
 //   not configured": the storage refused before the plan runs (src/sql.rs).
-// - "cannot satisfy \"forward = off\"": the instance does not own the statement's buckets
-//   (26.2.1-rc1+, before dispatch).
+// - "cannot satisfy \"forward = off\": buckets are not present on the current node,": the
+//   statement's buckets belong to one other replicaset (a stale owner: the new one accepts it;
+//   enforce_forward_option in src/sql/router.rs, 26.2.1-rc1 to 26.3.0, before dispatch). Its other
+//   reasons ("buckets span multiple nodes ...") are refusals too, but no instance accepts such a
+//   statement under forward = off: sending it again cannot help, so they are not listed.
 //
 // Such a refusal proves nothing was applied only where the statement touched one replicaset: a
 // statement that spans several may have been applied by the others (the caller decides that).

@@ -156,12 +156,16 @@ like($err, qr/remote SQL on Picodata instance 127\.0\.0\.1:\d+ \(replicaset [0-9
 \set VERBOSITY verbose
 SELECT * FROM picoroute_exec('default', 1, 'SELECT 1/0') AS t(x int)});
 like($err, qr/ERROR:  XX000: division by zero/, 'picoroute_exec: remote SQLSTATE XX000 kept');
+my $scan_started = Time::HiRes::time();
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SELECT count(*) FROM users});
+my $scan_took = Time::HiRes::time() - $scan_started;
 if ($strict) {
     like($err, qr/ERROR:  XX000: sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes/,
          'strict: a coordinator scan is refused (forward=off), SQLSTATE kept');
+    # No instance accepts it under forward=off: it is not sent again for picoroute.failover_wait.
+    cmp_ok($scan_took, '<', 5, "strict: the refusal comes at once, not after retries ($scan_took s)");
 }
 else {
     is($ret, 0, "$v has no forward=off: a coordinator scan is served") or diag($err);

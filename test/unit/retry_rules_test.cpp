@@ -20,7 +20,18 @@ TEST(RetryRulesTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
     EXPECT_TRUE(refused_before_running(
         "vshard storage is not configured (timed out waiting for proc_sharding): x"));
     EXPECT_TRUE(refused_before_running(
-        "cannot satisfy \"forward = off\": statement buckets are not local"));
+        "sbroad: invalid option: cannot satisfy \"forward = off\": buckets are not present on the "
+        "current node, try using \"forward = ro_to_rw\" instead"));
+}
+
+TEST(RetryRulesTest, AForwardRefusalNoInstanceCanSatisfyIsNotSentAgain) {
+    // Picodata's other reasons (enforce_forward_option, 26.3.0): every instance refuses these.
+    EXPECT_FALSE(refused_before_running(
+        "sbroad: invalid option: cannot satisfy \"forward = off\": buckets span multiple nodes and "
+        "are not present on the current node, try using \"forward = on\" instead"));
+    EXPECT_FALSE(refused_before_running(
+        "sbroad: invalid option: cannot satisfy \"forward = ro_to_rw\": buckets span multiple "
+        "nodes, try using \"forward = on\" instead"));
 }
 
 TEST(RetryRulesTest, FailuresDuringOrAfterRunningAreNot) {
