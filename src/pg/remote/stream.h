@@ -49,6 +49,13 @@ class RowStream final : public ConnectionReader {
     void forget(Connection *connection) noexcept override;
     // The statements sent again so far (run_jobs' retries of a failed source).
     uint32_t sent_again() const { return sent_again_; }
+    // The rows handed over so far, from every job.
+    size_t delivered() const {
+        size_t n = 0;
+        for (const Source &s : sources_)
+            n += s.delivered;
+        return n;
+    }
 
   private:
     struct Source {

@@ -1,0 +1,266 @@
+// Bounded keyless reads: the chunked fallback of a base scan (see chunked.h).
+extern "C" {
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/elog.h"
+#include "utils/rel.h"
+}
+
+#include "pg/fdw/chunked.h"
+
+#include "pg/guard.h"
+#include "pg/map_store.h"
+#include "pg/settings.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace picoroute::pg::fdw {
+
+namespace {
+
+constexpr const char *kRowLimitText = "Exceeded maximum number of rows (";
+
+std::string range_filter(const chunks::Chunk &c) {
+    return "\"bucket_id\" BETWEEN " + std::to_string(c.first) + " AND " + std::to_string(c.last);
+}
+
+// The limit a row-limit error names ("... rows (N) in virtual table: M"), -1 when unreadable.
+long long named_limit(const char *message) {
+    const char *p = message != nullptr ? strstr(message, kRowLimitText) : nullptr;
+    if (p == nullptr)
+        return -1;
+    return strtoll(p + strlen(kRowLimitText), nullptr, 10);
+}
+
+// The hint added to a row-limit error of a read that carried picoroute's bound and cannot be read
+// in chunks (a pushed aggregate, join or ORDER BY / LIMIT, a scatter over masters).
+std::string bound_hint(const RoutedStatement *st, int bound) {
+    std::string out;
+    if (st->table->motion_row_max >= 0)
+        out = "The sql_motion_row_max option of the foreign table or its server (" +
+              std::to_string(bound) +
+              ") bounds the rows one statement may gather: raise it, or "
+              "set it to 0 for no bound.";
+    else
+        out = "A read without a sharding key may gather at most picoroute.keyless_row_max rows (" +
+              std::to_string(bound) +
+              ") at a coordinator: SET picoroute.keyless_row_max = 0 "
+              "lifts the bound.";
+    if (st->tail != nullptr)
+        out +=
+            " Or set the foreign table option pushdown_aggregates 'off': the rows are then read "
+            "here, in chunks of buckets when there are many.";
+    else if (static_cast<Scatter>(st->table->scatter) == Scatter::Masters)
+        out +=
+            " Or set the server option scatter 'coordinator': such a read is then done in "
+            "chunks of buckets when it has many rows.";
+    return out;
+}
+
+}  // namespace
+
+bool is_row_limit_error(const PgError &e) {
+    const ErrorData *d = e.data();
+    return d != nullptr && d->sqlerrcode == ERRCODE_INTERNAL_ERROR && named_limit(d->message) >= 0;
+}
+
+ChunkedRead::ChunkedRead(const Job &base, ChunkTexts texts, ConnParams params, std::string tier,
+                         ReadPref pref, int ncols, MemoryContext context)
+    : texts_(std::move(texts)),
+      params_(std::move(params)),
+      tier_(std::move(tier)),
+      pref_(pref),
+      ncols_(ncols),
+      context_(context) {
+    base_.target = base.target;
+    base_.sql = base.sql;
+    for (const char *v : base.values)
+        values_.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
+    for (const auto &v : values_)
+        base_.values.push_back(v ? v->c_str() : nullptr);
+}
+
+uint32_t ChunkedRead::sent_again() const {
+    return sent_again_ + (stream_ ? stream_->sent_again() : 0);
+}
+
+void ChunkedRead::plan() {
+    planned_ = true;
+    std::vector<Job> jobs(1);
+    jobs[0].target = base_.target;
+    jobs[0].sql = texts_.count;
+    jobs[0].values = base_.values;
+    run_jobs(jobs, params_, tier_, pref_, Retry::Read, nullptr, &sent_again_);
+    const PGresult *r = jobs[0].result.get();
+    if (PQnfields(r) != 2)
+        throw SqlError(ERRCODE_FDW_ERROR,
+                       "picoroute: the count of rows per bucket returned " +
+                           std::to_string(PQnfields(r)) + " columns, expected 2",
+                       "Remote SQL: " + texts_.count);
+    std::vector<chunks::BucketCount> counts;
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (PQgetisnull(r, i, 0) || PQgetisnull(r, i, 1))
+            continue;
+        counts.push_back({static_cast<uint32_t>(strtoul(PQgetvalue(r, i, 0), nullptr, 10)),
+                          strtoull(PQgetvalue(r, i, 1), nullptr, 10)});
+    }
+    chunks::ChunkPlan plan =
+        chunks::plan_chunks(std::move(counts), texts_.bound, texts_.bucket_count);
+    if (plan.too_large)
+        too_large(plan.too_large->bucket, plan.too_large->rows);
+    queue_.assign(plan.chunks.begin(), plan.chunks.end());
+}
+
+Job ChunkedRead::job_for(const chunks::Chunk &chunk) const {
+    Job job;
+    job.target = base_.target;
+    job.sql = texts_.chunk_prefix + range_filter(chunk) + texts_.chunk_option;
+    job.values = base_.values;
+    return job;
+}
+
+void ChunkedRead::split(const chunks::Chunk &chunk) {
+    auto halves = chunks::split_chunk(chunk);
+    if (!halves)
+        too_large(chunk.first, 0);
+    queue_.push_front(halves->second);
+    queue_.push_front(halves->first);
+}
+
+void ChunkedRead::too_large(uint32_t bucket, uint64_t rows) const {
+    std::string bound = std::to_string(texts_.bound);
+    std::string count = rows > 0 ? std::to_string(rows) : "more than " + bound;
+    std::string setting = texts_.bound_from_option
+                              ? "the sql_motion_row_max option of the foreign table or its server"
+                              : "picoroute.keyless_row_max";
+    std::string at_least = rows > 0 ? std::to_string(rows) : "more than " + bound;
+    std::string hint =
+        texts_.bound_from_option
+            ? "Raise the sql_motion_row_max option of foreign table \"" + texts_.table +
+                  "\" (or of its server) to at least " + at_least + ", or set it to 0 for no bound."
+            : "Raise picoroute.keyless_row_max to at least " + at_least +
+                  (rows > 0 ? " (SET picoroute.keyless_row_max = " + std::to_string(rows) + ")"
+                            : std::string()) +
+                  ", or set it to 0 for no bound.";
+    throw SqlError(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                   "picoroute: bucket " + std::to_string(bucket) + " of foreign table \"" +
+                       texts_.table + "\" holds " + count +
+                       " rows that the scan reads, more than " + setting + " (" + bound + ")",
+                   "A read without a sharding key gathers at most that many rows at a Picodata "
+                   "coordinator per statement; a larger answer is read in chunks of buckets, and "
+                   "one bucket is the smallest chunk.",
+                   hint);
+}
+
+bool ChunkedRead::next(const char **values) {
+    if (!planned_)
+        plan();
+    for (;;) {
+        if (stream_) {
+            try {
+                if (stream_->next(values))
+                    return true;
+            } catch (const PgError &e) {
+                // Picodata gathers a chunk whole before it sends a row: none of it was read.
+                if (!is_row_limit_error(e) || stream_->delivered() > 0)
+                    throw;
+                sent_again_ += stream_->sent_again();
+                stream_.reset();
+                split(current_);
+                continue;
+            }
+            sent_again_ += stream_->sent_again();
+            stream_.reset();
+        }
+        if (queue_.empty())
+            return false;
+        current_ = queue_.front();
+        queue_.pop_front();
+        std::vector<Job> jobs;
+        jobs.push_back(job_for(current_));
+        stream_ = std::make_unique<RowStream>(std::move(jobs), params_, tier_, pref_, Retry::Read,
+                                              ncols_, context_);
+        sent_++;
+        try {
+            stream_->start();
+        } catch (const PgError &e) {
+            if (!is_row_limit_error(e))
+                throw;
+            sent_again_ += stream_->sent_again();
+            stream_.reset();
+            split(current_);
+        }
+    }
+}
+
+std::vector<ResultPtr> ChunkedRead::read_all() {
+    if (!planned_)
+        plan();
+    std::vector<ResultPtr> out;
+    while (!queue_.empty()) {
+        current_ = queue_.front();
+        queue_.pop_front();
+        std::vector<Job> jobs;
+        jobs.push_back(job_for(current_));
+        sent_++;
+        try {
+            run_jobs(jobs, params_, tier_, pref_, Retry::Read, nullptr, &sent_again_);
+        } catch (const PgError &e) {
+            if (!is_row_limit_error(e))
+                throw;
+            split(current_);
+            continue;
+        }
+        out.push_back(std::move(jobs[0].result));
+    }
+    return out;
+}
+
+void prepare_chunks(RoutedStatement *st, const std::vector<Job> &jobs, bool keyless, int ncols) {
+    TableInfo *t = st->table;
+    int bound = keyless_row_bound(t);
+    if (st->chunk_from <= 0 || !keyless || t->global || st->is_write || bound <= 0 ||
+        jobs.size() != 1 || !jobs[0].target.ranges.empty() || !jobs[0].target.buckets.empty())
+        return;
+    MapRef map = current_map();
+    int32_t tier = require_tier(*map.view, map.generation, t->tier);
+    ChunkTexts texts;
+    texts.bucket_count = map.view->tier(tier).bucket_count;
+    texts.bound = static_cast<uint64_t>(bound);
+    texts.bound_from_option = t->motion_row_max >= 0;
+    texts.count = std::string("SELECT \"bucket_id\", count(*)") + (st->sql + st->chunk_from) +
+                  " GROUP BY \"bucket_id\"" +
+                  option_clause_rows(t, static_cast<int>(texts.bucket_count), true);
+    texts.chunk_prefix = std::string(st->sql) + (st->has_where ? " AND " : " WHERE ");
+    texts.chunk_option = option_clause_rows(t, bound, true);
+    texts.table = RelationGetRelationName(st->rel);
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    st->chunked =
+        new ChunkedRead(jobs[0], std::move(texts), conn_params_for(t->serverid, userid), t->tier,
+                        static_cast<ReadPref>(t->read_pref), ncols, GetMemoryChunkContext(st));
+}
+
+bool fall_back_to_chunks(RoutedStatement *st, const PgError &e, size_t delivered) {
+    if (!is_row_limit_error(e))
+        return false;
+    if (st->chunked != nullptr && delivered == 0) {
+        st->chunked->active = true;
+        if (st->stream != nullptr) {
+            st->sent_again += st->stream->sent_again();
+            delete st->stream;
+            st->stream = nullptr;
+        }
+        return true;
+    }
+    int bound = keyless_row_bound(st->table);
+    ErrorData *d = e.data();
+    if (bound > 0 && d->hint == nullptr && named_limit(d->message) == bound) {
+        std::string hint = bound_hint(st, bound);
+        pg_call([&] { d->hint = pstrdup(hint.c_str()); });
+    }
+    return false;
+}
+
+}  // namespace picoroute::pg::fdw
