@@ -22,6 +22,7 @@ $ENV{PICOEMU_LOG_STATEMENTS} = '1';
 my $dir = start_emulator();
 emu_table('users', 'id int8, name text, v int8', rows => 20000);
 emu_table('small', 'id int8, name text', rows => 100);
+emu_table('countries', 'code int8, name text', args => ['--global'], rows => 4500);
 emu('create-table', 'hot', '--columns', 'id int8, n int8', '--primary-key', 'id,n',
     '--sharding-key', 'id');
 
@@ -52,6 +53,7 @@ CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', pass
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE small (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE hot (id bigint, n bigint) SERVER pico OPTIONS (sharding_key 'id');
+CREATE FOREIGN TABLE countries (code bigint, name text) SERVER pico OPTIONS (distribution 'global');
 });
 my $full = 'SELECT count(*), sum(id) FROM (SELECT * FROM users OFFSET 0) s';
 
@@ -136,6 +138,16 @@ like($err, qr/HINT:  .*picoroute.keyless_row_max.*pushdown_aggregates 'off'/, 't
 $node->safe_psql('postgres', q{ALTER FOREIGN TABLE users OPTIONS (ADD pushdown_aggregates 'off')});
 is($node->safe_psql('postgres', 'SELECT count(*) FROM (SELECT name, count(*) FROM users GROUP BY name) g'), '20000',
    "with pushdown_aggregates 'off': read in chunks, grouped here");
+
+# ---- a global table over the bound: no bucket to chunk by; the hint names its table option -------
+($ret, $out, $err) = $node->psql('postgres', 'SELECT count(*) FROM (SELECT * FROM countries OFFSET 0) s');
+like($err, qr/Exceeded maximum number of rows \(4000\).*HINT:  .*sql_motion_row_max '0'/s,
+     'a global table of 4500 rows: refused, with a hint naming its table option');
+$node->safe_psql('postgres', q{ALTER FOREIGN TABLE countries OPTIONS (ADD sql_motion_row_max '0')});
+sent();
+is($node->safe_psql('postgres', 'SELECT count(*) FROM (SELECT * FROM countries OFFSET 0) s'), '4500',
+   'following the hint reads it');
+is_deeply([ row_max(grep { /FROM "countries"/ } sent()) ], [0], 'in one statement, unbounded as asked');
 
 # The fronts refused only the statements over the bound, each before a chunked read or an error.
 my @refused = @{ emu_audit() };

@@ -38,6 +38,12 @@ long long named_limit(const char *message) {
 // in chunks (a pushed aggregate, join or ORDER BY / LIMIT, a scatter over masters).
 std::string bound_hint(const RoutedStatement *st, int bound) {
     std::string out;
+    if (st->table->global && st->table->motion_row_max < 0)
+        return "A read of a global table gathers at most picoroute.keyless_row_max rows (" +
+               std::to_string(bound) +
+               ") at the instance that answers it. Every instance holds "
+               "the whole table: set the foreign table option sql_motion_row_max '0' to read it "
+               "at once.";
     if (st->table->motion_row_max >= 0)
         out = "The sql_motion_row_max option of the foreign table or its server (" +
               std::to_string(bound) +
