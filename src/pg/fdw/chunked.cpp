@@ -72,39 +72,36 @@ bool is_row_limit_error(const PgError &e) {
     return d != nullptr && d->sqlerrcode == ERRCODE_INTERNAL_ERROR && named_limit(d->message) >= 0;
 }
 
-ChunkedRead::ChunkedRead(const Job &base, ChunkTexts texts, ConnParams params, std::string tier,
-                         ReadPref pref, int ncols, MemoryContext context)
-    : texts_(std::move(texts)),
+ChunkedRead::ChunkedRead(std::vector<std::unique_ptr<ChunkPart>> parts, ChunkLimits limits,
+                         ConnParams params, std::string tier, ReadPref pref, int ncols,
+                         MemoryContext context)
+    : parts_(std::move(parts)),
+      limits_(std::move(limits)),
       params_(std::move(params)),
       tier_(std::move(tier)),
       pref_(pref),
       ncols_(ncols),
-      context_(context) {
-    base_.target = base.target;
-    base_.sql = base.sql;
-    for (const char *v : base.values)
-        values_.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
-    for (const auto &v : values_)
-        base_.values.push_back(v ? v->c_str() : nullptr);
-}
+      context_(context) {}
 
 uint32_t ChunkedRead::sent_again() const {
     return sent_again_ + (stream_ ? stream_->sent_again() : 0);
 }
 
-void ChunkedRead::plan() {
-    planned_ = true;
+bool ChunkedRead::plan_next_part() {
+    if (part_ >= parts_.size())
+        return false;
+    const ChunkPart &part = *parts_[part_++];
     std::vector<Job> jobs(1);
-    jobs[0].target = base_.target;
-    jobs[0].sql = texts_.count;
-    jobs[0].values = base_.values;
+    jobs[0].target = part.base.target;
+    jobs[0].sql = part.count;
+    jobs[0].values = part.base.values;
     run_jobs(jobs, params_, tier_, pref_, Retry::Read, nullptr, &sent_again_);
     const PGresult *r = jobs[0].result.get();
     if (PQnfields(r) != 2)
         throw SqlError(ERRCODE_FDW_ERROR,
                        "picoroute: the count of rows per bucket returned " +
                            std::to_string(PQnfields(r)) + " columns, expected 2",
-                       "Remote SQL: " + texts_.count);
+                       "Remote SQL: " + part.count);
     std::vector<chunks::BucketCount> counts;
     for (int i = 0; i < PQntuples(r); i++) {
         if (PQgetisnull(r, i, 0) || PQgetisnull(r, i, 1))
@@ -113,17 +110,19 @@ void ChunkedRead::plan() {
                           strtoull(PQgetvalue(r, i, 1), nullptr, 10)});
     }
     chunks::ChunkPlan plan =
-        chunks::plan_chunks(std::move(counts), texts_.bound, texts_.bucket_count);
+        chunks::plan_chunks(std::move(counts), limits_.bound, limits_.bucket_count);
     if (plan.too_large)
         too_large(plan.too_large->bucket, plan.too_large->rows);
     queue_.assign(plan.chunks.begin(), plan.chunks.end());
+    return true;
 }
 
 Job ChunkedRead::job_for(const chunks::Chunk &chunk) const {
+    const ChunkPart &part = *parts_[part_ - 1];
     Job job;
-    job.target = base_.target;
-    job.sql = texts_.chunk_prefix + range_filter(chunk) + texts_.chunk_option;
-    job.values = base_.values;
+    job.target = part.base.target;
+    job.sql = part.chunk_prefix + range_filter(chunk) + limits_.chunk_option;
+    job.values = part.base.values;
     return job;
 }
 
@@ -136,15 +135,15 @@ void ChunkedRead::split(const chunks::Chunk &chunk) {
 }
 
 void ChunkedRead::too_large(uint32_t bucket, uint64_t rows) const {
-    std::string bound = std::to_string(texts_.bound);
+    std::string bound = std::to_string(limits_.bound);
     std::string count = rows > 0 ? std::to_string(rows) : "more than " + bound;
-    std::string setting = texts_.bound_from_option
+    std::string setting = limits_.bound_from_option
                               ? "the sql_motion_row_max option of the foreign table or its server"
                               : "picoroute.keyless_row_max";
     std::string at_least = rows > 0 ? std::to_string(rows) : "more than " + bound;
     std::string hint =
-        texts_.bound_from_option
-            ? "Raise the sql_motion_row_max option of foreign table \"" + texts_.table +
+        limits_.bound_from_option
+            ? "Raise the sql_motion_row_max option of foreign table \"" + limits_.table +
                   "\" (or of its server) to at least " + at_least + ", or set it to 0 for no bound."
             : "Raise picoroute.keyless_row_max to at least " + at_least +
                   (rows > 0 ? " (SET picoroute.keyless_row_max = " + std::to_string(rows) + ")"
@@ -152,7 +151,7 @@ void ChunkedRead::too_large(uint32_t bucket, uint64_t rows) const {
                   ", or set it to 0 for no bound.";
     throw SqlError(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
                    "picoroute: bucket " + std::to_string(bucket) + " of foreign table \"" +
-                       texts_.table + "\" holds " + count +
+                       limits_.table + "\" holds " + count +
                        " rows that the scan reads, more than " + setting + " (" + bound + ")",
                    "A read without a sharding key gathers at most that many rows at a Picodata "
                    "coordinator per statement; a larger answer is read in chunks of buckets, and "
@@ -161,8 +160,6 @@ void ChunkedRead::too_large(uint32_t bucket, uint64_t rows) const {
 }
 
 bool ChunkedRead::next(const char **values) {
-    if (!planned_)
-        plan();
     for (;;) {
         if (stream_) {
             try {
@@ -170,7 +167,7 @@ bool ChunkedRead::next(const char **values) {
                     return true;
             } catch (const PgError &e) {
                 // Picodata gathers a chunk whole before it sends a row: none of it was read.
-                if (!is_row_limit_error(e) || stream_->delivered() > 0)
+                if (!is_row_limit_error(e) || stream_->current_delivered() > 0)
                     throw;
                 sent_again_ += stream_->sent_again();
                 stream_.reset();
@@ -180,8 +177,10 @@ bool ChunkedRead::next(const char **values) {
             sent_again_ += stream_->sent_again();
             stream_.reset();
         }
-        if (queue_.empty())
+        if (queue_.empty() && !plan_next_part())
             return false;
+        if (queue_.empty())
+            continue;
         current_ = queue_.front();
         queue_.pop_front();
         std::vector<Job> jobs;
@@ -202,10 +201,12 @@ bool ChunkedRead::next(const char **values) {
 }
 
 std::vector<ResultPtr> ChunkedRead::read_all() {
-    if (!planned_)
-        plan();
     std::vector<ResultPtr> out;
-    while (!queue_.empty()) {
+    for (;;) {
+        if (queue_.empty() && !plan_next_part())
+            return out;
+        if (queue_.empty())
+            continue;
         current_ = queue_.front();
         queue_.pop_front();
         std::vector<Job> jobs;
@@ -221,52 +222,106 @@ std::vector<ResultPtr> ChunkedRead::read_all() {
         }
         out.push_back(std::move(jobs[0].result));
     }
-    return out;
 }
 
-void prepare_chunks(RoutedStatement *st, const std::vector<Job> &jobs, bool keyless, int ncols) {
+namespace {
+
+// Whether st's reads can go in chunks: a base scan of a sharded table, without a key, under a
+// bound.
+bool chunkable(const RoutedStatement *st) {
+    return st->chunk_from > 0 && st->keyless && !st->table->global && !st->is_write &&
+           keyless_row_bound(st->table) > 0;
+}
+
+// The part of a chunked read for `job`, one of st's jobs (a coordinator's statement, or a master's
+// with its bucket filter).
+std::unique_ptr<ChunkPart> part_for(const RoutedStatement *st, const Job &job,
+                                    uint32_t bucket_count) {
+    auto part = std::make_unique<ChunkPart>();
+    part->base.target = job.target;
+    for (const char *v : job.values)
+        part->values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
+    for (const auto &v : part->values)
+        part->base.values.push_back(v ? v->c_str() : nullptr);
+    std::string filtered = with_bucket_filter(st->sql, st->has_where, job.target, "bucket_id");
+    bool has_where = st->has_where || filtered.size() != strlen(st->sql);
+    part->count = "SELECT \"bucket_id\", count(*)" + filtered.substr(st->chunk_from) +
+                  " GROUP BY \"bucket_id\"" +
+                  option_clause_rows(st->table, static_cast<int>(bucket_count), true);
+    part->chunk_prefix = filtered + (has_where ? " AND " : " WHERE ");
+    return part;
+}
+
+// A chunked read of `jobs` (C++).
+ChunkedRead *new_chunked_read(const RoutedStatement *st, const std::vector<const Job *> &jobs,
+                              int ncols) {
     TableInfo *t = st->table;
-    int bound = keyless_row_bound(t);
-    if (st->chunk_from <= 0 || !keyless || t->global || st->is_write || bound <= 0 ||
-        jobs.size() != 1 || !jobs[0].target.ranges.empty() || !jobs[0].target.buckets.empty())
-        return;
     MapRef map = current_map();
     int32_t tier = require_tier(*map.view, map.generation, t->tier);
-    ChunkTexts texts;
-    texts.bucket_count = map.view->tier(tier).bucket_count;
-    texts.bound = static_cast<uint64_t>(bound);
-    texts.bound_from_option = t->motion_row_max >= 0;
-    texts.count = std::string("SELECT \"bucket_id\", count(*)") + (st->sql + st->chunk_from) +
-                  " GROUP BY \"bucket_id\"" +
-                  option_clause_rows(t, static_cast<int>(texts.bucket_count), true);
-    texts.chunk_prefix = std::string(st->sql) + (st->has_where ? " AND " : " WHERE ");
-    texts.chunk_option = option_clause_rows(t, bound, true);
-    texts.table = RelationGetRelationName(st->rel);
+    ChunkLimits limits;
+    limits.bucket_count = map.view->tier(tier).bucket_count;
+    limits.bound = static_cast<uint64_t>(keyless_row_bound(t));
+    limits.bound_from_option = t->motion_row_max >= 0;
+    limits.chunk_option = option_clause_rows(t, keyless_row_bound(t), true);
+    limits.table = RelationGetRelationName(st->rel);
+    std::vector<std::unique_ptr<ChunkPart>> parts;
+    for (const Job *job : jobs)
+        parts.push_back(part_for(st, *job, limits.bucket_count));
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
-    st->chunked =
-        new ChunkedRead(jobs[0], std::move(texts), conn_params_for(t->serverid, userid), t->tier,
-                        static_cast<ReadPref>(t->read_pref), ncols, GetMemoryChunkContext(st));
+    return new ChunkedRead(std::move(parts), std::move(limits),
+                           conn_params_for(t->serverid, userid), t->tier,
+                           static_cast<ReadPref>(t->read_pref), ncols,
+                           GetMemoryChunkContext(const_cast<RoutedStatement *>(st)));
 }
 
-bool fall_back_to_chunks(RoutedStatement *st, const PgError &e, size_t delivered) {
-    if (!is_row_limit_error(e))
-        return false;
-    if (st->chunked != nullptr && delivered == 0) {
-        st->chunked->active = true;
-        if (st->stream != nullptr) {
-            st->sent_again += st->stream->sent_again();
-            delete st->stream;
-            st->stream = nullptr;
-        }
-        return true;
-    }
+// Adds to a row-limit error the hint naming the bound, when the statement carried it.
+void add_bound_hint(const RoutedStatement *st, const PgError &e) {
     int bound = keyless_row_bound(st->table);
     ErrorData *d = e.data();
     if (bound > 0 && d->hint == nullptr && named_limit(d->message) == bound) {
         std::string hint = bound_hint(st, bound);
         pg_call([&] { d->hint = pstrdup(hint.c_str()); });
     }
-    return false;
+}
+
+}  // namespace
+
+bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, const PgError &e,
+                    std::vector<ResultPtr> *out) {
+    if (!is_row_limit_error(e))
+        return false;
+    if (!chunkable(st)) {
+        add_bound_hint(st, e);
+        return false;
+    }
+    std::vector<const Job *> all;
+    for (const Job &job : jobs)
+        all.push_back(&job);
+    std::unique_ptr<ChunkedRead> read(new_chunked_read(st, all, 0));
+    *out = read->read_all();
+    st->chunks += read->sent();
+    st->sent_again += read->sent_again();
+    return true;
+}
+
+bool fall_back_to_chunks(RoutedStatement *st, const PgError &e, bool starting) {
+    if (!is_row_limit_error(e))
+        return false;
+    RowStream *stream = st->stream;
+    if (!chunkable(st) || stream == nullptr || stream->current_delivered() > 0 ||
+        (starting && stream->jobs() != 1)) {
+        add_bound_hint(st, e);
+        return false;
+    }
+    st->chunked = new_chunked_read(st, {&stream->current_job()}, stream->ncols());
+    if (starting) {
+        st->sent_again += stream->sent_again();
+        delete stream;
+        st->stream = nullptr;
+    } else {
+        stream->skip_current();
+    }
+    return true;
 }
 
 }  // namespace picoroute::pg::fdw

@@ -30,49 +30,54 @@
 
 namespace picoroute::pg::fdw {
 
-// The texts a chunked read sends, made from the scan's statement.
-struct ChunkTexts {
-    std::string count;               // the per-bucket count, with its OPTION clause
-    std::string chunk_prefix;        // the scan's statement followed by " AND " or " WHERE "
-    std::string chunk_option;        // the OPTION clause of each chunk statement
+// What a chunked read needs besides its statements.
+struct ChunkLimits {
     std::string table;               // the foreign table's name, for errors
     bool bound_from_option = false;  // the bound is the table's or server's sql_motion_row_max
     uint64_t bound = 0;
     uint32_t bucket_count = 0;
+    std::string chunk_option;  // the OPTION clause of each chunk statement
+};
+
+// One statement read in chunks: its target and parameter values, its per-bucket count, and its
+// text up to where a chunk's bucket range is added.
+struct ChunkPart {
+    Job base;
+    std::vector<std::optional<std::string>> values;  // base.values points here
+    std::string count;
+    std::string chunk_prefix;  // followed by "bucket_id" BETWEEN a AND b, then the OPTION clause
 };
 
 class ChunkedRead final {
   public:
-    // `base`: the scan's statement, with its target and parameter values (copied).
-    ChunkedRead(const Job &base, ChunkTexts texts, ConnParams params, std::string tier,
-                ReadPref pref, int ncols, MemoryContext context);
-    // Set once the scan's statement exceeded the bound: the rows come from the chunks.
-    bool active = false;
-    // Streaming: the next row into values[0..ncols-1]; false at the end. The first call counts
-    // the rows per bucket and plans the chunks. Throws for any failure.
+    ChunkedRead(std::vector<std::unique_ptr<ChunkPart>> parts, ChunkLimits limits,
+                ConnParams params, std::string tier, ReadPref pref, int ncols,
+                MemoryContext context);
+    // Streaming: the next row into values[0..ncols-1]; false at the end. Each part is counted per
+    // bucket, then read chunk by chunk. Throws for any failure.
     bool next(const char **values);
-    // Buffered: every chunk's answer, in bucket order.
+    // Buffered: every chunk's answer, part after part, in bucket order.
     std::vector<ResultPtr> read_all();
     uint32_t sent() const { return sent_; }
     uint32_t sent_again() const;
 
   private:
-    void plan();
+    // The chunks of part `part_` (its count statement); false when every part was read.
+    bool plan_next_part();
     Job job_for(const chunks::Chunk &chunk) const;
     // A chunk that exceeded the bound: its two halves go first in the queue; a chunk of one bucket
     // throws 54000.
     void split(const chunks::Chunk &chunk);
     [[noreturn]] void too_large(uint32_t bucket, uint64_t rows) const;
 
-    Job base_;
-    std::vector<std::optional<std::string>> values_;  // base_.values points here
-    ChunkTexts texts_;
+    std::vector<std::unique_ptr<ChunkPart>> parts_;
+    size_t part_ = 0;  // the part whose chunks are queued, +1
+    ChunkLimits limits_;
     ConnParams params_;
     std::string tier_;
     ReadPref pref_;
     int ncols_;
     MemoryContext context_;
-    bool planned_ = false;
     std::deque<chunks::Chunk> queue_;
     chunks::Chunk current_;
     std::unique_ptr<RowStream> stream_;
@@ -83,15 +88,19 @@ class ChunkedRead final {
 // Whether `e` is Picodata's row-limit error (XX000 "Exceeded maximum number of rows").
 bool is_row_limit_error(const PgError &e);
 
-// Prepares st->chunked for the execution whose jobs are `jobs` (C++: inside guarded()) when they
-// can be read in chunks: a base scan (st->chunk_from) of a sharded table, without a key, sent to
-// one coordinator, under a bound.
-void prepare_chunks(RoutedStatement *st, const std::vector<Job> &jobs, bool keyless, int ncols);
+// The buffered execution of st with `jobs` failed with `e` (C++: inside guarded()). For the
+// row-limit error of a base scan that can be read in chunks (a sharded table read without a key,
+// under a bound), reads every job in chunks (no row was handed over) and returns their answers.
+// Otherwise adds to a row-limit error a hint that names the bound's setting, and returns false:
+// the caller rethrows `e`.
+bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, const PgError &e,
+                    std::vector<ResultPtr> *out);
 
-// The scan's statement failed with `e` after handing over `delivered` rows (C++: inside
-// guarded()). For the row-limit error of a statement prepared for chunks, with no row delivered,
-// activates st->chunked and returns true. Otherwise adds to a row-limit error a hint that names
-// the bound's setting, and returns false: the caller rethrows `e`.
-bool fall_back_to_chunks(RoutedStatement *st, const PgError &e, size_t delivered);
+// The stream st->stream failed with `e` (C++: inside guarded()), in start() when `starting`. For
+// the row-limit error of a chunkable base scan whose failed job handed over no row (a coordinator
+// gathers an answer before it sends a row), sets st->chunked to read that job in chunks and makes
+// the stream skip it (or drops a stream of one job that failed to start), and returns true.
+// Otherwise adds the hint, as read_in_chunks, and returns false.
+bool fall_back_to_chunks(RoutedStatement *st, const PgError &e, bool starting);
 
 }  // namespace picoroute::pg::fdw

@@ -240,8 +240,9 @@ struct RoutedStatement {
     // A base scan: the offset in sql of its " FROM ..." (the count of a chunked read starts
     // there); 0: the statement is never read in chunks (chunked.h).
     int chunk_from;
-    ChunkedRead *chunked;  // the chunked read prepared for this execution, if any
-    uint32 chunks;         // chunk statements of earlier executions (EXPLAIN ANALYZE)
+    bool keyless;          // the last routing decision sent the statement without a key
+    ChunkedRead *chunked;  // a streamed job read in chunks (chunked.h), before the stream goes on
+    uint32 chunks;         // chunk statements of finished chunked reads (EXPLAIN ANALYZE)
     char *routing;         // description of the last decision (EXPLAIN ANALYZE, errors)
     uint32 sent_again;     // statements sent again by every execution (EXPLAIN ANALYZE)
     MemoryContextCallback cleanup;

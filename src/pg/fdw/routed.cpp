@@ -150,7 +150,7 @@ void save_description(RoutedStatement *st, const std::string &description) {
 // target's statement as sent and the parameter values (C++: inside guarded()). Shared by
 // execute_routed and stream_routed.
 std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **values,
-                             Retry *retry, bool *keyless_out = nullptr) {
+                             Retry *retry) {
     std::string description;
     bool keyless = true;
     int32_t tier = kNone;  // an index into the map of the decision only
@@ -164,8 +164,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].may_span =
             st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
     }
-    if (keyless_out != nullptr)
-        *keyless_out = keyless;
+    st->keyless = keyless;
     return jobs;
 }
 
@@ -363,11 +362,9 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         before_remote_write(RelationGetRelationName(st->rel));
     guarded([&] {
         Retry retry = Retry::Read;
-        bool keyless = true;
-        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry, &keyless);
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        prepare_chunks(st, jobs, keyless, 0);
         WriteLog log;
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
@@ -375,9 +372,10 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
             run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref,
                      retry, st->is_write ? &log : nullptr, &st->sent_again);
         } catch (const PgError &e) {
-            if (!fall_back_to_chunks(st, e, 0))
+            // Nothing was handed over yet: every job is read again, in chunks.
+            std::vector<ResultPtr> chunks;
+            if (!read_in_chunks(st, jobs, e, &chunks))
                 throw;
-            std::vector<ResultPtr> chunks = st->chunked->read_all();
             jobs.resize(chunks.size());
             for (size_t i = 0; i < chunks.size(); i++)
                 jobs[i].result = std::move(chunks[i]);
@@ -406,11 +404,9 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     guarded([&] {
         Retry retry = Retry::Read;
-        bool keyless = true;
-        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry, &keyless);
+        std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        prepare_chunks(st, jobs, keyless, ncols);
         st->stream = std::make_unique<RowStream>(
                          std::move(jobs), conn_params_for(st->table->serverid, userid),
                          st->table->tier, static_cast<ReadPref>(st->table->read_pref), retry, ncols,
@@ -419,27 +415,36 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
         try {
             st->stream->start();
         } catch (const PgError &e) {
-            if (!fall_back_to_chunks(st, e, 0))
+            if (!fall_back_to_chunks(st, e, true))
                 throw;
         }
     });
 }
 
 bool stream_next(RoutedStatement *st, const char **values) {
-    if (st->stream == nullptr && (st->chunked == nullptr || !st->chunked->active))
+    if (st->stream == nullptr && st->chunked == nullptr)
         return false;
     return guarded([&] {
-        if (st->stream != nullptr) {
+        for (;;) {
+            if (st->chunked != nullptr) {
+                if (st->chunked->next(values))
+                    return true;
+                st->chunks += st->chunked->sent();
+                st->sent_again += st->chunked->sent_again();
+                delete st->chunked;
+                st->chunked = nullptr;
+            }
+            if (st->stream == nullptr)
+                return false;
             try {
                 return st->stream->next(values);
             } catch (const PgError &e) {
-                // A row-limit error arrives before any row (a coordinator gathers the answer
-                // first); after a row, reading in chunks would hand rows over twice.
-                if (!fall_back_to_chunks(st, e, st->stream->delivered()))
+                // A row-limit error arrives before any row of its job (a coordinator gathers the
+                // answer first); after a row, reading in chunks would hand rows over twice.
+                if (!fall_back_to_chunks(st, e, false))
                     throw;
             }
         }
-        return st->chunked->next(values);
     });
 }
 
