@@ -19,9 +19,11 @@ use Picoroute::TestCluster
   qw(emu emu_json emu_audit emu_audit_clear emu_table start_emulator start_routing_node);
 
 $ENV{PICOEMU_LOG_STATEMENTS} = '1';
-my $dir = start_emulator();
+my $dir = start_emulator(tiers => [ 'default:2:2:3000', 'small:2:1:600' ]);
 emu_table('users', 'id int8, name text, v int8', rows => 20000);
 emu_table('small', 'id int8, name text', rows => 100);
+# 300 buckets per master in tier small: a masters scatter lists them within Picodata's 512 chains.
+emu_table('musers', 'id int8, name text', args => [ '--tier', 'small' ], rows => 9000);
 emu_table('countries', 'code int8, name text', args => ['--global'], rows => 4500);
 emu('create-table', 'hot', '--columns', 'id int8, n int8', '--primary-key', 'id,n',
     '--sharding-key', 'id');
@@ -54,6 +56,10 @@ CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS 
 CREATE FOREIGN TABLE small (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE hot (id bigint, n bigint) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE countries (code bigint, name text) SERVER pico OPTIONS (distribution 'global');
+CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'small', dbname 'picodata',
+  execution_options 'on', scatter 'masters', picodata_version '26.2.1');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_m OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE musers (id bigint, name text) SERVER pico_m OPTIONS (sharding_key 'id');
 });
 my $full = 'SELECT count(*), sum(id) FROM (SELECT * FROM users OFFSET 0) s';
 
@@ -110,6 +116,19 @@ is(scalar(grep { !/LIKE/ } @read), 0, 'every statement carries the condition') o
 is(scalar(grep { /GROUP BY "bucket_id"/ && /WHERE .*LIKE/ } @read), 1, 'the count too');
 is(scalar(grep { !defined $_ || $_ == 0 || $_ > 4000 } row_max(grep { !/GROUP BY/ } @read)), 0,
    'each within 4000 rows');
+
+# ---- a masters scatter: each master's part over the bound is read in chunks of its buckets --------
+sent();
+is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM (SELECT * FROM musers OFFSET 0) s'),
+   '9000|40504500', "scatter 'masters': 9000 rows, each once");
+@read = grep { /FROM "musers"/ } sent();
+is(scalar(grep { !defined $_ || $_ == 0 || $_ > 4000 } row_max(grep { !/GROUP BY/ } @read)), 0,
+   "scatter 'masters': every statement within 4000 rows") or diag(join("\n", map { substr($_, 0, 200) } @read));
+my @mcount = grep { /GROUP BY "bucket_id"/ } @read;
+is(scalar(@mcount), 2, "scatter 'masters': one count per master");
+is(scalar(grep { /WHERE bucket_id IN \(.*\) GROUP BY/ } @mcount), 2, 'each within its own buckets');
+cmp_ok(scalar(grep { /bucket_id IN \(.*\) AND "bucket_id" BETWEEN/ } @read), '>=', 4,
+       'the chunks keep the master\'s bucket list');
 
 # ---- one bucket over the bound -------------------------------------------------------------------
 $node->safe_psql('postgres',
