@@ -1,7 +1,8 @@
-// Bounded keyless reads. A base scan without a sharding key asks its coordinator for at most
-// keyless_row_bound() rows (OPTION sql_motion_row_max). When Picodata answers that the read has
-// more ("Exceeded maximum number of rows", before any row: a coordinator gathers the whole answer
-// before it sends one), the scan reads the table again in chunks of consecutive buckets:
+// Bounded keyless reads. A read without a sharding key asks its coordinator for at most
+// keyless_row_bound() rows (OPTION sql_motion_row_max). When Picodata answers that a base scan's
+// statement has more ("Exceeded maximum number of rows", before any row: a coordinator gathers the
+// whole answer before it sends one), that statement is read again in chunks of consecutive
+// buckets:
 //
 // - one statement counts the matching rows of each bucket (SELECT "bucket_id", count(*) ... GROUP
 //   BY "bucket_id", bounded by the tier's bucket count), and core/chunk_plan.h cuts the buckets
@@ -11,6 +12,11 @@
 //   and read again (none of its rows had arrived);
 // - one bucket holding more matching rows than the bound cannot be read this way: 54000, with a
 //   hint that raises the bound.
+//
+// A streaming scan reads in chunks only the statement that failed (a coordinator's, or one
+// master's part of a 'masters' scatter, within that master's bucket list), then goes on with the
+// others; a scan that reads whole answers reads every statement in chunks. Other reads (pushed
+// aggregates and joins, global tables) get a hint naming the bound instead.
 //
 // A row's bucket never changes, so no row is read twice; a row inserted or deleted while the
 // chunks are read may or may not be seen (as with any Picodata statement over several replicasets,
