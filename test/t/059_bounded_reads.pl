@@ -87,6 +87,18 @@ my $analyze = $node->safe_psql('postgres', 'EXPLAIN (ANALYZE, COSTS OFF, TIMING 
 like($analyze, qr/rows=20000 loops=1\).*Chunks: \d+/s, 'EXPLAIN ANALYZE: 20,000 rows, and the chunk statements sent')
   or diag($analyze);
 
+# ---- a scan that keeps whole answers for its rescans (the inner side of a nested loop) --------------
+my $rewind = 'SELECT count(*), sum(u.id) FROM (VALUES (1), (2)) v(x) LEFT JOIN users u ON u.v >= v.x - 2000';
+like($node->safe_psql('postgres', "SET enable_material = off; EXPLAIN (COSTS OFF) $rewind"),
+     qr/Nested Loop Left Join.*\n\s+->  Foreign Scan on users u/s, 'users is the inner side of a nested loop, without Material');
+sent();
+is($node->safe_psql('postgres', "SET enable_material = off; $rewind"), '40000|400020000',
+   'a rescanned scan reads its 20,000 rows in chunks once and replays them');
+@read = grep { /FROM "users"/ } sent();
+is(scalar(grep { !defined $_ || $_ == 0 || $_ > 4000 } row_max(grep { !/GROUP BY/ } @read)), 0,
+   'each of its statements within 4000 rows');
+cmp_ok(scalar(grep { /BETWEEN/ } @read), '>=', 5, 'in chunks') or diag(join("\n", @read));
+
 # ---- the setting 0: the whole answer at once ---------------------------------------------------
 sent();
 is($node->safe_psql('postgres', "SET picoroute.keyless_row_max = 0; $full"), '20000|200010000',
