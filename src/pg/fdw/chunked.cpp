@@ -73,13 +73,14 @@ bool is_row_limit_error(const PgError &e) {
 }
 
 ChunkedRead::ChunkedRead(std::vector<std::unique_ptr<ChunkPart>> parts, ChunkLimits limits,
-                         ConnParams params, std::string tier, ReadPref pref, int ncols,
+                         ConnParams params, std::string tier, ReadPref pref, Retry retry, int ncols,
                          MemoryContext context)
     : parts_(std::move(parts)),
       limits_(std::move(limits)),
       params_(std::move(params)),
       tier_(std::move(tier)),
       pref_(pref),
+      retry_(retry),
       ncols_(ncols),
       context_(context) {}
 
@@ -95,7 +96,7 @@ bool ChunkedRead::plan_next_part() {
     jobs[0].target = part.base.target;
     jobs[0].sql = part.count;
     jobs[0].values = part.base.values;
-    run_jobs(jobs, params_, tier_, pref_, Retry::Read, nullptr, &sent_again_);
+    run_jobs(jobs, params_, tier_, pref_, retry_, nullptr, &sent_again_);
     const PGresult *r = jobs[0].result.get();
     if (PQnfields(r) != 2)
         throw SqlError(ERRCODE_FDW_ERROR,
@@ -185,7 +186,7 @@ bool ChunkedRead::next(const char **values) {
         queue_.pop_front();
         std::vector<Job> jobs;
         jobs.push_back(job_for(current_));
-        stream_ = std::make_unique<RowStream>(std::move(jobs), params_, tier_, pref_, Retry::Read,
+        stream_ = std::make_unique<RowStream>(std::move(jobs), params_, tier_, pref_, retry_,
                                               ncols_, context_);
         sent_++;
         try {
@@ -213,7 +214,7 @@ std::vector<ResultPtr> ChunkedRead::read_all() {
         jobs.push_back(job_for(current_));
         sent_++;
         try {
-            run_jobs(jobs, params_, tier_, pref_, Retry::Read, nullptr, &sent_again_);
+            run_jobs(jobs, params_, tier_, pref_, retry_, nullptr, &sent_again_);
         } catch (const PgError &e) {
             if (!is_row_limit_error(e))
                 throw;
@@ -254,7 +255,7 @@ std::unique_ptr<ChunkPart> part_for(const RoutedStatement *st, const Job &job,
 
 // A chunked read of `jobs` (C++).
 ChunkedRead *new_chunked_read(const RoutedStatement *st, const std::vector<const Job *> &jobs,
-                              int ncols) {
+                              Retry retry, int ncols) {
     TableInfo *t = st->table;
     MapRef map = current_map();
     int32_t tier = require_tier(*map.view, map.generation, t->tier);
@@ -270,7 +271,7 @@ ChunkedRead *new_chunked_read(const RoutedStatement *st, const std::vector<const
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     return new ChunkedRead(std::move(parts), std::move(limits),
                            conn_params_for(t->serverid, userid), t->tier,
-                           static_cast<ReadPref>(t->read_pref), ncols,
+                           static_cast<ReadPref>(t->read_pref), retry, ncols,
                            GetMemoryChunkContext(const_cast<RoutedStatement *>(st)));
 }
 
@@ -286,8 +287,8 @@ void add_bound_hint(const RoutedStatement *st, const PgError &e) {
 
 }  // namespace
 
-bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, const PgError &e,
-                    std::vector<ResultPtr> *out) {
+bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, Retry retry,
+                    const PgError &e, std::vector<ResultPtr> *out) {
     if (!is_row_limit_error(e))
         return false;
     if (!chunkable(st)) {
@@ -297,7 +298,7 @@ bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, const PgE
     std::vector<const Job *> all;
     for (const Job &job : jobs)
         all.push_back(&job);
-    std::unique_ptr<ChunkedRead> read(new_chunked_read(st, all, 0));
+    std::unique_ptr<ChunkedRead> read(new_chunked_read(st, all, retry, 0));
     *out = read->read_all();
     st->chunks += read->sent();
     st->sent_again += read->sent_again();
@@ -313,7 +314,7 @@ bool fall_back_to_chunks(RoutedStatement *st, const PgError &e, bool starting) {
         add_bound_hint(st, e);
         return false;
     }
-    st->chunked = new_chunked_read(st, {&stream->current_job()}, stream->ncols());
+    st->chunked = new_chunked_read(st, {&stream->current_job()}, stream->retry(), stream->ncols());
     if (starting) {
         st->sent_again += stream->sent_again();
         delete stream;

@@ -56,8 +56,9 @@ struct ChunkPart {
 
 class ChunkedRead final {
   public:
+    // `retry`: the scan's own (Never for a 'masters' scatter, as run_jobs takes it).
     ChunkedRead(std::vector<std::unique_ptr<ChunkPart>> parts, ChunkLimits limits,
-                ConnParams params, std::string tier, ReadPref pref, int ncols,
+                ConnParams params, std::string tier, ReadPref pref, Retry retry, int ncols,
                 MemoryContext context);
     // Streaming: the next row into values[0..ncols-1]; false at the end. Each part is counted per
     // bucket, then read chunk by chunk. Throws for any failure.
@@ -82,6 +83,7 @@ class ChunkedRead final {
     ConnParams params_;
     std::string tier_;
     ReadPref pref_;
+    Retry retry_;
     int ncols_;
     MemoryContext context_;
     std::deque<chunks::Chunk> queue_;
@@ -99,8 +101,8 @@ bool is_row_limit_error(const PgError &e);
 // under a bound), reads every job in chunks (no row was handed over) and returns their answers.
 // Otherwise adds to a row-limit error a hint that names the bound's setting, and returns false:
 // the caller rethrows `e`.
-bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, const PgError &e,
-                    std::vector<ResultPtr> *out);
+bool read_in_chunks(RoutedStatement *st, const std::vector<Job> &jobs, Retry retry,
+                    const PgError &e, std::vector<ResultPtr> *out);
 
 // The stream st->stream failed with `e` (C++: inside guarded()), in start() when `starting`. For
 // the row-limit error of a chunkable base scan whose failed job handed over no row (a coordinator

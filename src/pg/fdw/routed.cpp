@@ -374,7 +374,7 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         } catch (const PgError &e) {
             // Nothing was handed over yet: every job is read again, in chunks.
             std::vector<ResultPtr> chunks;
-            if (!read_in_chunks(st, jobs, e, &chunks))
+            if (!read_in_chunks(st, jobs, retry, e, &chunks))
                 throw;
             jobs.resize(chunks.size());
             for (size_t i = 0; i < chunks.size(); i++)

@@ -58,6 +58,7 @@ class RowStream final : public ConnectionReader {
     }
     size_t jobs() const { return sources_.size(); }
     int ncols() const { return ncols_; }
+    Retry retry() const { return retry_; }
     // Gives up the job being read (its answer failed before any row: another reader takes its
     // rows); next() goes on with the following jobs.
     void skip_current();
