@@ -279,7 +279,7 @@ ChunkedRead *new_chunked_read(const RoutedStatement *st, const std::vector<const
 void add_bound_hint(const RoutedStatement *st, const PgError &e) {
     int bound = keyless_row_bound(st->table);
     ErrorData *d = e.data();
-    if (bound > 0 && d->hint == nullptr && named_limit(d->message) == bound) {
+    if (st->keyless && bound > 0 && d->hint == nullptr && named_limit(d->message) == bound) {
         std::string hint = bound_hint(st, bound);
         pg_call([&] { d->hint = pstrdup(hint.c_str()); });
     }
