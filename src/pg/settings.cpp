@@ -28,6 +28,7 @@ char *setting_analyze_option = nullptr;
 int setting_remote_write_in_transaction = REMOTE_WRITE_WARN;
 int setting_remote_statement_cache_size = 32;
 int setting_join_batch_size = 256;
+int setting_keyless_row_max = 4000;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -139,6 +140,15 @@ void define_statement_settings() {
         "The distinct keys of each batch go as IN lists, one statement per instance that owns "
         "their buckets, instead of one statement per outer row. 0: no batched join is planned.",
         &setting_join_batch_size, 256, 0, 10000, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // Under Picodata's own default (sql_motion_row_max 5000): a coordinator gathers a read's whole
+    // answer before it sends the first row, so this bounds its memory per statement.
+    DefineCustomIntVariable(
+        "picoroute.keyless_row_max",
+        "Most rows a read without a sharding key asks a Picodata coordinator to gather at once.",
+        "Sent as OPTION (sql_motion_row_max = N) unless the table or server option "
+        "sql_motion_row_max is given. A scan whose answer is larger is read again in chunks of "
+        "buckets, each within N rows. 0: no bound (the whole answer at once).",
+        &setting_keyless_row_max, 4000, 0, INT_MAX, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ extern int setting_remote_write_in_transaction;  // picoroute.remote_write_in_tr
 extern char *setting_analyze_option;             // picoroute.analyze_option (superuser)
 extern int setting_remote_statement_cache_size;  // picoroute.remote_statement_cache_size
 extern int setting_join_batch_size;              // picoroute.join_batch_size (0: off)
+extern int setting_keyless_row_max;              // picoroute.keyless_row_max (0: no bound)
 
 void define_settings();
 

@@ -104,8 +104,8 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM users'), '20000', 'count(*
 is($node->safe_psql('postgres', 'SELECT string_agg(v::text, \',\') FROM (SELECT v FROM users ORDER BY v DESC, id LIMIT 3) s'),
    '999,999,999', 'ORDER BY v DESC LIMIT 3 over 20,000 rows');
 like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT count(*) FROM users_on'),
-     qr/Remote SQL: SELECT count\(\*\) FROM "users" OPTION \(sql_motion_row_max = 0, sql_vdbe_opcode_max = 0\)/,
-     'a keyless read lifts the row limit (OPTION clause, where execution options are on)');
+     qr/Remote SQL: SELECT count\(\*\) FROM "users" OPTION \(sql_motion_row_max = 4000, sql_vdbe_opcode_max = 0\)/,
+     'a keyless read carries the bound picoroute.keyless_row_max and lifts the instruction limit (OPTION clause, where execution options are on)');
 like($node->safe_psql('postgres', 'EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO big SELECT g, \'x\', 0 FROM generate_series(1, 10) g'),
      qr/Batch Size: 5000/, 'batch_size 10000 is capped at the 5000-row limit');
 $node->safe_psql('postgres', q{INSERT INTO big SELECT g, 'bulk', 1 FROM generate_series(100001, 106000) g});

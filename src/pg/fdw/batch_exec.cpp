@@ -415,7 +415,7 @@ void begin_batched(CustomScanState *node, EState *estate, int eflags) {
     bs->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     bs->option_text = "";
     guarded([&] {
-        std::string option = option_clause(table, true);
+        std::string option = option_clause(table, true, false);
         pg_call([&] { bs->option_text = pstrdup(option.c_str()); });
     });
     bs->natts = RelationGetDescr(rel)->natts;

@@ -372,7 +372,7 @@ void deparse_join_expr(StringInfo buf, PlannerInfo *root, Node *expr, List **par
 
 void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *rel, Relation relation,
                     TableInfo *table, Bitmapset *attrs_used, List *remote_conds,
-                    List **retrieved_attrs, List **params, bool *has_where) {
+                    List **retrieved_attrs, List **params, bool *has_where, int *from_offset) {
     TupleDesc desc = RelationGetDescr(relation);
     bool whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs_used);
     appendStringInfoString(buf, "SELECT ");
@@ -399,6 +399,8 @@ void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *rel, Relation rel
                                                      TupleDescAttr(desc, first_live - 1)->attname))
                                                : "NULL");
     }
+    if (from_offset != nullptr)
+        *from_offset = buf->len;
     appendStringInfo(buf, " FROM %s", quote_remote_identifier(table->remote_table));
     Context cx{buf, RelationGetRelid(relation), params, nullptr, rel->relid};
     int nestlevel = set_transmission_modes();

@@ -15,6 +15,7 @@ extern "C" {
 }
 
 #include "pg/fdw/fdw_internal.h"
+#include "pg/settings.h"
 
 #include <cstring>
 
@@ -89,11 +90,25 @@ void check_remote_name(const char *name, const char *what) {
          errhint("Rename the %s in Picodata, or map it to a name without a double quote.", what)));
 }
 
-std::string option_clause(const TableInfo *table, bool keyless) {
+int keyless_row_bound(const TableInfo *table) {
+    return table->motion_row_max >= 0 ? table->motion_row_max : setting_keyless_row_max;
+}
+
+std::string option_clause(const TableInfo *table, bool keyless, bool gathers) {
     if (!table->exec_options)
         return {};
-    int rows = table->motion_row_max >= 0 ? table->motion_row_max : (keyless ? 0 : -1);
-    int opcodes = table->vdbe_opcode_max >= 0 ? table->vdbe_opcode_max : (keyless ? 0 : -1);
+    int rows = -1;
+    if (table->motion_row_max >= 0)
+        rows = table->motion_row_max;
+    else if (keyless)
+        rows = gathers ? setting_keyless_row_max : 0;
+    return option_clause_rows(table, rows, keyless);
+}
+
+std::string option_clause_rows(const TableInfo *table, int rows, bool lift_opcodes) {
+    if (!table->exec_options)
+        return {};
+    int opcodes = table->vdbe_opcode_max >= 0 ? table->vdbe_opcode_max : (lift_opcodes ? 0 : -1);
     std::string out;
     if (rows >= 0)
         out += "sql_motion_row_max = " + std::to_string(rows);

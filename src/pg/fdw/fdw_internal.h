@@ -31,6 +31,8 @@ class RowStream;
 
 namespace picoroute::pg::fdw {
 
+class ChunkedRead;
+
 // The FDW runs its statements through the remote layer (pg/remote/).
 using namespace picoroute::pg::remote;
 
@@ -86,6 +88,8 @@ enum PrivateIndex {
 constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 // Scans and direct modifications: where_dnf_chains of the clauses sent (an Integer).
 constexpr int PRIV_WHERE_CHAINS = PRIV_SET_PROCESSED + 1;
+// Scans only: the offset of " FROM" in the statement (an Integer), for a chunked read.
+constexpr int PRIV_FROM = PRIV_WHERE_CHAINS + 1;
 
 // May ereport (unknown sharding key column): call from plain frames.
 TableInfo *get_table_info(Oid relid);
@@ -101,10 +105,19 @@ std::string startup_options(const char *execution_options, const char *read_pref
 // Refuses (ereport) a remote table or column name that Picodata cannot take quoted: one that
 // contains a double quote. `what` names the kind of object in the message.
 void check_remote_name(const char *name, const char *what);
-// The trailing " OPTION (...)" of a statement on `table`, "" for none. `keyless`: the statement
-// does not fix the sharding key (a scatter, a global table, a coordinator), so the row and
-// instruction limits are lifted unless the table or server gives them.
-std::string option_clause(const TableInfo *table, bool keyless);
+// The trailing " OPTION (...)" of a statement on `table`, "" for none. The table's or server's
+// sql_motion_row_max and sql_vdbe_opcode_max are sent when given. Otherwise, for a `keyless`
+// statement (a scatter, a global table, a coordinator): the instruction limit is lifted (it bounds
+// the work of a storage, not a coordinator's memory), and the row limit is
+// picoroute.keyless_row_max for a read that `gathers` its rows at a coordinator, lifted (0) for an
+// UPDATE or DELETE (its rows stay on each storage).
+std::string option_clause(const TableInfo *table, bool keyless, bool gathers = true);
+// The row bound of a keyless read of `table`: its sql_motion_row_max option when given, else
+// picoroute.keyless_row_max (0: none).
+int keyless_row_bound(const TableInfo *table);
+// " OPTION (sql_motion_row_max = rows, ...)" (rows < 0: not written), with the instruction limit of
+// a keyless statement when `lift_opcodes`; "" when execution_options is off.
+std::string option_clause_rows(const TableInfo *table, int rows, bool lift_opcodes);
 // The most rows one INSERT ... VALUES may carry for `table` (0: no limit).
 int insert_row_limit(const TableInfo *table);
 
@@ -152,10 +165,11 @@ RemoteOp remote_operator(Oid opno, int nargs);
 // ---- deparse (deparse.cpp): plain C style -------------------------------------------------
 // SELECT <attrs_used> FROM <table> [WHERE <remote_conds>]; fills retrieved_attrs (attnums in
 // select-list order) and params (expressions sent as $1..$n). *has_where tells whether a WHERE
-// clause was written.
+// clause was written; *from_offset, when given, the offset in buf of " FROM".
 void deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *rel, Relation relation,
                     TableInfo *table, Bitmapset *attrs_used, List *remote_conds,
-                    List **retrieved_attrs, List **params, bool *has_where);
+                    List **retrieved_attrs, List **params, bool *has_where,
+                    int *from_offset = nullptr);
 // UPDATE <table> SET col = expr, ... [WHERE ...] / DELETE FROM <table> [WHERE ...].
 void deparse_update(StringInfo buf, PlannerInfo *root, RelOptInfo *rel, Relation relation,
                     TableInfo *table, List *target_attrs, List *target_exprs, List *remote_conds,
@@ -223,8 +237,14 @@ struct RoutedStatement {
     PGresult **results;
     int nresults;
     RowStream *stream;  // a streaming scan's answers (instead of results)
-    char *routing;      // description of the last decision (EXPLAIN ANALYZE, errors)
-    uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
+    // A base scan: the offset in sql of its " FROM ..." (the count of a chunked read starts
+    // there); 0: the statement is never read in chunks (chunked.h).
+    int chunk_from;
+    bool keyless;          // the last routing decision sent the statement without a key
+    ChunkedRead *chunked;  // a streamed job read in chunks (chunked.h), before the stream goes on
+    uint32 chunks;         // chunk statements of finished chunked reads (EXPLAIN ANALYZE)
+    char *routing;         // description of the last decision (EXPLAIN ANALYZE, errors)
+    uint32 sent_again;     // statements sent again by every execution (EXPLAIN ANALYZE)
     MemoryContextCallback cleanup;
 };
 

@@ -26,6 +26,7 @@ extern "C" {
 
 #include "core/capabilities.h"
 #include "core/statement_route.h"
+#include "pg/fdw/chunked.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -133,7 +134,7 @@ std::string statement_for(RoutedStatement *st, const Target &target, bool keyles
     std::string sql = target.ranges.empty()
                           ? std::string(st->sql)
                           : with_bucket_filter(st->sql, st->has_where, target, column);
-    return sql + (st->tail ? st->tail : "") + option_clause(st->table, keyless);
+    return sql + (st->tail ? st->tail : "") + option_clause(st->table, keyless, !st->is_write);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
@@ -163,6 +164,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].may_span =
             st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
     }
+    st->keyless = keyless;
     return jobs;
 }
 
@@ -223,8 +225,8 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             Job job;
             job.target = target;
             // A batch reads as many rows as a small scan: the row and instruction limits are
-            // lifted as for a statement without a key, unless the table or server gives them.
-            job.sql = batched_sql(b, padded) + option_clause(st->table, true);
+            // lifted, unless the table or server gives them (see batch_exec.cpp).
+            job.sql = batched_sql(b, padded) + option_clause(st->table, true, false);
             job.values.assign(b.cond_values, b.cond_values + b.ncond);
             for (size_t k = 0; k < padded; k++)
                 job.values.push_back(key_texts[members[from + std::min(k, n - 1)]]);
@@ -338,6 +340,12 @@ void release_results(RoutedStatement *st) {
         st->sent_again += st->stream->sent_again();
     delete st->stream;
     st->stream = nullptr;
+    if (st->chunked != nullptr) {
+        st->sent_again += st->chunked->sent_again();
+        st->chunks += st->chunked->sent();
+    }
+    delete st->chunked;
+    st->chunked = nullptr;
 }
 
 void execute_routed(RoutedStatement *st, ExprContext *econtext) {
@@ -360,8 +368,18 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         WriteLog log;
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
-        run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref, retry,
-                 st->is_write ? &log : nullptr, &st->sent_again);
+        try {
+            run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref,
+                     retry, st->is_write ? &log : nullptr, &st->sent_again);
+        } catch (const PgError &e) {
+            // Nothing was handed over yet: every job is read again, in chunks.
+            std::vector<ResultPtr> chunks;
+            if (!read_in_chunks(st, jobs, retry, e, &chunks))
+                throw;
+            jobs.resize(chunks.size());
+            for (size_t i = 0; i < chunks.size(); i++)
+                jobs[i].result = std::move(chunks[i]);
+        }
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
@@ -389,18 +407,45 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
         std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        auto stream = std::make_unique<RowStream>(
-            std::move(jobs), conn_params_for(st->table->serverid, userid), st->table->tier,
-            static_cast<ReadPref>(st->table->read_pref), retry, ncols, GetMemoryChunkContext(st));
-        stream->start();
-        st->stream = stream.release();
+        st->stream = std::make_unique<RowStream>(
+                         std::move(jobs), conn_params_for(st->table->serverid, userid),
+                         st->table->tier, static_cast<ReadPref>(st->table->read_pref), retry, ncols,
+                         GetMemoryChunkContext(st))
+                         .release();
+        try {
+            st->stream->start();
+        } catch (const PgError &e) {
+            if (!fall_back_to_chunks(st, e, true))
+                throw;
+        }
     });
 }
 
 bool stream_next(RoutedStatement *st, const char **values) {
-    if (st->stream == nullptr)
+    if (st->stream == nullptr && st->chunked == nullptr)
         return false;
-    return guarded([&] { return st->stream->next(values); });
+    return guarded([&] {
+        for (;;) {
+            if (st->chunked != nullptr) {
+                if (st->chunked->next(values))
+                    return true;
+                st->chunks += st->chunked->sent();
+                st->sent_again += st->chunked->sent_again();
+                delete st->chunked;
+                st->chunked = nullptr;
+            }
+            if (st->stream == nullptr)
+                return false;
+            try {
+                return st->stream->next(values);
+            } catch (const PgError &e) {
+                // A row-limit error arrives before any row of its job (a coordinator gathers the
+                // answer first); after a row, reading in chunks would hand rows over twice.
+                if (!fall_back_to_chunks(st, e, false))
+                    throw;
+            }
+        }
+    });
 }
 
 void stream_row_done(RoutedStatement *st) {
@@ -461,9 +506,13 @@ void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *e
     ExplainPropertyText("Remote SQL", sql, es);
     ExplainPropertyText("Routing", routing, es);
     if (es->analyze) {
-        uint32 again = st->sent_again + (st->stream != nullptr ? st->stream->sent_again() : 0);
+        uint32 again = st->sent_again + (st->stream != nullptr ? st->stream->sent_again() : 0) +
+                       (st->chunked != nullptr ? st->chunked->sent_again() : 0);
         if (again > 0)
             ExplainPropertyUInteger("Sent Again", nullptr, again, es);
+        uint32 chunks = st->chunks + (st->chunked != nullptr ? st->chunked->sent() : 0);
+        if (chunks > 0)
+            ExplainPropertyUInteger("Chunks", nullptr, chunks, es);
     }
 }
 

@@ -177,8 +177,9 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
     initStringInfo(&sql);
     List *retrieved = NIL, *params = NIL;
     bool has_where = false;
+    int from_offset = 0;
     deparse_select(&sql, root, baserel, rel, info->table, info->attrs_used, remote_conds,
-                   &retrieved, &params, &has_where);
+                   &retrieved, &params, &has_where, &from_offset);
     table_close(rel, NoLock);
 
     // Route only by the clauses sent with the statement: no bucket filter goes with it, so a key
@@ -194,6 +195,7 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
                    makeBoolean(has_where));
     fdw_private = lappend(fdw_private, makeBoolean(lookup));
     fdw_private = lappend(fdw_private, makeInteger(where_dnf_chains(remote_exprs)));
+    fdw_private = lappend(fdw_private, makeInteger(from_offset));
     return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
                             outer_plan);
 }
@@ -221,6 +223,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
     ss->st->userid = userid;
     if (list_length(priv) > PRIV_WHERE_CHAINS)
         ss->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
+    if (list_length(priv) > PRIV_FROM)
+        ss->st->chunk_from = intVal(list_nth(priv, PRIV_FROM));
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));

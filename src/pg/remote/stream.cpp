@@ -246,6 +246,20 @@ bool RowStream::next(const char **values) {
     return false;
 }
 
+void RowStream::skip_current() {
+    if (current_ >= sources_.size())
+        return;
+    Source &s = sources_[current_];
+    release(s);
+    s.lost = false;
+    s.whole.reset();
+    s.ahead.reset();
+    s.ahead_end.reset();
+    s.failure.clear();
+    s.invalidated = false;
+    current_++;
+}
+
 void RowStream::read_rest(Connection *connection) {
     for (Source &s : sources_) {
         if (s.conn != connection)

@@ -52,6 +52,19 @@ class RowStream final : public ConnectionReader {
     void forget(Connection *connection) noexcept override;
     // The statements sent again so far (run_jobs' retries of a failed source).
     uint32_t sent_again() const { return sent_again_; }
+    // The job being read (the first one during start()), and the rows it handed over so far.
+    const Job &current_job() const {
+        return sources_[current_ < sources_.size() ? current_ : 0].job;
+    }
+    size_t current_delivered() const {
+        return current_ < sources_.size() ? sources_[current_].delivered : 0;
+    }
+    size_t jobs() const { return sources_.size(); }
+    int ncols() const { return ncols_; }
+    Retry retry() const { return retry_; }
+    // Gives up the job being read (its answer failed before any row: another reader takes its
+    // rows); next() goes on with the following jobs.
+    void skip_current();
 
   private:
     struct Source {
