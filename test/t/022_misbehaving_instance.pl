@@ -55,13 +55,21 @@ CREATE FOREIGN TABLE bigerr_t (id bigint, name text) SERVER pico OPTIONS (shardi
 CREATE FOREIGN TABLE badbyte_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');
 });
 
-# Runs `sql` under a statement_timeout (1 s unless given); returns (stderr, seconds).
+# Runs `sql` under a statement_timeout (1 s unless given); returns (stderr, seconds). The seconds
+# are the server's clock read right before and right after the statement, in the same session.
+my @overruns;
 sub timed {
     my ($sql, $timeout) = @_;
     $timeout //= '1s';
-    my $t0 = time();
-    my ($ret, $out, $err) = $node->psql('postgres', "SET statement_timeout = '$timeout';\n$sql");
-    return ($err, time() - $t0);
+    my $clock = q{SELECT 'clock ' || extract(epoch FROM clock_timestamp());};
+    my ($ret, $out, $err) = $node->psql('postgres',
+        "SET statement_timeout = '$timeout';\n$clock\n$sql;\nSET statement_timeout = 0;\n$clock",
+        on_error_stop => 0);
+    my @clock = $out =~ /^clock ([0-9.]+)$/mg;
+    my $secs = @clock == 2 ? $clock[1] - $clock[0] : 99;
+    (my $limit = $timeout) =~ s/s$//;
+    push @overruns, $secs - $limit if $err =~ /statement timeout/;
+    return ($err, $secs);
 }
 sub backend_usable {
     my ($what) = @_;
@@ -157,6 +165,13 @@ backend_usable('after a big error');
 
 is(scalar(grep { ($_->{event} // '') eq 'cancel_request' } @{ logged() }), 0,
     'no cancel request was ever sent (the instance gave no cancel key)');
+
+# Each statement that hit its statement_timeout ended within 100 ms of it (the server's clock).
+my ($worst) = sort { $b <=> $a } @overruns;
+diag(sprintf('%d statements timed out; past their timeout by %s ms', scalar(@overruns),
+             join(', ', map { sprintf('%.0f', $_ * 1000) } @overruns)));
+ok(@overruns >= 7 && $worst < 0.1,
+   sprintf('every timed-out statement ended within its timeout plus 100 ms (worst +%.0f ms)', $worst * 1000));
 
 # ---- the worker, polling an instance that never answers ------------------------------------------
 # Its waits end on its own exit: pg_terminate_backend and a fast shutdown take effect at once.
