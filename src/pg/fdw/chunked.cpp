@@ -160,6 +160,16 @@ void ChunkedRead::too_large(uint32_t bucket, uint64_t rows) const {
                    hint);
 }
 
+bool ChunkedRead::take_next_chunk() {
+    while (queue_.empty())
+        if (!plan_next_part())
+            return false;
+    current_ = queue_.front();
+    queue_.pop_front();
+    sent_++;
+    return true;
+}
+
 bool ChunkedRead::next(const char **values) {
     for (;;) {
         if (stream_) {
@@ -178,17 +188,12 @@ bool ChunkedRead::next(const char **values) {
             sent_again_ += stream_->sent_again();
             stream_.reset();
         }
-        if (queue_.empty() && !plan_next_part())
+        if (!take_next_chunk())
             return false;
-        if (queue_.empty())
-            continue;
-        current_ = queue_.front();
-        queue_.pop_front();
         std::vector<Job> jobs;
         jobs.push_back(job_for(current_));
         stream_ = std::make_unique<RowStream>(std::move(jobs), params_, tier_, pref_, retry_,
                                               ncols_, context_);
-        sent_++;
         try {
             stream_->start();
         } catch (const PgError &e) {
@@ -203,16 +208,9 @@ bool ChunkedRead::next(const char **values) {
 
 std::vector<ResultPtr> ChunkedRead::read_all() {
     std::vector<ResultPtr> out;
-    for (;;) {
-        if (queue_.empty() && !plan_next_part())
-            return out;
-        if (queue_.empty())
-            continue;
-        current_ = queue_.front();
-        queue_.pop_front();
+    while (take_next_chunk()) {
         std::vector<Job> jobs;
         jobs.push_back(job_for(current_));
-        sent_++;
         try {
             run_jobs(jobs, params_, tier_, pref_, retry_, nullptr, &sent_again_);
         } catch (const PgError &e) {
@@ -223,6 +221,7 @@ std::vector<ResultPtr> ChunkedRead::read_all() {
         }
         out.push_back(std::move(jobs[0].result));
     }
+    return out;
 }
 
 namespace {

@@ -71,6 +71,9 @@ class ChunkedRead final {
   private:
     // The chunks of part `part_` (its count statement); false when every part was read.
     bool plan_next_part();
+    // Takes the next chunk to read into current_ (planning the next part when the queue is
+    // empty) and counts it as sent; false when none is left.
+    bool take_next_chunk();
     Job job_for(const chunks::Chunk &chunk) const;
     // A chunk that exceeded the bound: its two halves go first in the queue; a chunk of one bucket
     // throws 54000.
