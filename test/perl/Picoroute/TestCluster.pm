@@ -138,10 +138,11 @@ sub emu_private_psql {
 # statement picoroute sends that Picodata would not parse fails the suite that sent it. A read that
 # picoroute bounded itself (OPTION (sql_motion_row_max = N), N > 0) and that exceeded its bound is
 # not a refusal of picoroute's SQL: picoroute reads it again in chunks of buckets, or reports the
-# error to the client (059_bounded_reads.pl checks both).
+# error to the client (059_bounded_reads.pl checks both). From 26.2.1-rc1 the text comes after a
+# prefix naming the query of the plan that hit the limit.
 sub bounded_read_over_its_bound {
     my ($r) = @_;
-    return $r->{sqlstate} eq 'XX000' && $r->{message} =~ /^Exceeded maximum number of rows \((\d+)\)/
+    return $r->{sqlstate} eq 'XX000' && $r->{message} =~ /^(?:sbroad: Query \d+ from EXPLAIN \(RAW\): )?Exceeded maximum number of rows \((\d+)\)/
       && $1 > 0 && $r->{statement} =~ /OPTION \(sql_motion_row_max = $1\b/;
 }
 test2_add_callback_testing_done(sub {
