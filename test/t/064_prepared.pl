@@ -121,8 +121,8 @@ is(count_lines($prepared_re, new_log_lines()), 0, 'remote_statement_cache_size 0
 # 4. The front's rules, with raw protocol messages.
 my $status = emu_json('status', '--json');
 my ($inst) = grep { $_->{running} } @{ $status->{instances} };
-my $out = `python3 $FindBin::RealBin/../emulator/stmt_probe.py --picoemu $FindBin::RealBin/../emulator/picoemu --dir $dir --port $inst->{port} --user admin --password admin --table users`;
-my $probe = decode_json($out);
+my $probe_out = `python3 $FindBin::RealBin/../emulator/stmt_probe.py --picoemu $FindBin::RealBin/../emulator/picoemu --dir $dir --port $inst->{port} --user admin --password admin --table users`;
+my $probe = decode_json($probe_out);
 my $has_inv = $family ne '25.5';
 for my $key (qw(asked direct plain)) {
     is_deeply($probe->{"${key}_before"}, { rows => [ ['1'] ] }, "probe ($key): the named statement runs");
