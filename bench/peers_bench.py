@@ -824,6 +824,7 @@ ANALYZE;""")
                 if len(pids) >= self.args.clients:
                     break
             time.sleep(1)
+            early_roles = self.process_roles()
             data = os.path.join(self.workdir, "perf.data")
             rec = run(["perf", "record", "-q", "-g", "-F", "999", "-o", data, "-p",
                        ",".join(pids), "--", "sleep", str(seconds // 2)],
@@ -831,7 +832,7 @@ ANALYZE;""")
             sysdata = os.path.join(self.workdir, "perf-sys.data")
             run(["perf", "record", "-q", "-a", "-F", "499", "-o", sysdata, "--", "sleep",
                  str(max(1, seconds // 2 - 1))], seconds + 60, check=False)
-            roles = self.process_roles()
+            roles = {**early_roles, **self.process_roles()}
         finally:
             out, err = proc.communicate(timeout=timeout)
         if rec.returncode != 0:
@@ -862,10 +863,13 @@ ANALYZE;""")
                                          background=True)
             try:
                 time.sleep(2)
+                # Roles are read before the sampling too: pgbench may have ended, and its
+                # backends with it, by the time perf has written its data.
+                roles = self.process_roles()
                 data = os.path.join(self.workdir, f"perf-cpu-{n}.data")
                 run(["perf", "record", "-q", "-a", "-F", "499", "-o", data, "--", "sleep",
                      str(max(2, seconds - 4))], seconds + 60, check=False)
-                roles = self.process_roles()
+                roles.update(self.process_roles())
             finally:
                 pout, _ = proc.communicate(timeout=timeout)
             tps = parse_pgbench(pout)["tps"]
