@@ -114,8 +114,9 @@ echo "moving bucket $BUCKET to $TARGET in the cluster ..."
 BEFORE=$(psql_demo -At -c "SELECT generation FROM picoroute_status")
 as_user $EMU move default "$BUCKET" "$BUCKET" "$TARGET" >/dev/null
 for _ in $(seq 1 50); do
-    NOW=$(psql_demo -At -c "SELECT picoroute_master('default', $BUCKET)")
     GEN=$(psql_demo -At -c "SELECT generation FROM picoroute_status")
+    # Read after the generation: a route read before it could come from the map before the move.
+    NOW=$(psql_demo -At -c "SELECT picoroute_master('default', $BUCKET)")
     [ "$GEN" != "$BEFORE" ] && break
     sleep 0.2
 done
