@@ -113,14 +113,17 @@ echo "moving bucket $BUCKET to $TARGET in the cluster ..."
 # The generation before the move: the worker may publish it before the move command returns.
 BEFORE=$(psql_demo -At -c "SELECT generation FROM picoroute_status")
 as_user $EMU move default "$BUCKET" "$BUCKET" "$TARGET" >/dev/null
+# The worker may publish more than once while the move runs: wait (10 s at most) for the map that
+# gives the bucket to the new owner's master.
+WANT=$(psql_demo -At -c "SELECT master_address FROM picoroute_replicasets WHERE name = '$TARGET'")
 for _ in $(seq 1 50); do
     GEN=$(psql_demo -At -c "SELECT generation FROM picoroute_status")
-    # Read after the generation: a route read before it could come from the map before the move.
     NOW=$(psql_demo -At -c "SELECT picoroute_master('default', $BUCKET)")
-    [ "$GEN" != "$BEFORE" ] && break
+    [ "$NOW" = "$WANT" ] && break
     sleep 0.2
 done
 echo "after the worker's next poll (generation $BEFORE -> $GEN): bucket $BUCKET -> $NOW"
+[ "$NOW" = "$WANT" ] || { echo "demo: the map did not follow the move within 10 s" >&2; exit 1; }
 psql_demo -c "SELECT tier, bucket_id_start, bucket_id_end, replicaset_name FROM picoroute_buckets
                WHERE $BUCKET BETWEEN bucket_id_start - 1 AND bucket_id_end + 1 ORDER BY 2"
 
