@@ -141,12 +141,11 @@ void ChunkedRead::too_large(uint32_t bucket, uint64_t rows) const {
     std::string setting = limits_.bound_from_option
                               ? "the sql_motion_row_max option of the foreign table or its server"
                               : "picoroute.keyless_row_max";
-    std::string at_least = rows > 0 ? std::to_string(rows) : "more than " + bound;
     std::string hint =
         limits_.bound_from_option
             ? "Raise the sql_motion_row_max option of foreign table \"" + limits_.table +
-                  "\" (or of its server) to at least " + at_least + ", or set it to 0 for no bound."
-            : "Raise picoroute.keyless_row_max to at least " + at_least +
+                  "\" (or of its server) to at least " + count + ", or set it to 0 for no bound."
+            : "Raise picoroute.keyless_row_max to at least " + count +
                   (rows > 0 ? " (SET picoroute.keyless_row_max = " + std::to_string(rows) + ")"
                             : std::string()) +
                   ", or set it to 0 for no bound.";
@@ -239,10 +238,8 @@ std::unique_ptr<ChunkPart> part_for(const RoutedStatement *st, const Job &job,
                                     uint32_t bucket_count) {
     auto part = std::make_unique<ChunkPart>();
     part->base.target = job.target;
-    for (const char *v : job.values)
-        part->values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
-    for (const auto &v : part->values)
-        part->base.values.push_back(v ? v->c_str() : nullptr);
+    part->base.values = job.values;
+    part->base.own_values(&part->values);
     std::string filtered = with_bucket_filter(st->sql, st->has_where, job.target, "bucket_id");
     bool has_where = st->has_where || filtered.size() != strlen(st->sql);
     part->count = "SELECT \"bucket_id\", count(*)" + filtered.substr(st->chunk_from) +

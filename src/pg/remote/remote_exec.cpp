@@ -30,6 +30,15 @@ extern "C" {
 #include <optional>
 
 namespace picoroute::pg::remote {
+
+void Job::own_values(std::vector<std::optional<std::string>> *store) {
+    store->clear();
+    for (const char *v : values)
+        store->emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
+    values.clear();
+    for (const auto &v : *store)
+        values.push_back(v ? v->c_str() : nullptr);
+}
 namespace {
 
 struct Failure {

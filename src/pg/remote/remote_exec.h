@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct Job {
     // them, and its error must not say that nothing was applied.
     bool may_span = false;
     const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
+    // Copies the parameter values into `store` and points `values` at the copies, for a job that
+    // outlives the values it was given (`store` must live as long as the job).
+    void own_values(std::vector<std::optional<std::string>> *store);
 };
 
 // The rows a write statement has had committed so far, by instance address: what the DETAIL of a

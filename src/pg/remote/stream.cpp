@@ -44,11 +44,7 @@ RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier,
     for (size_t i = 0; i < jobs.size(); i++) {
         Source &s = sources_[i];
         s.job = std::move(jobs[i]);
-        for (const char *v : s.job.values)
-            s.values.emplace_back(v != nullptr ? std::optional<std::string>(v) : std::nullopt);
-        s.job.values.clear();
-        for (const auto &v : s.values)
-            s.job.values.push_back(v ? v->c_str() : nullptr);
+        s.job.own_values(&s.values);
     }
 }
 
