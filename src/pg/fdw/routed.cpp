@@ -329,6 +329,20 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
     return st;
 }
 
+namespace {
+
+// Ends st's chunked read, keeping its counts for EXPLAIN ANALYZE.
+void retire_chunked(RoutedStatement *st) {
+    if (st->chunked == nullptr)
+        return;
+    st->chunks += st->chunked->sent();
+    st->sent_again += st->chunked->sent_again();
+    delete st->chunked;
+    st->chunked = nullptr;
+}
+
+}  // namespace
+
 void release_results(RoutedStatement *st) {
     for (int i = 0; i < st->nresults; i++) {
         if (st->results[i] != nullptr)
@@ -340,16 +354,10 @@ void release_results(RoutedStatement *st) {
         st->sent_again += st->stream->sent_again();
     delete st->stream;
     st->stream = nullptr;
-    if (st->chunked != nullptr) {
-        st->sent_again += st->chunked->sent_again();
-        st->chunks += st->chunked->sent();
-    }
-    delete st->chunked;
-    st->chunked = nullptr;
+    retire_chunked(st);
 }
 
 void execute_routed(RoutedStatement *st, ExprContext *econtext) {
-    release_results(st);
     const char **values = evaluate_params(st, econtext);
     KeyValues *keys = evaluate_keys(st, econtext);
     execute_routed_values(st, values, keys);
@@ -429,10 +437,7 @@ bool stream_next(RoutedStatement *st, const char **values) {
             if (st->chunked != nullptr) {
                 if (st->chunked->next(values))
                     return true;
-                st->chunks += st->chunked->sent();
-                st->sent_again += st->chunked->sent_again();
-                delete st->chunked;
-                st->chunked = nullptr;
+                retire_chunked(st);
             }
             if (st->stream == nullptr)
                 return false;
