@@ -360,9 +360,16 @@ void finish_retried(Job &job, WriteLog *log, TimestampTz since) {
     }
 }
 
-// Turns the answers that refused a statement before running it (core/retry_rules.h) into
-// failures to send again where that cannot apply anything twice: a read, and a write whose
-// buckets all belong to one replicaset. A scatter over masters is never sent again.
+// Whether a refusal before running (core/retry_rules.h) of `job` may be answered by sending it
+// again: a read, or a write whose buckets all belong to one replicaset (a write over several may
+// have been applied by the others before one refused it).
+bool resend_after_refusal(const Job &job, const std::string &tier, bool write) {
+    return !write || one_replicaset(job.target, tier);
+}
+
+// Turns the answers that refused a statement before running it into failures to send again where
+// that cannot apply anything twice (resend_after_refusal). A scatter over masters is never sent
+// again.
 void take_refusals(std::vector<Job> &jobs, const std::string &tier, Retry retry, bool write,
                    std::vector<Failure> *failures) {
     if (retry == Retry::Never)
@@ -370,7 +377,7 @@ void take_refusals(std::vector<Job> &jobs, const std::string &tier, Retry retry,
     for (size_t i = 0; i < jobs.size(); i++) {
         Job &job = jobs[i];
         const char *text = refusal_text(job.result.get(), !write);
-        if (text == nullptr || (write && !one_replicaset(job.target, tier)))
+        if (text == nullptr || !resend_after_refusal(job, tier, write))
             continue;
         failures->push_back({i, job.target.address, text, false, true});
         job.result.reset();
@@ -451,12 +458,17 @@ void pause_before_retry(TimestampTz deadline) {
 std::string first_failure(const Failure &f) {
     if (f.address.empty())
         return "picoroute: the topology map shows no online master for the statement's buckets";
+    if (f.refused)
+        return "picoroute: Picodata instance " + f.address +
+               " refused the statement before running it (" +
+               libpq_message_line(f.message.c_str()) + ")";
     return "picoroute: could not reach Picodata instance " + f.address + " (" +
            libpq_message_line(f.message.c_str()) + ")";
 }
 
 // Sends a failed job again, to wherever the map puts its buckets, until it runs or
-// picoroute.failover_wait has passed; then once more through a coordinator.
+// picoroute.failover_wait has passed; then once more (next_target with `last`: through a
+// coordinator when the map still puts the buckets on the instance that failed).
 void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::string &tier,
                ReadPref pref, WriteLog *log, TimestampTz since, uint32_t *sent_again) {
     const TimestampTz deadline = TimestampTzPlusMilliseconds(since, setting_failover_wait);
@@ -479,7 +491,8 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
             job.target = *next;
             if (sent_again != nullptr)
                 ++*sent_again;
-            Attempt a = attempt_job(job, params, !last, log, &why);
+            bool refusals = !last && resend_after_refusal(job, tier, log != nullptr);
+            Attempt a = attempt_job(job, params, refusals, log, &why);
             if (a == Attempt::Ran)
                 break;
             address = job.target.address;
