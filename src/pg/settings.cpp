@@ -178,7 +178,8 @@ void define_settings() {
         "How long a statement that could not run is sent again while the topology changes.",
         "A read, or a write that was never sent or that Picodata refused before running it "
         "(during a master switchover), is sent again to where the refreshed topology map puts "
-        "its buckets until it runs or this time has passed, then once through a coordinator. A "
+        "its buckets until it runs or this time has passed, then once more (through a coordinator "
+        "when the map still puts them on the instance that failed). A "
         "write that may have been applied is never sent again. 0: one more attempt only.",
         &setting_failover_wait, 10000, 0, 600 * 1000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
         nullptr);
