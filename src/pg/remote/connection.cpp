@@ -137,27 +137,28 @@ void warn_writes_kept(int64_t writes) {
                        "applied.")));
 }
 
-// A connection a streaming scan reads is closed by that scan when its executor state goes away
-// (with the aborted (sub)transaction, or later for an outer scan that lives on); any other busy
-// connection is in an unknown state and is closed.
-void close_busy_connections() {
+// Closes the cached connections for which `close` is true (no streaming scan reads them).
+template <typename Pred>
+void close_connections_if(Pred close) {
     for (auto it = cache.begin(); it != cache.end();) {
-        if (it->second->busy && it->second->reader == nullptr)
+        const Connection &c = *it->second;
+        if (c.reader == nullptr && close(c))
             it = cache.erase(it);
         else
             ++it;
     }
 }
 
+// A connection a streaming scan reads is closed by that scan when its executor state goes away
+// (with the aborted (sub)transaction, or later for an outer scan that lives on); any other busy
+// connection is in an unknown state and is closed.
+void close_busy_connections() {
+    close_connections_if([](const Connection &c) { return c.busy; });
+}
+
 // Closes the idle connections that received a huge row (see Connection::oversized).
 void close_oversized_connections() {
-    for (auto it = cache.begin(); it != cache.end();) {
-        const Connection &c = *it->second;
-        if (c.oversized && !c.busy && c.reader == nullptr)
-            it = cache.erase(it);
-        else
-            ++it;
-    }
+    close_connections_if([](const Connection &c) { return c.oversized && !c.busy; });
 }
 
 void xact_callback(XactEvent event, void *) {
