@@ -255,7 +255,7 @@ bool next_batch(BatchState *bs) {
     bs->matched = false;
     if (bs->nouter > 0)
         bs->cur_inner = chain_of(bs, 0);
-    return bs->nouter > 0 || !bs->outer_done;
+    return bs->nouter > 0;  // read_outer stops short of a row only at the outer side's end
 }
 
 // The scan tuple of outer row cur_outer joined with inner row `inner`.
@@ -382,7 +382,7 @@ void begin_batched(CustomScanState *node, EState *estate, int eflags) {
     Index rti = inner_rti(plan);
     Relation rel = ExecGetRangeTableRelation(estate, rti);
     RangeTblEntry *rte = exec_rt_fetch(rti, estate);
-    Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+    Oid userid = user_for_rte(rte);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);

@@ -62,15 +62,6 @@ bool batchable_type(Oid type) {
     }
 }
 
-bool is_var_of(Node *node, Index relid, AttrNumber attnum) {
-    node = strip_relabel(node);
-    if (node == nullptr || !IsA(node, Var))
-        return false;
-    Var *var = reinterpret_cast<Var *>(node);
-    return static_cast<Index>(var->varno) == relid && var->varattno == attnum &&
-           var->varlevelsup == 0;
-}
-
 // `outer column = key column` with the key type's default equality, same type on both sides:
 // the outer Var, else nullptr.
 Var *key_clause_outer(OpExpr *op, RelOptInfo *outerrel, Index inner_relid, AttrNumber key,
@@ -79,7 +70,9 @@ Var *key_clause_outer(OpExpr *op, RelOptInfo *outerrel, Index inner_relid, AttrN
         return nullptr;
     Node *l = static_cast<Node *>(linitial(op->args));
     Node *r = static_cast<Node *>(lsecond(op->args));
-    Node *other = is_var_of(r, inner_relid, key) ? l : is_var_of(l, inner_relid, key) ? r : nullptr;
+    Node *other = is_key_var(r, inner_relid, key)   ? l
+                  : is_key_var(l, inner_relid, key) ? r
+                                                    : nullptr;
     other = strip_relabel(other);
     if (other == nullptr || !IsA(other, Var))
         return nullptr;

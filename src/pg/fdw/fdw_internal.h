@@ -196,6 +196,8 @@ enum KeyKind { KEY_SCALAR = 1, KEY_ARRAY = 2, KEY_NULL = 3 };
 List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs);
 // `node` without the RelabelTypes around it.
 Node *strip_relabel(Node *node);
+// Whether `node` (RelabelTypes aside) is column `attnum` of relation `relid` of this query level.
+bool is_key_var(Node *node, Index relid, AttrNumber attnum);
 // The OR-of-AND chains Picodata expands the AND-ed `exprs` into (an IN list of constants counts
 // one chain per element, as Picodata rewrites it into ORs), capped at INT_MAX; 1 for none.
 int where_dnf_chains(List *exprs);

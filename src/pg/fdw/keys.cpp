@@ -19,8 +19,6 @@ extern "C" {
 
 namespace picoroute::pg::fdw {
 
-namespace {
-
 bool is_key_var(Node *node, Index relid, AttrNumber attnum) {
     node = strip_relabel(node);
     if (node == nullptr || !IsA(node, Var))
@@ -29,6 +27,8 @@ bool is_key_var(Node *node, Index relid, AttrNumber attnum) {
     return static_cast<Index>(var->varno) == relid && var->varlevelsup == 0 &&
            var->varattno == attnum;
 }
+
+namespace {
 
 // A constant, a parameter, or a value of the outer row (a join clause of a parameterized scan).
 bool is_value(Node *node, Index relid) {
