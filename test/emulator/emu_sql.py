@@ -361,7 +361,7 @@ def table_ddl(st, t, self_rs, peers):
                             "_picoemu.refuse(%s, %s, bucket_id)" % (sel, remote_rel(t, rs), p, asked(rs), tname,
                                                                    lit(t["tier"])))
         nulls = ", ".join("NULL::%s AS %s" % (c["type"], ident(c["name"])) for c in cols)
-        branches.append("SELECT %s, g.bucket_id FROM _picoemu.guard g WHERE g.tier = %s AND "
+        branches.append("SELECT %s, g.bucket_id FROM _picoemu.guard_buckets(%s) AS g(bucket_id) WHERE "
                         "_picoemu.strict_enabled() AND _picoemu.refuse(%s, %s, g.bucket_id)"
                         % (nulls, lit(t["tier"]), tname, lit(t["tier"])))
         out.append("CREATE VIEW public.%s AS\n  %s;" % (name, "\nUNION ALL\n  ".join(branches)))

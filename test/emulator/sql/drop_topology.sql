@@ -7,6 +7,11 @@
 -- (the subtransaction's abort) and the locks are asked again in the same order; 200 ms is well
 -- under deadlock_timeout (1 s), so no deadlock is ever detected. A waiting request queues ahead of
 -- new statements, and writes held by a move (check_transfer) give up for it, so it gets through.
+--
+-- LOCK TABLE on a view also locks every relation the view names: its own storage and foreign
+-- tables, which no other view names. No relation may be shared by two views (the guard is read
+-- through _picoemu.guard_buckets() for that reason): this transaction would hold it after the
+-- first view while a statement holding a later view waits for it, and every try would time out.
 
 DO $d$ DECLARE s record; views text; tries int := 0; saved text := current_setting('lock_timeout'); BEGIN
   SELECT string_agg(format('public.%I', c.relname), ', ' ORDER BY c.relname) INTO views
