@@ -95,8 +95,9 @@ SELECT * FROM join_explain($$SELECT p.v, q.w FROM j_pairs p JOIN j_pairs2 q ON q
 SELECT * FROM join_explain($$SELECT u.id, e.kind FROM j_users u JOIN j_events e ON e.user_id = u.id$$);
 -- a global table LEFT JOINed to a sharded one;
 SELECT * FROM join_explain($$SELECT c.name, u.id FROM j_countries c LEFT JOIN j_users u ON u.country = c.code$$);
--- a clause or a column Picodata cannot evaluate (the join then runs here: a batched join, which
--- looks the orders of each batch of users up by their sharding key);
+-- a clause or a column Picodata cannot evaluate (the join then runs here: for a few users a
+-- batched join, which looks the orders of each batch of users up by their sharding key; for all
+-- of them one scan of each table);
 SELECT * FROM join_explain($$SELECT u.id, o.id FROM j_users u JOIN j_orders o ON o.user_id = u.id WHERE abs(u.score) = 3$$);
 SELECT * FROM join_explain($$SELECT u.id, o.id FROM j_users u JOIN j_orders o ON o.user_id = u.id AND o.amount::text = u.name$$);
 SELECT * FROM join_explain($$SELECT u.doc, o.id FROM j_users u JOIN j_orders o ON o.user_id = u.id$$);
