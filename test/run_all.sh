@@ -231,6 +231,16 @@ if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' p
     done
 fi
 
+# A server process that died of a signal is a crash, whatever the test files asserted: the worst
+# defect. Only a background worker killed with SIGKILL is deliberate (020 kills the worker).
+crashes=$(grep -hE 'was terminated by signal' "$TREE"/tmp_check/log/*.log 2>/dev/null |
+    grep -vE 'background worker .* was terminated by signal 9: Killed' || true)
+if [ -n "$crashes" ]; then
+    echo "a server process crashed during the TAP tests:" >&2
+    echo "$crashes" | head -20 >&2
+    tap_failed=yes
+fi
+
 step "waiting for the background checks"
 wait "${BG_PIDS[@]}" || true  # each job's result is in its file
 BG_PIDS=()
