@@ -1,10 +1,11 @@
 -- Routing a statement by its sharding-key predicate, as Picodata does on every version.
 
--- Picodata routes a statement by its sharding-key predicate on every version. The full parser
--- (key_bucket_full; key_bucket tries a fast path first, below) recognises the simple shape "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and
--- DELETE FROM t WHERE) in the statement the client sent (current_query()) and computes the bucket
--- the way the storage does. A key given as a parameter ("key = $n") is routed by the value bound to it,
--- as Picodata routes after Bind: the front sets picoemu.bind_params (a JSON array of the text values)
+-- Picodata routes a statement by its sharding-key predicate on every version. The full parser,
+-- key_bucket_full (key_bucket tries a fast path first, below), recognises the simple shape
+-- "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and DELETE FROM t
+-- WHERE) in the statement the client sent (current_query()) and computes the bucket the way the
+-- storage does. A key given as a parameter ("key = $n") is routed by the value bound to it, as
+-- Picodata routes after Bind: the front sets picoemu.bind_params (a JSON array of the text values)
 -- before each Bind. Parameters ($n) elsewhere in the WHERE clause do not stop it; anything it is not
 -- sure about (OR, joins, subqueries, several statements, a literal or bound value whose type differs
 -- from the column's, IS NULL, ...) gives NULL: not routed, every replicaset is asked, which costs
