@@ -57,9 +57,6 @@ def fixed_cases():
         "SELECT id FROM users WHERE id = 1234567890123456789",  # 19 characters: not routed
         "SELECT id FROM users WHERE id = -123456789012345678",
         "SELECT id FROM users WHERE id = 5 OR id = 6",
-        "SELECT id FROM users WHERE id = 5 AND v = 1",
-        "SELECT id FROM users WHERE v = 1 AND id = 5",
-        "SELECT id FROM users WHERE id = 5 AND bucket_id = 219",
         "SELECT id FROM users WHERE id = $1",
         "SELECT id FROM users WHERE id = $2",
         "SELECT id FROM users WHERE id = 5 -- comment",
@@ -100,9 +97,26 @@ def fixed_cases():
         "SELECT users.id FROM users WHERE users.id = 5",
         "SELECT id FROM users WHERE (id) = (5)",
         "SELECT id FROM users WHERE 5 = id",
-        "SELECT id FROM users WHERE id = 5 AND id = 6",
         "SELECT set_config('picoemu.vdbe_base', 'x', false);\nSELECT id FROM users WHERE id = 5",
         "SELECT a FROM pair WHERE a = 1 AND b = 'x'",
+        "SELECT id FROM users WHERE id = 5 AND v = 1",
+        "SELECT id FROM users WHERE v = 1 AND id = 5",
+        'SELECT "id" FROM "users" WHERE ("id" = 5) AND ("bucket_id" = 219)',
+        "SELECT k FROM kv WHERE n = 1 AND k = 'x AND y = 2'",
+        "SELECT id FROM users WHERE id = 5 AND id = 6",
+        "SELECT id FROM users WHERE (v = 1 and id = 5)",
+        "SELECT id FROM users WHERE a = 1\nAND\tb = -2 AND id = 3 AND c = 4;",
+        "SELECT k FROM kv WHERE k = 'x' AND n = 1",
+        "SELECT id FROM users WHERE and = 1 AND id = 5",
+        "SELECT id FROM users WHERE id = 5 AND and = 1",
+        "SELECT id FROM users WHERE v = 1 AND from = 2 AND id = 5",
+        "SELECT id FROM users WHERE v = 1 AND id = 5 AND v >= 0",
+        "SELECT id FROM users WHERE v = 1 AND id = $1",
+        "SELECT id FROM users WHERE v = 'x' AND id = 5",
+        "SELECT id FROM users WHERE v = 1 AND AND id = 5",
+        "SELECT id FROM users WHERE v = 1 AND (id = 5)) AND w = 1",
+        "SELECT id FROM users WHERE v = 1 AND id = 5 AND",
+        "SELECT id FROM users WHERE v = 1 AND id = 1234567890123456789",
         "SELECT a FROM pair WHERE a = 1",
         "SELECT x FROM dbl WHERE x = 1",
         "",
@@ -207,8 +221,15 @@ def near_case(rng):
     sel = ", ".join(c if c == "*" else name(rng, c) for c in cols)
     v = value(rng, keycls[0]) if rng.random() < 0.3 else (
         str(rng.randrange(-10 ** 6, 10 ** 18)) if keycls[0] == "int" else "'k%d %s'" % (rng.randrange(10 ** 6), pick(rng, ["", "x", ";", "and"])))
-    stmt = "%s %s %s %s %s %s = %s" % (case_word(rng, "select"), sel, case_word(rng, "from"), name(rng, tbl),
-                                       case_word(rng, "where"), name(rng, keycols[0]), v)
+    terms = ["%s = %s" % (name(rng, keycols[0]), v)]
+    if rng.random() < 0.4:
+        terms += ["%s = %s" % (name(rng, pick(rng, ["v", "bucket_id", "x1", keycols[0], "and", pick(rng, KEYWORDS)])),
+                               pick(rng, [str(rng.randrange(-99, 10 ** 6)), "'s'", "$1"]))
+                  for _ in range(rng.randrange(1, 4))]
+        rng.shuffle(terms)
+        terms = ["(%s)" % t if rng.random() < 0.3 else t for t in terms]
+    stmt = "%s %s %s %s %s %s" % (case_word(rng, "select"), sel, case_word(rng, "from"), name(rng, tbl),
+                                  case_word(rng, "where"), pick(rng, [" AND ", " and ", "\nAND "]).join(terms))
     change = rng.randrange(12)
     if change == 0:
         stmt = stmt.replace(" ", blank(rng))
@@ -244,10 +265,10 @@ def key_of(tbl):
 
 COMPARE_SQL = """
 SELECT c.i, f, u, k FROM json_to_recordset($1::json) AS c(i int, q text, tbl text, keycols text[], keycls text[]),
-  LATERAL (SELECT _picoemu.key_bucket_fast(c.q, c.tbl, c.keycols, c.keycls, %d) AS f,
-                  _picoemu.key_bucket_full(c.q, c.tbl, c.keycols, c.keycls, %d) AS u,
-                  _picoemu.key_bucket(c.q, c.tbl, c.keycols, c.keycls, %d) AS k) r
-ORDER BY c.i""" % (BUCKETS, BUCKETS, BUCKETS)
+  LATERAL (SELECT _picoemu.key_bucket_fast(c.q, c.tbl, c.keycols, c.keycls, {n}) AS f,
+                  _picoemu.key_bucket_full(c.q, c.tbl, c.keycols, c.keycls, {n}) AS u,
+                  _picoemu.key_bucket(c.q, c.tbl, c.keycols, c.keycls, {n}) AS k) r
+ORDER BY c.i""".format(n=BUCKETS)
 
 # bound values for the second pass: $1 an integer, $2 a text, $3 unbound
 PARAMS = json.dumps(["4242", "it's"])
