@@ -33,6 +33,7 @@ import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
 import selftest_front  # noqa: E402
+import test_key_route  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
 
 PICOEMU = os.path.join(HERE, "picoemu")
@@ -991,6 +992,11 @@ def small_cluster(tc, d):
     emu(d, "insert", "kv", "--values", '["lol", 5, "x"]')
     with tc.subTest("composite key: ('lol', 5) stored in bucket %d" % ref.bucket_id(["lol", 5], 10)):
         tc.assertEqual(q1(p, "SELECT bucket_id FROM kv"), str(ref.bucket_id(["lol", 5], 10)))
+    n, fast, routed, problems = test_key_route.compare(p)
+    with tc.subTest("routing by key: the fast path answers %d of %d statements, as the full parser (%d routed)"
+                    % (fast, n, routed)):
+        tc.assertEqual(problems, [])
+        tc.assertGreater(fast, 1000)
 
 
 def partial_write_cluster(tc, d):

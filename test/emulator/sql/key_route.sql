@@ -1,15 +1,16 @@
 -- Routing a statement by its sharding-key predicate, as Picodata does on every version.
 
--- Picodata routes a statement by its sharding-key predicate on every version: this recognises the
--- simple shape "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and
--- DELETE FROM t WHERE) in the statement the client sent (current_query()) and computes the bucket
--- the way the storage does. A key given as a parameter ("key = $n") is routed by the value bound to it,
--- as Picodata routes after Bind: the front sets picoemu.bind_params (a JSON array of the text values)
+-- Picodata routes a statement by its sharding-key predicate on every version. The full parser,
+-- key_bucket_full (key_bucket tries a fast path first, below), recognises the simple shape
+-- "SELECT ... FROM t WHERE ... AND key = literal ..." (also UPDATE t SET ... WHERE and DELETE FROM t
+-- WHERE) in the statement the client sent (current_query()) and computes the bucket the way the
+-- storage does. A key given as a parameter ("key = $n") is routed by the value bound to it, as
+-- Picodata routes after Bind: the front sets picoemu.bind_params (a JSON array of the text values)
 -- before each Bind. Parameters ($n) elsewhere in the WHERE clause do not stop it; anything it is not
 -- sure about (OR, joins, subqueries, several statements, a literal or bound value whose type differs
 -- from the column's, IS NULL, ...) gives NULL: not routed, every replicaset is asked, which costs
 -- more, never less.
-CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
+CREATE OR REPLACE FUNCTION _picoemu.key_bucket_full(q text, tbl text, keycols text[], keycls text[], bucket_count int)
 RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
 DECLARE
   params json := coalesce(nullif(current_setting('picoemu.bind_params', true), ''), '[]')::json;
@@ -98,6 +99,57 @@ BEGIN
   RETURN _picoemu.bucket_id(key, bucket_count);
 EXCEPTION WHEN OTHERS THEN
   RETURN NULL;
+END $f$;
+
+-- The fast path, for the shape a client sends for one key: "SELECT a, b FROM t WHERE (k = 5)". One
+-- regular expression without captures checks the whole text: keywords in any case, names quoted or
+-- not, t or public.t, a list of plain names or *, one term k = an integer or a 'text' without a quote
+-- in it, in parentheses or not, a final semicolon or not. Its words are then split out of the text
+-- without regular expressions (capture groups cost more than the rest together). Every text it
+-- answers is read the same way by key_bucket_full and routed to the same bucket (test_key_route.py
+-- compares the two); for anything else it gives NULL, "not sure": a name that is one of the words
+-- key_bucket_full looks for, a key of several columns, a parameter, another table or column, a
+-- literal of another type, another term... The text is lowered as key_bucket_full lowers it; a text
+-- key is taken from the text as sent. As few PL/pgSQL expressions as possible: each is set up again
+-- in every transaction.
+CREATE OR REPLACE FUNCTION _picoemu.key_bucket_fast(q text, tbl text, keycols text[], keycls text[], bucket_count int)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE
+  l text := lower(q);
+  -- its words: quotes dropped, blanks and ( ) ; = , as separators, a text key as one word '
+  w text[];
+  n int;
+BEGIN
+  IF cardinality(keycols) <> 1 OR length(q) > 20000 OR l !~ ('^\s*select\s+(?:\*|"?[a-z_][a-z0-9_]*"?(?:\s*,\s*"?[a-z_][a-z0-9_]*"?)*)'
+      '\s+from\s+(?:"?public"?\.)?"?[a-z_][a-z0-9_]*"?\s+where\s+\(?\s*"?[a-z_][a-z0-9_]*"?\s*=\s*(?:-?[0-9]+|''[^'']*'')\s*\)?\s*;?\s*$') THEN
+    RETURN NULL;
+  END IF;
+  w := array_remove(string_to_array(translate(split_part(l, '''', 1) || CASE WHEN strpos(l, '''') > 0 THEN '''' ELSE '' END,
+                                              E'\t\n\r\f();=,' || chr(11) || '"', '          '), ' '), '');
+  n := cardinality(w);
+  -- select <names> from [public.]<table> where <column> <value>
+  IF w[1] <> 'select' OR w[n - 4] <> 'from' OR w[n - 2] <> 'where' OR n < 6
+     OR w[n - 3] NOT IN (tbl, 'public.' || tbl) OR w[n - 1] <> keycols[1]
+     OR w[2 : n - 5] || tbl || w[n - 1] && '{select,from,where,set,update,delete,public,with,join,union,except,intersect,and,or,not,order,group,by,limit,having,option,returning,offset}'::text[] THEN
+    RETURN NULL;
+  ELSIF keycls[1] = 'int' AND w[n] <> '''' AND length(w[n]) < 19 THEN
+    RETURN _picoemu.bucket_id(_picoemu.enc_int(w[n]::int8), bucket_count);
+  ELSIF keycls[1] = 'text' AND w[n] = '''' THEN
+    RETURN _picoemu.bucket_id(_picoemu.enc_text(split_part(q, '''', 2)), bucket_count);
+  END IF;
+  RETURN NULL;
+END $f$;
+
+-- The bucket of a statement's key, or NULL: not routed. The fast path answers the common shape, the
+-- full parser everything else. The bound values are read first, as key_bucket_full reads them, so
+-- that a setting that is no JSON array fails the statement whichever of the two answers.
+CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE
+  params json := coalesce(nullif(current_setting('picoemu.bind_params', true), ''), '[]')::json;
+BEGIN
+  RETURN coalesce(_picoemu.key_bucket_fast(q, tbl, keycols, keycls, bucket_count),
+                  _picoemu.key_bucket_full(q, tbl, keycols, keycls, bucket_count));
 END $f$;
 
 -- The last statement's answer is kept in the session (picoemu.key_cache): a statement asks once per
