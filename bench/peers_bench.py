@@ -28,6 +28,8 @@ Scan of every row of the table, spread over both replicasets:
               gathers the other replicaset's rows as a coordinator: the path picoroute's scan
               takes on this cluster (its masters' bucket lists exceed Picodata's 512 chains, so
               scatter 'masters' goes through one coordinator), for a like-for-like comparison
+  coordinator that master alone: its public.users view copied (COPY TO STDOUT) to a client that
+              discards it, the floor of any client reading the table through one coordinator
   direct      one psql per master, in parallel, reading its storage table
 
 Every figure is the median of --runs runs (min and max shown); variants are interleaved run by
@@ -67,7 +69,7 @@ import port_range  # noqa: E402
 
 SELECT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed"]
 INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct"]
-SCAN_VARIANTS = ["picoroute", "pg_fdw", "pg_fdw_10k", "pg_fdw_coord", "direct"]
+SCAN_VARIANTS = ["picoroute", "pg_fdw", "pg_fdw_10k", "pg_fdw_coord", "coordinator", "direct"]
 
 
 class BenchError(Exception):
@@ -760,6 +762,21 @@ ANALYZE;""")
             raise BenchError(f"scan of {table}: cannot parse timings:\n{out.stdout[-1500:]}")
         return statistics.median(times[1:])  # the first one opens the remote connections
 
+    def scan_coordinator(self, reps):
+        """The coordinator of pg_fdw_coord alone: its view copied to psql, which discards it."""
+        sql = "COPY (SELECT name, v FROM users) TO STDOUT;"
+        script = "\\o /dev/null\n\\timing on\n" + "\n".join([sql] * (reps + 1)) + "\n"
+        out = subprocess.run(
+            ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d",
+             emu_conninfo(self.private[self.other])],
+            input=script, capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise BenchError(f"coordinator scan failed: {out.stderr[-1500:]}")
+        times = [float(x) for x in re.findall(r"^Time: ([0-9.]+) ms", out.stdout, re.M)]
+        if len(times) != reps + 1:
+            raise BenchError(f"coordinator scan: cannot parse timings:\n{out.stdout[-1500:]}")
+        return statistics.median(times[1:])
+
     def scan_direct(self, reps):
         """One psql per master, started and connected first, then given the query at the same
         moment; the time is from that moment to the last end marker."""
@@ -816,7 +833,12 @@ ANALYZE;""")
             order = SCAN_VARIANTS if r < 0 else \
                 SCAN_VARIANTS[r % len(SCAN_VARIANTS):] + SCAN_VARIANTS[:r % len(SCAN_VARIANTS)]
             for n in order:
-                ms = self.scan_direct(reps) if n == "direct" else self.scan_node(tables[n], reps)
+                if n == "direct":
+                    ms = self.scan_direct(reps)
+                elif n == "coordinator":
+                    ms = self.scan_coordinator(reps)
+                else:
+                    ms = self.scan_node(tables[n], reps)
                 if r >= 0:
                     samples[n].append(ms)
             if r >= 0:
@@ -1055,6 +1077,8 @@ ANALYZE;""")
             f"{med(scan['pg_fdw']) / med(scan['picoroute']):.2f} | |")
         say(f"| postgres_fdw through one coordinator, as picoroute (like-for-like) / "
             f"picoroute | {med(scan['pg_fdw_coord']) / med(scan['picoroute']):.2f} | |")
+        say(f"| the coordinator alone (COPY to a client that discards it) / picoroute | "
+            f"{med(scan['coordinator']) / med(scan['picoroute']):.2f} | |")
         say(f"| direct parallel reads / picoroute | "
             f"{med(scan['direct']) / med(scan['picoroute']):.2f} | |")
         say()
@@ -1062,7 +1086,8 @@ ANALYZE;""")
             "read each master's storage table in parallel, while picoroute's scan here runs, as "
             "Picodata runs a statement without a key, on one coordinator that gathers the other "
             "replicaset's rows before they reach the node (picoroute's route: "
-            f"`{getattr(self, 'scan_route', '?')}`). `pg_fdw_coord` takes picoroute's path.")
+            f"`{getattr(self, 'scan_route', '?')}`). `pg_fdw_coord` takes picoroute's path; `coordinator` is "
+            "that coordinator's own time to gather and send the rows, without a node.")
         say()
         say("### Targets")
         say()
