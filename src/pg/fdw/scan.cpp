@@ -39,10 +39,63 @@ struct ScanState {
     bool streaming;  // rows read as they arrive; else whole answers, kept for rescans
     int cur_result;
     int cur_row;
-    char **values;
-    const char **row;  // the current row's retrieved values (streaming)
+    const char **row;  // the current row's retrieved values
+    int nretrieved;
+    int *retrieved_att;  // the attribute index (from 0) of each retrieved column
+    // Attributes not retrieved whose input function runs for a NULL too (not strict: a domain's,
+    // which checks its constraints); every other one not retrieved is NULL without a call.
+    int nnull_inputs;
+    int *null_inputs;
     MemoryContext tuple_cxt;
 };
+
+// Maps the retrieved columns to attributes once, for store_row.
+void prepare_columns(ScanState *ss, TupleDesc desc) {
+    ss->nretrieved = list_length(ss->retrieved_attrs);
+    ss->retrieved_att = static_cast<int *>(palloc0(sizeof(int) * (ss->nretrieved + 1)));
+    bool *retrieved = static_cast<bool *>(palloc0(sizeof(bool) * (desc->natts + 1)));
+    int col = 0;
+    ListCell *lc;
+    foreach (lc, ss->retrieved_attrs) {
+        ss->retrieved_att[col++] = lfirst_int(lc) - 1;
+        retrieved[lfirst_int(lc) - 1] = true;
+    }
+    ss->null_inputs = static_cast<int *>(palloc0(sizeof(int) * (desc->natts + 1)));
+    ss->nnull_inputs = 0;
+    for (int i = 0; i < desc->natts; i++)
+        if (!retrieved[i] && !TupleDescAttr(desc, i)->attisdropped &&
+            !ss->attinmeta->attinfuncs[i].fn_strict)
+            ss->null_inputs[ss->nnull_inputs++] = i;
+    pfree(retrieved);
+}
+
+// Converts the row in ss->row into the slot as a virtual tuple (what BuildTupleFromCStrings does,
+// without its two palloc'd arrays, the heap tuple formed per row and the input function calls for
+// NULLs of strict types). The values live in tuple_cxt until the next row.
+void store_row(ScanState *ss, TupleTableSlot *slot) {
+    ExecClearTuple(slot);
+    MemoryContextReset(ss->tuple_cxt);
+    MemoryContext old = MemoryContextSwitchTo(ss->tuple_cxt);
+    int natts = slot->tts_tupleDescriptor->natts;
+    for (int i = 0; i < natts; i++) {
+        slot->tts_values[i] = (Datum)0;
+        slot->tts_isnull[i] = true;
+    }
+    AttInMetadata *meta = ss->attinmeta;
+    for (int k = 0; k < ss->nnull_inputs; k++) {
+        int i = ss->null_inputs[k];
+        slot->tts_values[i] = InputFunctionCall(&meta->attinfuncs[i], nullptr, meta->attioparams[i],
+                                                meta->atttypmods[i]);
+    }
+    for (int col = 0; col < ss->nretrieved; col++) {
+        int i = ss->retrieved_att[col];
+        char *value = const_cast<char *>(ss->row[col]);
+        slot->tts_values[i] = InputFunctionCall(&meta->attinfuncs[i], value, meta->attioparams[i],
+                                                meta->atttypmods[i]);
+        slot->tts_isnull[i] = value == nullptr;
+    }
+    MemoryContextSwitchTo(old);
+}
 
 // The cost model: one remote statement costs as much as fetching 100 rows (a round trip against
 // the transfer and conversion of a row), so a parameterized scan (one statement per outer row)
@@ -227,7 +280,6 @@ void scan_begin(ForeignScanState *node, int eflags) {
         ss->st->chunk_from = intVal(list_nth(priv, PRIV_FROM));
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
-    ss->values = static_cast<char **>(palloc0(sizeof(char *) * (RelationGetDescr(rel)->natts + 1)));
     ss->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute tuple", ALLOCSET_SMALL_SIZES);
     // A scan that will be rescanned unchanged (the inner side of a nested loop) keeps whole
@@ -238,6 +290,7 @@ void scan_begin(ForeignScanState *node, int eflags) {
                     !(list_length(priv) > PRIV_LOOKUP && boolVal(list_nth(priv, PRIV_LOOKUP)));
     ss->row = static_cast<const char **>(
         palloc0(sizeof(char *) * (list_length(ss->retrieved_attrs) + 1)));
+    prepare_columns(ss, RelationGetDescr(rel));
     node->fdw_state = ss;
 }
 
@@ -286,32 +339,7 @@ TupleTableSlot *scan_iterate(ForeignScanState *node) {
                 PQgetisnull(res, ss->cur_row, col) ? nullptr : PQgetvalue(res, ss->cur_row, col);
         ss->cur_row++;
     }
-    int natts = RelationGetDescr(st->rel)->natts;
-    for (int i = 0; i < natts; i++)
-        ss->values[i] = nullptr;
-    int col = 0;
-    ListCell *lc;
-    foreach (lc, ss->retrieved_attrs)
-        ss->values[lfirst_int(lc) - 1] = const_cast<char *>(ss->row[col++]);
-    // The values go straight into the slot as a virtual tuple (what BuildTupleFromCStrings does,
-    // without its two palloc'd arrays and the heap tuple formed per row). They live in tuple_cxt
-    // until the next row.
-    ExecClearTuple(slot);
-    MemoryContextReset(ss->tuple_cxt);
-    MemoryContext old = MemoryContextSwitchTo(ss->tuple_cxt);
-    TupleDesc desc = slot->tts_tupleDescriptor;
-    AttInMetadata *meta = ss->attinmeta;
-    for (int i = 0; i < natts; i++) {
-        if (TupleDescAttr(desc, i)->attisdropped) {
-            slot->tts_values[i] = (Datum)0;
-            slot->tts_isnull[i] = true;
-            continue;
-        }
-        slot->tts_values[i] = InputFunctionCall(&meta->attinfuncs[i], ss->values[i],
-                                                meta->attioparams[i], meta->atttypmods[i]);
-        slot->tts_isnull[i] = ss->values[i] == nullptr;
-    }
-    MemoryContextSwitchTo(old);
+    store_row(ss, slot);
     if (ss->streaming)
         stream_row_done(st);
     ExecStoreVirtualTuple(slot);

@@ -221,6 +221,10 @@ bool RowStream::next(const char **values) {
             current_++;
             continue;
         }
+        // A further row of a streamed answer: its first row passed rows_in, and every row of one
+        // answer has the columns of its first.
+        if (s.delivered > 0 && PQresultStatus(result.get()) == PGRES_SINGLE_TUPLE)
+            return hand_over(s, std::move(result), values);
         if (s.delivered == 0 && statement_invalidated(s.conn, result.get())) {
             result.reset();
             resend(s);
@@ -233,13 +237,18 @@ bool RowStream::next(const char **values) {
             s.whole = std::move(result);
             continue;
         }
-        row_ = std::move(result);
-        for (int c = 0; c < ncols_; c++)
-            values[c] = PQgetisnull(row_.get(), 0, c) ? nullptr : PQgetvalue(row_.get(), 0, c);
-        s.delivered++;
-        return true;
+        return hand_over(s, std::move(result), values);
     }
     return false;
+}
+
+bool RowStream::hand_over(Source &s, ResultPtr row, const char **values) {
+    row_ = std::move(row);
+    const PGresult *r = row_.get();
+    for (int c = 0; c < ncols_; c++)
+        values[c] = PQgetisnull(r, 0, c) ? nullptr : PQgetvalue(r, 0, c);
+    s.delivered++;
+    return true;
 }
 
 void RowStream::skip_current() {

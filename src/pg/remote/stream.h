@@ -87,6 +87,8 @@ class RowStream final : public ConnectionReader {
     // Hands over the next row of `s.whole` / of the rows read ahead; false when there is none.
     bool next_whole_row(Source &s, const char **values);
     bool next_ahead_row(Source &s, const char **values);
+    // Hands over a result of one row (single-row mode): it is kept until the next call.
+    bool hand_over(Source &s, ResultPtr row, const char **values);
     // Checks a result for errors and column count; true when it holds rows.
     bool rows_in(const Source &s, const PGresult *result);
     void release(Source &s) noexcept;
