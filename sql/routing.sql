@@ -73,8 +73,8 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v
 SELECT picoroute_apply_events('[
   {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 2901, "end": 3000}, "current_replicaset_uuid": "rs-b"}
 ]') > 0 AS applied;
--- ... and once the map covers the tier, would send each master its own bucket list: 1500 buckets
--- are more OR-of-AND chains than Picodata's 512, so one coordinator takes it (EXPLAIN says why).
+-- ... and once the map covers the tier, sends each master its own bucket list: 1500 buckets are
+-- more OR-of-AND chains than Picodata's 512, so each master gets 3 statements within the limit.
 SELECT explain_masked($q$SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL)$q$);
 SELECT explain_masked($q$SELECT * FROM settings$q$);
 -- Pushdown: only needed columns; unsupported expressions stay local.

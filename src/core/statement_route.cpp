@@ -67,8 +67,10 @@ std::string describe_groups(const std::vector<Target> &targets) {
     return out;
 }
 
-// "scatter to the 2 masters of tier "t": a:1 (buckets 1-1500), b:1 (buckets 1501-3000)"
-std::string describe_masters(const std::string &tier, const std::vector<Target> &masters) {
+// "scatter to the 2 masters of tier "t": a:1 (buckets 1-1500 in 3 statements), b:1 (buckets
+// 1501-3000 in 3 statements)": the masters before split_by_chains, with the statements each gets.
+std::string describe_masters(const std::string &tier, const std::vector<Target> &masters,
+                             const std::vector<Target> &pieces) {
     std::string out =
         "scatter to the " + std::to_string(masters.size()) + " masters of tier \"" + tier + "\":";
     for (size_t i = 0; i < masters.size(); i++) {
@@ -76,25 +78,32 @@ std::string describe_masters(const std::string &tier, const std::vector<Target> 
         for (size_t r = 0; r < masters[i].ranges.size(); r++)
             out += (r ? ", " : " ") + std::to_string(masters[i].ranges[r].first) + "-" +
                    std::to_string(masters[i].ranges[r].second);
+        auto statements = std::count_if(pieces.begin(), pieces.end(), [&](const Target &p) {
+            return p.address == masters[i].address;
+        });
+        if (statements > 1)
+            out += " in " + std::to_string(statements) + " statements";
         out += ")";
     }
     return out;
 }
 
 // Why a 'masters' scatter cannot be sent where Picodata restricts a statement by bucket_id, or ""
-// when it can: a key list combined with bucket lists, or a master whose bucket list would expand
-// the WHERE clause beyond Picodata's chain limit (it would then ask every replicaset, from each
-// master).
+// when it can: a key list combined with bucket lists; a WHERE clause over Picodata's chain limit
+// with a single bucket; for a write, a master whose bucket list would expand the WHERE clause
+// beyond the limit (Picodata would then ask every replicaset, from each master). A read is split
+// into statements within the limit instead (split_by_chains).
 std::string masters_refusal(const StatementInfo &st, const std::vector<Target> &masters) {
     if (st.keys)
         return "scatter 'masters' is not combined with a list of sharding keys; ";
     for (const Target &m : masters) {
         size_t chains = dnf_chains(st.where_chains, m);
-        if (chains > caps::kDnfChainLimit)
-            return "scatter 'masters': the buckets of " + m.address +
-                   " expand the WHERE clause to " + std::to_string(chains) +
-                   " OR-of-AND chains, over Picodata's limit of " +
-                   std::to_string(caps::kDnfChainLimit) + "; ";
+        bool split = !st.write && st.where_chains <= caps::kDnfChainLimit;
+        if (chains <= caps::kDnfChainLimit || split)
+            continue;
+        return "scatter 'masters': the buckets of " + m.address + " expand the WHERE clause to " +
+               std::to_string(chains) + " OR-of-AND chains, over Picodata's limit of " +
+               std::to_string(caps::kDnfChainLimit) + "; ";
     }
     return "";
 }
@@ -113,9 +122,11 @@ void route_keyless(const StatementInfo &st, const StatementLookups &lookups, Rea
         std::vector<Target> masters = lookups.masters();
         note = masters_refusal(st, masters);
         if (note.empty()) {
-            out->targets = std::move(masters);
+            // A read whose bucket lists are over the chain limit goes to each master in several
+            // statements, each within it (read one after the other on the master's connection).
+            out->targets = st.write ? masters : split_by_chains(masters, st.where_chains);
             out->retry = RetryRule::Never;
-            out->description = describe_masters(st.tier, out->targets);
+            out->description = describe_masters(st.tier, masters, out->targets);
             return;
         }
     }
@@ -175,6 +186,39 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
         }
     }
     route_keyless(st, lookups, pref, &out);
+    return out;
+}
+
+std::vector<Target> split_by_chains(const std::vector<Target> &masters, size_t where_chains) {
+    size_t per_piece =
+        std::max<size_t>(caps::kDnfChainLimit / std::max<size_t>(where_chains, 1), 1);
+    std::vector<Target> out;
+    for (const Target &m : masters) {
+        Target piece = m;
+        piece.ranges.clear();
+        size_t in_piece = 0;
+        bool any = false;
+        for (const auto &[start, end] : m.ranges) {
+            for (uint32_t from = start; from <= end;) {
+                size_t left = size_t{end} - from + 1;
+                size_t take = std::min(left, per_piece - in_piece);
+                auto to = static_cast<uint32_t>(from + take - 1);
+                piece.ranges.emplace_back(from, to);
+                in_piece += take;
+                if (in_piece == per_piece) {
+                    out.push_back(piece);
+                    piece.ranges.clear();
+                    in_piece = 0;
+                    any = true;
+                }
+                if (to == end)
+                    break;
+                from = to + 1;
+            }
+        }
+        if (!piece.ranges.empty() || !any)
+            out.push_back(std::move(piece));
+    }
     return out;
 }
 

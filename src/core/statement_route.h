@@ -81,6 +81,12 @@ StatementRoute route_statement(const StatementInfo &statement, const StatementLo
 // buckets, or every bucket of its ranges), `where_chains` when it has none. Saturates at SIZE_MAX.
 size_t dnf_chains(size_t where_chains, const Target &target);
 
+// The masters of a 'masters' scatter, each split into targets of consecutive bucket ranges (same
+// address and replicaset) of at most kDnfChainLimit / where_chains buckets, so that no statement
+// expands beyond Picodata's chain limit; a master within it stays one target. A master's pieces
+// come together, in its bucket order; a master without ranges stays as it is.
+std::vector<Target> split_by_chains(const std::vector<Target> &masters, size_t where_chains);
+
 // ---- the rows of an INSERT, grouped by the instance that owns their bucket -------------------
 
 struct RowGroup {

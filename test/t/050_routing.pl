@@ -202,8 +202,8 @@ is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users'), $expecte
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM users_m'), $expected,
    'scatter masters returns exactly the emulator rows');
 like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT * FROM users_m'),
-     qr/Routing: scatter 'masters': the buckets of 127\.0\.0\.1:\d+ expand the WHERE clause to 1500 OR-of-AND chains, over Picodata's limit of 512; scatter through coordinator/,
-     'EXPLAIN of a masters scatter whose bucket lists exceed the chain limit: one coordinator');
+     qr/Routing: scatter to the 2 masters of tier "default": 127\.0\.0\.1:\d+ \(buckets 1-1500 in 3 statements\), 127\.0\.0\.1:\d+ \(buckets 1501-3000 in 3 statements\)/,
+     'EXPLAIN of a masters scatter whose bucket lists exceed the chain limit: 3 statements per master');
 like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT name FROM users WHERE v > 10 AND name LIKE 'name_1%'}),
      qr/Remote SQL: SELECT "name" FROM "users" WHERE \("v" > 10\) AND \("name" LIKE 'name_1%'\)(?: OPTION \([^)]*\))?\n\s+Routing: scatter through coordinator/,
      'EXPLAIN pushes WHERE clauses down and shows the coordinator');

@@ -111,10 +111,26 @@ is(scalar(@scatter), 2, 'masters scatter: one statement per master') or diag(joi
 is(scalar(grep { /bucket_id IN \((\d+, ){299}\d+\)/ } @scatter), 2, 'each with the list of its 300 buckets');
 my %to = map { /^(\d+):/ ? ($1 => 1) : () } @scatter;
 is(scalar(keys %to), 2, 'sent to two different instances');
-# The WHERE clause counts: two values of a column IN list times 300 buckets are 600 chains.
-like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT count(*) FROM notes WHERE body IN ('a', 'b')}),
-     qr/Routing: scatter 'masters': the buckets of 127\.0\.0\.1:\d+ expand the WHERE clause to 600 OR-of-AND chains, over Picodata's limit of 512; scatter through coordinator/,
-     'EXPLAIN: a 2-value IN list over 300-bucket masters (600 chains): one coordinator instead');
+# The WHERE clause counts: two OR-ed terms times 300 buckets are 600 chains, over the limit, so
+# each master gets its buckets in two statements (256 and 44 buckets: 512 and 88 chains).
+my $two = 'SELECT count(*), sum(id) FROM notes WHERE id < 50 OR id > 150';
+like($node->safe_psql('postgres', "EXPLAIN (COSTS OFF) $two"),
+     qr/Routing: scatter to the 2 masters of tier "small": 127\.0\.0\.1:\d+ \(buckets 1-300 in 2 statements\), 127\.0\.0\.1:\d+ \(buckets 301-600 in 2 statements\)/,
+     'EXPLAIN: two OR-ed terms over 300-bucket masters (600 chains): two statements per master');
+sent();
+is($node->safe_psql('postgres', $two), '99|10000', 'split masters scatter: every row once');
+my @split = grep { /FROM "notes"/ } sent();
+is(scalar(@split), 4, 'split masters scatter: two statements per master') or diag(join("\n", @split));
+my @sizes = sort { $a <=> $b } map { my ($l) = /bucket_id IN \(([^)]*)\)/; scalar(split(/, /, $l // '')) } @split;
+is_deeply(\@sizes, [ 44, 44, 256, 256 ], 'of 256 and 44 buckets each: within 512 chains');
+my %split_to = map { /^(\d+):/ ? ($1 => 1) : () } @split;
+is(scalar(keys %split_to), 2, 'split masters scatter: sent to the two masters');
+# The inner side of a nested loop, read whole for its rescans: the statements to one master are
+# sent one after the other there too.
+is($node->safe_psql('postgres', q{
+SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off;
+SELECT count(*) FROM (VALUES (1), (2)) v(x) JOIN notes n ON (n.id < 50 OR n.id > 150) AND n.id % 2 = v.x - 1}),
+   '99', 'split masters scatter rescanned as the inner side of a nested loop: every row once');
 like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT count(*) FROM notes WHERE NOT (body IN ('a', 'b') OR id > 3)}),
      qr/Routing: scatter to the 2 masters/, 'EXPLAIN: NOT (a OR b) is one chain per bucket: still a scatter');
 

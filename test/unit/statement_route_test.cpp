@@ -326,33 +326,108 @@ TEST(StatementRouteTest, MastersScatterAtTheChainLimitStillScatters) {  // 13
     EXPECT_TRUE(rec.spread_calls.empty());
 }
 
-TEST(StatementRouteTest, MastersScatterOverTheChainLimitGoesThroughOneCoordinator) {  // 13
+TEST(StatementRouteTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) {  // 13
     Recorder rec;
     rec.ranges_a = {{1, 100}};
     rec.ranges_b = {{101, 300}};
     StatementInfo st = sharded();
     st.scatter_masters = true;
     st.prune_by_bucket_id = true;
-    st.where_chains = 3;  // b:1: 3 x 200 = 600 chains
+    st.where_chains = 3;  // b:1: 3 x 200 = 600 chains; 170 buckets a statement keep 510
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 3u);
+    EXPECT_EQ(r.targets[0].address, "a:1");
+    EXPECT_EQ(r.targets[1].address, "b:1");
+    EXPECT_EQ(r.targets[2].address, "b:1");
+    EXPECT_EQ(r.targets[1].ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{101, 270}}));
+    EXPECT_EQ(r.targets[2].ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{271, 300}}));
+    for (const Target &t : r.targets)
+        EXPECT_LE(dnf_chains(st.where_chains, t), 512u);
+    EXPECT_EQ(r.retry, RetryRule::Never);
+    EXPECT_EQ(r.description,
+              "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-100), b:1 (buckets 101-300 "
+              "in 2 statements)");
+    EXPECT_TRUE(rec.spread_calls.empty());
+}
+
+TEST(StatementRouteTest, MastersScatterWriteOverTheChainLimitGoesThroughOneCoordinator) {  // 13
+    Recorder rec;
+    rec.ranges_a = {{1, 100}};
+    rec.ranges_b = {{101, 300}};
+    StatementInfo st = sharded();
+    st.write = true;
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    st.where_chains = 3;
     StatementRoute r = route_statement(st, rec.lookups());
     ASSERT_EQ(r.targets.size(), 1u);
     EXPECT_EQ(r.targets[0].address, "c:1");
-    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.retry, RetryRule::Write);
     EXPECT_EQ(r.description,
               "scatter 'masters': the buckets of b:1 expand the WHERE clause to 600 OR-of-AND "
               "chains, over Picodata's limit of 512; scatter through coordinator c:1");
 }
 
-TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierGoesThroughOneCoordinator) {  // 13
-    Recorder rec;  // 2000 and 1000 buckets: a plain scan is already over 512 chains
+TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierReadsInStatementsOf512Buckets) {  // 13
+    Recorder rec;  // 2000 and 1000 buckets: a plain scan is over 512 chains at each master
     StatementInfo st = sharded();
     st.scatter_masters = true;
     st.prune_by_bucket_id = true;
     StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 6u);  // 4 statements for a:1, 2 for b:1
+    for (const Target &t : r.targets)
+        EXPECT_LE(dnf_chains(1, t), 512u);
+    EXPECT_NE(r.description.find("in 4 statements"), std::string::npos) << r.description;
+}
+
+TEST(StatementRouteTest, MastersScatterWithAWhereClauseOverTheLimitGoesThroughOneCoordinator) {
+    Recorder rec;
+    rec.ranges_a = {{1, 10}};
+    rec.ranges_b = {{11, 20}};
+    StatementInfo st = sharded();
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    st.where_chains = 600;  // over the limit with one bucket: no split helps
+    StatementRoute r = route_statement(st, rec.lookups());
     ASSERT_EQ(r.targets.size(), 1u);
-    EXPECT_EQ(r.description,
-              "scatter 'masters': the buckets of a:1 expand the WHERE clause to 2000 OR-of-AND "
-              "chains, over Picodata's limit of 512; scatter through coordinator c:1");
+    EXPECT_EQ(r.targets[0].address, "c:1");
+}
+
+TEST(StatementRouteTest, SplitByChainsCoversEveryBucketOnceWithinTheLimit) {
+    Target a;
+    a.address = "a:1";
+    a.ranges = {{1, 3}, {10, 12}, {20, 20}};  // 7 buckets
+    Target b;
+    b.address = "b:1";
+    b.ranges = {{4, 9}};  // 6 buckets
+    Target c;             // no ranges: kept as it is
+    c.address = "c:1";
+    // 512 / 200 = 2 buckets a statement
+    std::vector<Target> pieces = split_by_chains({a, b, c}, 200);
+    std::vector<std::string> got;
+    for (const Target &p : pieces) {
+        std::string text = p.address + ":";
+        for (const auto &[s, e] : p.ranges)
+            text += " " + std::to_string(s) + "-" + std::to_string(e);
+        got.push_back(text);
+        EXPECT_LE(dnf_chains(200, p), 512u);
+    }
+    EXPECT_EQ(got,
+              (std::vector<std::string>{"a:1: 1-2", "a:1: 3-3 10-10", "a:1: 11-12", "a:1: 20-20",
+                                        "b:1: 4-5", "b:1: 6-7", "b:1: 8-9", "c:1:"}));
+    // Within the limit: one target per master, unchanged.
+    pieces = split_by_chains({a, b}, 1);
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_EQ(pieces[0].ranges, a.ranges);
+    EXPECT_EQ(pieces[1].ranges, b.ranges);
+    // The last bucket of the id space does not wrap around.
+    Target top;
+    top.address = "t:1";
+    top.ranges = {{UINT32_MAX - 2, UINT32_MAX}};
+    pieces = split_by_chains({top}, 256);  // 2 buckets a statement
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_EQ(pieces[1].ranges,
+              (std::vector<std::pair<uint32_t, uint32_t>>{{UINT32_MAX, UINT32_MAX}}));
 }
 
 TEST(StatementRouteTest, MastersScatterIsNeverCombinedWithAKeyList) {  // 13

@@ -197,39 +197,64 @@ std::string WriteLog::summary(bool all_known) const {
 
 namespace {
 
-// Sends every job, then collects every answer; what could not be reached is returned.
+// The round in which each job is sent: a job to an instance that an earlier job also goes to (a
+// scatter's master in several statements) waits for that one's answer, one connection each.
+std::vector<size_t> send_rounds(const std::vector<Job> &jobs, size_t *rounds) {
+    std::map<std::string, size_t> seen;
+    std::vector<size_t> round(jobs.size());
+    *rounds = 0;
+    for (size_t i = 0; i < jobs.size(); i++) {
+        round[i] = seen[jobs[i].target.address]++;
+        *rounds = std::max(*rounds, round[i] + 1);
+    }
+    return round;
+}
+
+// Sends every job of a round, then collects their answers; what could not be reached is added
+// to `failures`.
+void run_round(std::vector<Job> &jobs, const ConnParams &params, const std::vector<bool> &held,
+               const std::vector<size_t> &round, size_t r, InFlight &inflight,
+               std::vector<Failure> &failures) {
+    std::vector<Connection *> conns(jobs.size(), nullptr);
+    for (size_t i = 0; i < jobs.size(); i++) {
+        if (round[i] != r)
+            continue;
+        if (held[i]) {
+            failures.push_back({i, "", "", false});
+            continue;
+        }
+        try {
+            conns[i] = send_routed(jobs[i].target.address, params, jobs[i].sql, jobs[i].values);
+            inflight.add(conns[i]);
+        } catch (const ConnectionFailure &f) {
+            failures.push_back({i, f.address(), f.what(), false});
+        }
+    }
+    for (size_t i = 0; i < jobs.size(); i++) {
+        if (conns[i] == nullptr)
+            continue;
+        try {
+            jobs[i].result.reset(collect_routed(conns[i]));
+            inflight.done(conns[i]);
+        } catch (const ConnectionFailure &f) {
+            inflight.done(conns[i]);
+            discard_connection(conns[i]);
+            failures.push_back({i, f.address(), f.what(), true});
+        }
+    }
+}
+
+// Sends every job and collects every answer, in rounds (send_rounds); returns what failed.
 std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &params,
                                       const std::vector<bool> &held, WriteLog *log) {
     std::vector<Failure> failures;
     {
         InFlight inflight;
-        std::vector<Connection *> conns(jobs.size(), nullptr);
+        size_t rounds = 0;
+        std::vector<size_t> round = send_rounds(jobs, &rounds);
         try {
-            for (size_t i = 0; i < jobs.size(); i++) {
-                if (held[i]) {
-                    failures.push_back({i, "", "", false});
-                    continue;
-                }
-                try {
-                    conns[i] =
-                        send_routed(jobs[i].target.address, params, jobs[i].sql, jobs[i].values);
-                    inflight.add(conns[i]);
-                } catch (const ConnectionFailure &f) {
-                    failures.push_back({i, f.address(), f.what(), false});
-                }
-            }
-            for (size_t i = 0; i < jobs.size(); i++) {
-                if (conns[i] == nullptr)
-                    continue;
-                try {
-                    jobs[i].result.reset(collect_routed(conns[i]));
-                    inflight.done(conns[i]);
-                } catch (const ConnectionFailure &f) {
-                    inflight.done(conns[i]);
-                    discard_connection(conns[i]);
-                    failures.push_back({i, f.address(), f.what(), true});
-                }
-            }
+            for (size_t r = 0; r < rounds; r++)
+                run_round(jobs, params, held, round, r, inflight, failures);
         } catch (PgError &e) {
             // Interrupted (query cancel, statement_timeout) while statements ran remotely: stop
             // them, and say what a write did.

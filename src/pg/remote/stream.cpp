@@ -7,12 +7,13 @@ extern "C" {
 }
 
 #include "pg/remote/stream.h"
-
 #include "pg/remote/remote_stmt.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/worker_status.h"
+
+#include <set>
 
 namespace picoroute::pg::remote {
 
@@ -71,23 +72,35 @@ void RowStream::release(Source &s) noexcept {
 
 void RowStream::start() {
     sweep_connections();
+    std::set<std::string> sent;
     for (Source &s : sources_) {
-        if (awaits_master(s.job, tier_, pref_)) {
-            run_buffered(s);  // waits for the switchover
+        // A second statement to the same instance (a scatter's master in several statements)
+        // waits for the first one's answer to be read: sent now, it would make the first one's
+        // rows be read ahead into memory.
+        if (!sent.insert(s.job.target.address).second) {
+            s.deferred = true;
             continue;
         }
-        Connection *c = nullptr;
-        try {
-            c = send_routed(s.job.target.address, params_, s.job.sql, s.job.values);
-        } catch (const ConnectionFailure &) {
-            run_buffered(s);  // never sent: run_jobs applies its retry rules
-            continue;
-        }
-        c->reader = this;
-        s.conn = c;
-        // Without single-row mode the answer arrives whole and is handed over row by row.
-        PQsetSingleRowMode(c->conn);
+        send(s);
     }
+}
+
+void RowStream::send(Source &s) {
+    if (awaits_master(s.job, tier_, pref_)) {
+        run_buffered(s);  // waits for the switchover
+        return;
+    }
+    Connection *c = nullptr;
+    try {
+        c = send_routed(s.job.target.address, params_, s.job.sql, s.job.values);
+    } catch (const ConnectionFailure &) {
+        run_buffered(s);  // never sent: run_jobs applies its retry rules
+        return;
+    }
+    c->reader = this;
+    s.conn = c;
+    // Without single-row mode the answer arrives whole and is handed over row by row.
+    PQsetSingleRowMode(c->conn);
 }
 
 void RowStream::run_buffered(Source &s) {
@@ -183,6 +196,11 @@ bool RowStream::next(const char **values) {
     row_.reset();
     while (current_ < sources_.size()) {
         Source &s = sources_[current_];
+        if (s.deferred) {  // the statements before it to its instance have been read
+            s.deferred = false;
+            send(s);
+            continue;
+        }
         if (next_whole_row(s, values) || next_ahead_row(s, values))
             return true;
         if (s.invalidated) {
@@ -262,6 +280,7 @@ void RowStream::skip_current() {
     s.ahead_end.reset();
     s.failure.clear();
     s.invalidated = false;
+    s.deferred = false;
     current_++;
 }
 

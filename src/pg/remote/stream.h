@@ -2,8 +2,9 @@
 // single-row mode), so a scan's memory does not grow with its row count, and a scan that stops
 // early (a satisfied LIMIT) stops its remote statements.
 //
-// - Every job is sent at once (each instance starts working); the answers are read one job after
-//   the other.
+// - Every job is sent at once (each instance starts working), except a second job to the same
+//   instance, sent when the one before it has been read; the answers are read one job after the
+//   other.
 // - A job whose connection fails before it delivered a row is run again the buffered way, with
 //   the retry rules of run_jobs (a read: refresh, then the new owner or a coordinator; a scatter
 //   over masters: once more on the same master, then the call fails). After a row was delivered
@@ -80,6 +81,7 @@ class RowStream final : public ConnectionReader {
         int whole_row = 0;         // mode), handed over row by row
         bool complete = false;     // nothing more comes from the connection
         bool invalidated = false;  // read_rest() met a prepared statement invalidated by DDL
+        bool deferred = false;     // sent once the statements before it to its instance are read
     };
 
     // The next result of `s` from its connection: nullptr at its end.
@@ -92,6 +94,8 @@ class RowStream final : public ConnectionReader {
     // Checks a result for errors and column count; true when it holds rows.
     bool rows_in(const Source &s, const PGresult *result);
     void release(Source &s) noexcept;
+    // Sends the statement of `s` (or runs it the buffered way: see start()).
+    void send(Source &s);
     void run_buffered(Source &s);
     // read_rest() for the source reading `connection`: its answer up to its end, into s.ahead.
     void read_ahead(Source &s, Connection *connection);
