@@ -192,32 +192,43 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
 std::vector<Target> split_by_chains(const std::vector<Target> &masters, size_t where_chains) {
     size_t per_piece =
         std::max<size_t>(caps::kDnfChainLimit / std::max<size_t>(where_chains, 1), 1);
-    std::vector<Target> out;
+    std::vector<std::vector<Target>> by_master;
     for (const Target &m : masters) {
+        std::vector<Target> pieces;
         Target piece = m;
         piece.ranges.clear();
         size_t in_piece = 0;
-        bool any = false;
         for (const auto &[start, end] : m.ranges) {
             for (uint32_t from = start; from <= end;) {
-                size_t left = size_t{end} - from + 1;
-                size_t take = std::min(left, per_piece - in_piece);
+                size_t take = std::min(size_t{end} - from + 1, per_piece - in_piece);
                 auto to = static_cast<uint32_t>(from + take - 1);
                 piece.ranges.emplace_back(from, to);
                 in_piece += take;
                 if (in_piece == per_piece) {
-                    out.push_back(piece);
+                    pieces.push_back(piece);
                     piece.ranges.clear();
                     in_piece = 0;
-                    any = true;
                 }
                 if (to == end)
                     break;
                 from = to + 1;
             }
         }
-        if (!piece.ranges.empty() || !any)
-            out.push_back(std::move(piece));
+        if (!piece.ranges.empty() || pieces.empty())
+            pieces.push_back(std::move(piece));
+        by_master.push_back(std::move(pieces));
+    }
+    std::vector<Target> out;
+    for (size_t round = 0;; round++) {
+        bool any = false;
+        for (const auto &pieces : by_master) {
+            if (round < pieces.size()) {
+                out.push_back(pieces[round]);
+                any = true;
+            }
+        }
+        if (!any)
+            break;
     }
     return out;
 }

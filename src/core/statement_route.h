@@ -83,8 +83,10 @@ size_t dnf_chains(size_t where_chains, const Target &target);
 
 // The masters of a 'masters' scatter, each split into targets of consecutive bucket ranges (same
 // address and replicaset) of at most kDnfChainLimit / where_chains buckets, so that no statement
-// expands beyond Picodata's chain limit; a master within it stays one target. A master's pieces
-// come together, in its bucket order; a master without ranges stays as it is.
+// expands beyond Picodata's chain limit; a master within it stays one target, and one without
+// ranges stays as it is. The pieces alternate between the masters (each master's first piece, then
+// each one's second, ...), each master's in its bucket order: a reader that takes them in turn
+// has one statement running at every master while it reads another master's answer.
 std::vector<Target> split_by_chains(const std::vector<Target> &masters, size_t where_chains);
 
 // ---- the rows of an INSERT, grouped by the instance that owns their bucket -------------------

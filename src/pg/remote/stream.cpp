@@ -85,6 +85,20 @@ void RowStream::start() {
     }
 }
 
+void RowStream::advance() {
+    // The instance of the job just read is free: its next statement starts now, while the jobs
+    // before that one are read.
+    const std::string &address = sources_[current_].job.target.address;
+    for (size_t i = current_ + 1; i < sources_.size(); i++) {
+        if (sources_[i].deferred && sources_[i].job.target.address == address) {
+            sources_[i].deferred = false;
+            send(sources_[i]);
+            break;
+        }
+    }
+    current_++;
+}
+
 void RowStream::send(Source &s) {
     if (awaits_master(s.job, tier_, pref_)) {
         run_buffered(s);  // waits for the switchover
@@ -221,7 +235,7 @@ bool RowStream::next(const char **values) {
             continue;
         }
         if (s.conn == nullptr && !s.lost) {
-            current_++;
+            advance();
             continue;
         }
         ResultPtr result;
@@ -236,7 +250,7 @@ bool RowStream::next(const char **values) {
             continue;
         }
         if (result == nullptr) {
-            current_++;
+            advance();
             continue;
         }
         // A further row of a streamed answer: its first row passed rows_in, and every row of one

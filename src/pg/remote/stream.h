@@ -3,8 +3,8 @@
 // early (a satisfied LIMIT) stops its remote statements.
 //
 // - Every job is sent at once (each instance starts working), except a second job to the same
-//   instance, sent when the one before it has been read; the answers are read one job after the
-//   other.
+//   instance, sent as soon as the one before it has been read; the answers are read one job after
+//   the other.
 // - A job whose connection fails before it delivered a row is run again the buffered way, with
 //   the retry rules of run_jobs (a read: refresh, then the new owner or a coordinator; a scatter
 //   over masters: once more on the same master, then the call fails). After a row was delivered
@@ -96,6 +96,8 @@ class RowStream final : public ConnectionReader {
     void release(Source &s) noexcept;
     // Sends the statement of `s` (or runs it the buffered way: see start()).
     void send(Source &s);
+    // The job being read is done: sends the next job deferred to the same instance, and moves on.
+    void advance();
     void run_buffered(Source &s);
     // read_rest() for the source reading `connection`: its answer up to its end, into s.ahead.
     void read_ahead(Source &s, Connection *connection);
