@@ -60,7 +60,7 @@ else
     run_bench python3 bench/peers_bench.py --out "$tmp/peers.md"
     run_bench python3 bench/scan_memory.py --out "$tmp/scan_memory.md"
     run_bench python3 bench/upper_bench.py --out "$tmp/upper.md"
-    run_bench python3 bench/join_bench.py --out "$tmp/join.md"
+    run_bench python3 bench/join_bench.py --runs 5 --out "$tmp/join.md"
     run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
 fi
 
