@@ -343,10 +343,11 @@ def table_ddl(st, t, self_rs, peers):
         # not fix the key to a literal of a bucket another replicaset owns (_picoemu.asked, a
         # one-time filter evaluated before the branch's scan starts)
         by_name = {c["name"]: c for c in cols}
-        asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d, ARRAY[%s]::int8[])" % (
+        asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d, ARRAY[%s]::int8[], %s)" % (
             tname, lit(t["tier"]), lit(rs), ", ".join(lit(k) for k in t["sharding_key"]),
             ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n,
-            ", ".join("%d, %d" % r for r in ranges.get(rs, []))) + " AND _picoemu.in_part(%s)" % lit(rs)
+            ", ".join("%d, %d" % r for r in ranges.get(rs, [])),
+            "true" if prune else "false") + " AND _picoemu.in_part(%s)" % lit(rs)
         branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local() AND %s"
                     % (sel, LOCAL % name, own, asked(self_rs)),
                     "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local() AND %s"

@@ -34,6 +34,7 @@ import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
 import selftest_front  # noqa: E402
 import test_key_route  # noqa: E402
+from emu_sql import lit as sql_lit  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
 
 PICOEMU = os.path.join(HERE, "picoemu")
@@ -997,6 +998,23 @@ def small_cluster(tc, d):
                     % (fast, n, routed)):
         tc.assertEqual(problems, [])
         tc.assertGreater(fast, 1000)
+    # A bucket list prunes a view's branches only as a conjunct of the whole WHERE clause, with no
+    # OR before it (_picoemu.bucket_list): None is "not sure", every replicaset asked.
+    for text, want in [
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (1, 2, 3)', "{1,2,3}"),
+            ('SELECT "id" FROM "users" WHERE ("v" > 10) AND "bucket_id" IN (1, 2, 3)', "{1,2,3}"),
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (1, 2) OPTION (sql_motion_row_max = 10)',
+             "{1,2}"),
+            ("SELECT id FROM users WHERE name = 'a) or (x' AND bucket_id IN (7);", "{7}"),
+            ('SELECT "id" FROM "users" WHERE (("id" < 5) OR ("id" > 9)) AND "bucket_id" IN (1)', None),
+            ('SELECT "id" FROM "users" WHERE ("v" > 10) OR "bucket_id" IN (1, 2, 3)', None),
+            ('SELECT "id" FROM "users" WHERE NOT "bucket_id" IN (1)', None),
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (1) AND "v" > 1', None),
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (SELECT 1)', None),
+            ('SELECT "id" FROM "other" WHERE "bucket_id" IN (1)', None),
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 514))), None)]:
+        with tc.subTest("bucket list of %s" % text[:90]):
+            tc.assertEqual(q1(p, "SELECT _picoemu.bucket_list(%s, 'users')" % sql_lit(text)), want)
 
 
 def partial_write_cluster(tc, d):

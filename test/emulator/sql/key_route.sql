@@ -152,6 +152,47 @@ BEGIN
                   _picoemu.key_bucket_full(q, tbl, keycols, keycls, bucket_count));
 END $f$;
 
+-- A statement's list of buckets, "SELECT ... FROM t WHERE [<conditions> AND] bucket_id IN (n, ...)",
+-- by which Picodata restricts a statement from 26.2.1 while it expands to at most 512 OR-of-AND
+-- chains (the view passes lists = true on those versions): NULL when the text is not of that shape,
+-- when the list is not a conjunct of the whole WHERE clause, or when the conditions before it have
+-- an OR (they could multiply the chains past the limit). Leaving out a branch whose buckets hold
+-- none of the list does not change the answer (a branch keeps only its own buckets); it saves the
+-- branch's work, as Picodata does not send the statement to that replicaset.
+CREATE OR REPLACE FUNCTION _picoemu.bucket_list(q text, tbl text) RETURNS int8[]
+LANGUAGE plpgsql IMMUTABLE AS $f$
+DECLARE
+  m text[];
+  w text;
+  prev text;
+  l int8[];
+BEGIN
+  IF q IS NULL OR length(q) > 100000 THEN RETURN NULL; END IF;
+  q := lower(q);
+  IF q ~ '--|/\*|\$' OR (SELECT count(*) FROM regexp_matches(q, '\mselect\M', 'g')) <> 1 THEN
+    RETURN NULL;
+  END IF;
+  m := regexp_match(q, '^\s*select\s.*?\sfrom\s+(?:"?public"?\.)?"?([a-z_][a-z0-9_]*)"?\s+where\s+(.*?)"?bucket_id"?\s+in\s*\(([0-9,\s]+)\)\s*(?:option\s*\([^()]*\))?\s*;?\s*$');
+  IF m IS NULL OR m[1] <> tbl THEN RETURN NULL; END IF;
+  w := m[2];
+  IF w <> '' THEN
+    IF w !~ '\mand\s*$' THEN RETURN NULL; END IF;
+    w := regexp_replace(regexp_replace(w, '\mand\s*$', ''), '''(?:[^'']|'''')*''', '''''', 'g');
+    IF w ~ '\mor\M' OR w ~ '\mand\s*$' OR btrim(w) = '' THEN RETURN NULL; END IF;
+    LOOP  -- the parenthesised groups, innermost first: what is left must have no parenthesis
+      prev := w;
+      w := regexp_replace(w, '\([^()]*\)', '', 'g');
+      EXIT WHEN w = prev;
+    END LOOP;
+    IF w ~ '[()]' THEN RETURN NULL; END IF;
+  END IF;
+  l := string_to_array(regexp_replace(m[3], '\s', '', 'g'), ',')::int8[];
+  IF cardinality(l) = 0 OR cardinality(l) > 512 THEN RETURN NULL; END IF;
+  RETURN l;
+EXCEPTION WHEN OTHERS THEN
+  RETURN NULL;
+END $f$;
+
 -- The last statement's answer is kept in the session (picoemu.key_cache): a statement asks once per
 -- branch of the view.
 -- IMMUTABLE on purpose (like _picoemu.read_local()): the planner folds it, so a branch of another
@@ -165,21 +206,33 @@ END $f$;
 -- view being created again plans with the new view but with the snapshot it took before the wait,
 -- in which the table still shows the old map; the two would disagree on a bucket just moved, and the
 -- statement would find no row.
+-- Without a key, a statement restricted by a bucket list (lists: the version does that) asks only
+-- the branches that hold one of its buckets (_picoemu.bucket_list).
 CREATE OR REPLACE FUNCTION _picoemu.asked(tbl text, tier text, rs text, keycols text[], keycls text[], bucket_count int,
-                                          rs_ranges int8[])
+                                          rs_ranges int8[], lists boolean)
 RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $f$
 DECLARE
   q text := current_query();
   tag text := md5(coalesce(q, '') || '|' || coalesce(current_setting('picoemu.bind_params', true), '')
-                  || '|' || tbl || '|' || bucket_count);
+                  || '|' || tbl || '|' || bucket_count || '|' || lists);
   c text := current_setting('picoemu.key_cache', true);
   b bigint;
+  l text;
 BEGIN
   IF c IS NOT NULL AND split_part(c, ':', 1) = tag THEN
     b := nullif(split_part(c, ':', 2), '')::bigint;
+    l := nullif(split_part(c, ':', 3), '');
   ELSE
     b := _picoemu.key_bucket(q, tbl, keycols, keycls, bucket_count);
-    PERFORM set_config('picoemu.key_cache', tag || ':' || coalesce(b::text, ''), false);
+    IF b IS NULL AND lists THEN
+      l := array_to_string(_picoemu.bucket_list(q, tbl), ',');
+    END IF;
+    PERFORM set_config('picoemu.key_cache', tag || ':' || coalesce(b::text, '') || ':' || coalesce(l, ''), false);
+  END IF;
+  IF b IS NULL AND l IS NOT NULL THEN
+    RETURN EXISTS (SELECT 1 FROM unnest(string_to_array(l, ',')::int8[]) x,
+                                 generate_series(1, coalesce(array_length(rs_ranges, 1), 0) / 2) i
+                    WHERE x BETWEEN rs_ranges[2 * i - 1] AND rs_ranges[2 * i]);
   END IF;
   IF b IS NULL THEN RETURN true; END IF;
   FOR i IN 1 .. coalesce(array_length(rs_ranges, 1), 0) / 2 LOOP
