@@ -65,10 +65,11 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     }
     if (n == 0)
         return values;
-    int nestlevel = set_transmission_modes();
+    int nestlevel = st->params_need_modes ? set_transmission_modes() : -1;
     for (int i = 0; i < n; i++)
         values[i] = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
-    reset_transmission_modes(nestlevel);
+    if (nestlevel >= 0)
+        reset_transmission_modes(nestlevel);
     return values;
 }
 
@@ -104,7 +105,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     info.write = st->is_write;
     info.read_pref = static_cast<ReadPref>(t->read_pref);
     info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
-    info.prune_by_bucket_id = caps::has(t->picodata_version, caps::Capability::PruneByBucketId);
+    info.prune_by_bucket_id = t->capabilities.has(caps::Capability::PruneByBucketId);
     info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
     info.tier = t->tier;
     info.bucket_count = view.tier(tier).bucket_count;
@@ -315,6 +316,8 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         st->param_typmods[i] = IsA(expr, RelabelType) && exprType(expr) == NUMERICOID
                                    ? reinterpret_cast<RelabelType *>(expr)->resulttypmod
                                    : -1;
+        if (output_needs_transmission_modes(exprType(expr)))
+            st->params_need_modes = true;
         fmgr_info(out, &st->param_out[i++]);
     }
     int nkeys = list_length(key_kinds);
