@@ -150,9 +150,12 @@ Datum numeric_to_typmod(Datum value, int32 typmod);
 // Refuses a non-NULL value for a json/jsonb column (a Picodata map, array or any column): Picodata
 // cannot take such values as parameters.
 void refuse_json_value(Relation rel, AttrNumber attnum);
-// Connection parameters of the server's user mapping for `userid` (options.cpp). C++: call inside
-// guarded().
+// Connection parameters of the server's user mapping for `userid`: a copy of what the backend-local
+// cache keeps (table_cache.cpp; read again after a change of a server, a user mapping, a role or
+// the map). C++: call inside guarded().
 ConnParams conn_params_for(Oid serverid, Oid userid);
+// The same read from the catalogs and the map, uncached (options.cpp). C++: inside guarded().
+ConnParams build_conn_params(Oid serverid, Oid userid);
 
 // ---- what Picodata can evaluate (shippable.cpp): plain C style -------------------------------
 // True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters, values

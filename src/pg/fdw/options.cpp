@@ -335,7 +335,7 @@ std::string startup_options(const char *execution_options, const char *read_pref
     return out;
 }
 
-ConnParams conn_params_for(Oid serverid, Oid userid) {
+ConnParams build_conn_params(Oid serverid, Oid userid) {
     ForeignServer *server = nullptr;
     UserMapping *um = nullptr;
     bool superuser = false;

@@ -1,8 +1,9 @@
-// The resolved options of each foreign table (TableInfo), kept per backend so that a statement
-// neither reads the catalogs nor parses its options and the cluster's version again: planning and
-// executor setup take a copy. An entry is read again after any change of a foreign table, a
-// foreign server or a relation (catalog invalidations, this backend's own included), and after the
-// map moved to another generation (it gives the default tier and the detected version).
+// The resolved options of each foreign table (TableInfo) and the connection parameters of each
+// server and user, kept per backend so that a statement neither reads the catalogs nor parses its
+// options and the cluster's version again: planning, executor setup and execution take a copy. An
+// entry is read again after any change of a foreign table, a foreign server, a user mapping, a role
+// or a relation (catalog invalidations, this backend's own included), and after the map moved to
+// another generation (it gives the default tier and the detected version).
 extern "C" {
 #include "postgres.h"
 
@@ -13,9 +14,12 @@ extern "C" {
 }
 
 #include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
 #include "pg/map_store.h"
 
 #include <cstring>
+#include <map>
+#include <utility>
 
 namespace picoroute::pg::fdw {
 
@@ -52,6 +56,8 @@ HTAB *cache() {
         hash_create("picoroute foreign tables", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
     CacheRegisterSyscacheCallback(FOREIGNTABLEREL, forget_tables, 0);
     CacheRegisterSyscacheCallback(FOREIGNSERVEROID, forget_tables, 0);
+    CacheRegisterSyscacheCallback(USERMAPPINGOID, forget_tables, 0);
+    CacheRegisterSyscacheCallback(AUTHOID, forget_tables, 0);
     CacheRegisterRelcacheCallback(forget_tables_of_rel, 0);
     return table_cache;
 }
@@ -92,7 +98,33 @@ TableInfo *flat_copy(const TableInfo *t, MemoryContext cxt) {
     return copy;
 }
 
+struct KeptParams {
+    ConnParams params;
+    uint64 epoch;
+    uint64 generation;
+};
+
+// By (server, user). Emptied when it grows past a bound (roles come and go).
+std::map<std::pair<Oid, Oid>, KeptParams> kept_params;
+constexpr size_t kMaxKeptParams = 256;
+
 }  // namespace
+
+ConnParams conn_params_for(Oid serverid, Oid userid) {
+    if (table_cache == nullptr)
+        pg_call([] { (void)cache(); });  // registers the invalidation callbacks
+    auto it = kept_params.find({serverid, userid});
+    if (it != kept_params.end() && it->second.epoch == cache_epoch &&
+        it->second.generation == map_generation())
+        return it->second.params;
+    uint64 epoch = cache_epoch;
+    uint64 generation = map_generation();
+    ConnParams params = build_conn_params(serverid, userid);  // may throw: nothing kept then
+    if (kept_params.size() >= kMaxKeptParams)
+        kept_params.clear();
+    kept_params[{serverid, userid}] = KeptParams{params, epoch, generation};
+    return params;
+}
 
 TableInfo *get_table_info(Oid relid) {
     HTAB *h = cache();
