@@ -159,11 +159,11 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     save_description(st, description);
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
-        jobs[i].target = targets[i];
         jobs[i].sql = statement_for(st, targets[i], keyless);
         jobs[i].values.assign(values, values + st->nparams);
         jobs[i].may_span =
             st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
+        jobs[i].target = std::move(targets[i]);
     }
     st->keyless = keyless;
     return jobs;
