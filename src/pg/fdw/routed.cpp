@@ -90,11 +90,12 @@ route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
     return out;
 }
 
-// The routing decision (core/statement_route.h): targets, retry policy and a description (C++:
-// inside guarded()). *keyless tells whether the statement goes out without a sharding key
-// (scatter, global table).
+// The routing decision (core/statement_route.h): targets, retry policy and, when `describe`, a
+// description (C++: inside guarded()). *keyless tells whether the statement goes out without a
+// sharding key (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
-                                   Retry *retry, std::string *description, bool *keyless) {
+                                   Retry *retry, std::string *description, bool *keyless,
+                                   bool describe = true) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     TableInfo *t = st->table;
@@ -109,6 +110,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
     info.tier = t->tier;
     info.bucket_count = view.tier(tier).bucket_count;
+    info.describe = describe;
     if (keys != nullptr)
         info.keys = core_key_values(st, keys);
     route::StatementLookups lookups;
@@ -155,8 +157,10 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     std::string description;
     bool keyless = true;
     int32_t tier = kNone;  // an index into the map of the decision only
-    std::vector<Target> targets = decide_targets(st, keys, &tier, retry, &description, &keyless);
-    save_description(st, description);
+    std::vector<Target> targets =
+        decide_targets(st, keys, &tier, retry, &description, &keyless, st->describe);
+    if (st->describe)
+        save_description(st, description);
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
         jobs[i].sql = statement_for(st, targets[i], keyless);
@@ -196,7 +200,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
         int32_t tier = kNone;
         Retry retry = Retry::Read;
         std::vector<Target> targets =
-            decide_targets(st, &one, &tier, &retry, &description, &keyless);
+            decide_targets(st, &one, &tier, &retry, &description, &keyless, false);
         if (targets.empty())
             continue;
         auto &group = groups[targets[0].address];
@@ -285,6 +289,7 @@ RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Re
     st->sql = sql;
     st->has_where = has_where;
     st->is_write = is_write;
+    st->describe = true;
     st->cleanup.func = cleanup_results;
     st->cleanup.arg = st;
     MemoryContextRegisterResetCallback(cxt, &st->cleanup);
@@ -298,6 +303,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         new_routed_statement(ps->state->es_query_cxt, table, rel, sql, has_where, is_write);
     st->nparams = nparams;
     st->key_kinds = key_kinds;
+    st->describe = ps->state->es_instrument != 0;
     List *param_exprs = list_copy_head(fdw_exprs, nparams);
     List *key_exprs = list_copy_tail(fdw_exprs, nparams);
     st->param_states = ExecInitExprList(param_exprs, ps);
@@ -327,7 +333,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         Oid type, collation;
         get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->key_typmods[k],
                               &collation);
-        st->key_types[k] = get_atttype(table->relid, table->key_attnums[k]);
+        st->key_types[k] = type;
     }
     return st;
 }
