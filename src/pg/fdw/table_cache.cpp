@@ -1,9 +1,9 @@
 // The resolved options of each foreign table (TableInfo) and the connection parameters of each
 // server and user, kept per backend so that a statement neither reads the catalogs nor parses its
 // options and the cluster's version again: planning, executor setup and execution take a copy. An
-// entry is read again after any change of a foreign table, a foreign server, a user mapping, a role
-// or a relation (catalog invalidations, this backend's own included), and after the map moved to
-// another generation (it gives the default tier and the detected version).
+// entry is read again after any change of a foreign table, a foreign server, a user mapping, a
+// role, a relation or a column (catalog invalidations, this backend's own included), and after the
+// map moved to another generation (it gives the default tier and the detected version).
 extern "C" {
 #include "postgres.h"
 
@@ -40,10 +40,6 @@ void forget_tables(Datum, int, uint32) {
     cache_epoch++;
 }
 
-void forget_tables_of_rel(Datum, Oid) {
-    cache_epoch++;
-}
-
 HTAB *cache() {
     if (table_cache != nullptr)
         return table_cache;
@@ -54,11 +50,11 @@ HTAB *cache() {
     ctl.hcxt = CacheMemoryContext;
     table_cache =
         hash_create("picoroute foreign tables", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-    CacheRegisterSyscacheCallback(FOREIGNTABLEREL, forget_tables, 0);
-    CacheRegisterSyscacheCallback(FOREIGNSERVEROID, forget_tables, 0);
-    CacheRegisterSyscacheCallback(USERMAPPINGOID, forget_tables, 0);
-    CacheRegisterSyscacheCallback(AUTHOID, forget_tables, 0);
-    CacheRegisterRelcacheCallback(forget_tables_of_rel, 0);
+    // Options of tables and servers, user mappings and roles (superuser), and the relations and
+    // columns themselves (a rename changes the remote name or the key columns). Catalog caches
+    // only: a backend has few relcache callback slots.
+    for (int id : {FOREIGNTABLEREL, FOREIGNSERVEROID, USERMAPPINGOID, AUTHOID, RELOID, ATTNUM})
+        CacheRegisterSyscacheCallback(id, forget_tables, 0);
     return table_cache;
 }
 
