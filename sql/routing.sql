@@ -137,6 +137,22 @@ SELECT * FROM down_t;
 SELECT count(*) FROM picoroute_connections();
 SELECT picoroute_disconnect('127.0.0.1:1'), picoroute_disconnect_all();
 
+-- Options changed in this session are seen by the next statement: a backend keeps a table's
+-- options between statements and reads them again after any change of the table, its columns or
+-- its server.
+ALTER FOREIGN TABLE users OPTIONS (SET sharding_key 'v', ADD table_name 'people');
+SELECT explain_masked($q$SELECT * FROM users WHERE id = 1$q$);
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE v = 1;
+ALTER FOREIGN TABLE users OPTIONS (SET sharding_key 'id', DROP table_name);
+ALTER FOREIGN TABLE users RENAME COLUMN id TO ident;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE ident = 1;
+ALTER FOREIGN TABLE users RENAME COLUMN ident TO id;
+EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id = 1;
+ALTER SERVER rt_m OPTIONS (SET picodata_version '26.2');
+SELECT explain_masked($q$SELECT count(*) FROM users_m$q$);
+ALTER SERVER rt_m OPTIONS (SET picodata_version '26.2.1');
+SELECT explain_masked($q$SELECT count(*) FROM users_m$q$);
+
 -- Privileges: exec functions are not granted to PUBLIC; the cache functions are.
 SELECT p.oid::regprocedure AS function, has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute
 FROM pg_proc p WHERE proname IN ('picoroute_exec', 'picoroute_exec_all', 'picoroute_connections',

@@ -173,4 +173,15 @@ bool has(std::string_view version, Capability capability) {
     return v && has(*v, capability);
 }
 
+CapabilitySet::CapabilitySet(std::string_view version) {
+    std::optional<Version> v = parse_version(version);
+    if (!v)
+        return;
+    static_assert(static_cast<uint32_t>(Capability::SwitchoverRefusal) < 32,
+                  "a CapabilitySet holds 32 capabilities");
+    for (const CapabilityRow &row : capability_table())
+        if (caps::has(*v, row.capability))
+            bits_ |= bit(row.capability);
+}
+
 }  // namespace picoroute::caps

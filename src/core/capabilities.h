@@ -61,4 +61,20 @@ bool has(const Version &version, Capability capability);
 // A version string that does not parse has no capability.
 bool has(std::string_view version, Capability capability);
 
+// Every capability of one version, looked up once (the table walk and the version parsing stay
+// out of a per-statement path): has(c) answers what caps::has(version, c) answers.
+class CapabilitySet {
+  public:
+    CapabilitySet() = default;
+    explicit CapabilitySet(std::string_view version);
+    bool has(Capability capability) const { return (bits_ & bit(capability)) != 0; }
+    uint32_t bits() const { return bits_; }
+
+  private:
+    static uint32_t bit(Capability capability) {
+        return uint32_t{1} << static_cast<uint32_t>(capability);
+    }
+    uint32_t bits_ = 0;
+};
+
 }  // namespace picoroute::caps

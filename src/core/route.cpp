@@ -157,6 +157,17 @@ MastersPlan master_targets(const SnapshotView &view, int32_t tier) {
 BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
                            const std::set<uint32_t> &buckets, ReadPref pref, uint64_t salt) {
     BucketGroups out;
+    if (buckets.size() == 1) {  // a point statement: one target, no grouping
+        Target t;
+        uint32_t bucket = *buckets.begin();
+        if (bucket_target(view, tier, bucket, pref, salt, &t)) {
+            t.buckets.push_back(bucket);
+            out.targets.push_back(std::move(t));
+        } else {
+            out.unknown.push_back(bucket);
+        }
+        return out;
+    }
     std::map<std::string, Target> groups;
     for (uint32_t bucket : buckets) {
         Target t;

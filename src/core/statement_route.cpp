@@ -137,7 +137,7 @@ void route_keyless(const StatementInfo &st, const StatementLookups &lookups, Rea
 
 // Several owners of a keyed statement's buckets: the statement goes once to the first of them,
 // which routes it by its key (each owner sent the whole key list would answer for all of it).
-void send_once(StatementRoute *out) {
+void send_once(StatementRoute *out, bool describe) {
     if (out->targets.size() <= 1)
         return;
     Target first = out->targets[0];
@@ -145,7 +145,8 @@ void send_once(StatementRoute *out) {
         first.buckets.insert(first.buckets.end(), out->targets[i].buckets.begin(),
                              out->targets[i].buckets.end());
     std::sort(first.buckets.begin(), first.buckets.end());
-    out->description += ": sent once to " + first.address + ", which routes it by the key";
+    if (describe)
+        out->description += ": sent once to " + first.address + ", which routes it by the key";
     out->targets = {first};
 }
 
@@ -167,7 +168,8 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
     out.retry = st.write ? RetryRule::Write : RetryRule::Read;
     if (st.global) {
         Target c = lookups.spread(pref, st.write);
-        out.description = "global table: " + describe(c);
+        if (st.describe)
+            out.description = "global table: " + describe(c);
         out.targets = {c};
         return out;
     }
@@ -180,8 +182,9 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
         if (combos <= kMaxKeyCombinations && st.bucket_count > 0) {
             out.targets = lookups.group(key_buckets(*st.keys, combos, st.bucket_count), pref);
             out.keyless = false;
-            out.description = describe_groups(out.targets);
-            send_once(&out);
+            if (st.describe)
+                out.description = describe_groups(out.targets);
+            send_once(&out, st.describe);
             return out;
         }
     }

@@ -47,6 +47,9 @@ struct StatementInfo {
     // The OR-of-AND chains Picodata expands the statement's own WHERE clause into (1: none, or a
     // conjunction of simple terms), before any bucket filter.
     size_t where_chains = 1;
+    // Whether anyone will read the description: false leaves it empty for a keyed statement or
+    // a global table (the point statements), with the same targets.
+    bool describe = true;
 };
 
 // The topology lookups of the decision (each may throw when the map cannot answer).
@@ -67,7 +70,7 @@ struct StatementRoute {
     std::vector<Target> targets;  // none when no row can match
     bool keyless = true;          // sent without a sharding key (scatter, global table)
     RetryRule retry = RetryRule::Read;
-    std::string description;  // what EXPLAIN and errors show
+    std::string description;  // what EXPLAIN and errors show (see StatementInfo::describe)
 };
 
 // The statement's targets. A statement that fixes the sharding key carries no bucket filter

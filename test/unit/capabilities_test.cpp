@@ -162,5 +162,21 @@ TEST(CapabilitiesTest, TableEqualsTheJsonTheEmulatorReads) {
     }
 }
 
+TEST(CapabilitiesTest, ACapabilitySetAnswersAsHas) {
+    for (const char *version :
+         {"25.5.10", "25.6.0-40-gabc", "26.1.0", "26.1.1", "26.1.2", "26.1.5", "26.1.6", "26.2.0",
+          "26.2.1-rc1", "26.2.1-rc2", "26.2.1", "26.3.0", "26.3.0-115-gdef426247",
+          "picodata 26.2.1", "27.1.1", "", "not a version"}) {
+        CapabilitySet set(version);
+        for (const CapabilityRow &row : capability_table())
+            EXPECT_EQ(set.has(row.capability), has(version, row.capability))
+                << version << " " << row.name;
+    }
+    EXPECT_EQ(CapabilitySet().bits(), 0u);
+    EXPECT_EQ(CapabilitySet("garbage").bits(), 0u);
+    EXPECT_TRUE(CapabilitySet("26.2.1").has(Capability::PruneByBucketId));
+    EXPECT_FALSE(CapabilitySet("26.2.0").has(Capability::PruneByBucketId));
+}
+
 }  // namespace
 }  // namespace picoroute::caps

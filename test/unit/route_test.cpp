@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -120,6 +121,29 @@ TEST(Route, GroupsBucketsPerInstanceInAddressOrder) {
     EXPECT_EQ(groups.targets[0].buckets, (std::vector<uint32_t>{7, 1500}));
     EXPECT_EQ(groups.targets[1].buckets, (std::vector<uint32_t>{1501, 2000}));
     EXPECT_TRUE(groups.unknown.empty());
+}
+
+TEST(Route, OneBucketGroupsAsManyDo) {
+    Fixture f({bucket_delete("t", 1501)});
+    for (uint32_t bucket : {7u, 1500u, 2000u, 2500u}) {
+        route::BucketGroups one = route::group_buckets(f.view, f.t, {bucket}, ReadPref::Leader, 0);
+        // The same bucket beside an unknown one goes through the general path.
+        route::BucketGroups many =
+            route::group_buckets(f.view, f.t, {bucket, 1501}, ReadPref::Leader, 0);
+        std::vector<uint32_t> unknown = many.unknown;
+        unknown.erase(std::remove(unknown.begin(), unknown.end(), 1501u), unknown.end());
+        EXPECT_EQ(one.unknown, unknown) << bucket;
+        ASSERT_EQ(one.targets.size(), many.targets.size()) << bucket;
+        for (size_t i = 0; i < one.targets.size(); i++) {
+            EXPECT_EQ(one.targets[i].address, many.targets[i].address) << bucket;
+            EXPECT_EQ(one.targets[i].role, many.targets[i].role) << bucket;
+            EXPECT_EQ(one.targets[i].replicaset, many.targets[i].replicaset) << bucket;
+            EXPECT_EQ(one.targets[i].buckets, (std::vector<uint32_t>{bucket})) << bucket;
+        }
+    }
+    route::BucketGroups unknown = route::group_buckets(f.view, f.t, {1501}, ReadPref::Leader, 0);
+    EXPECT_TRUE(unknown.targets.empty());
+    EXPECT_EQ(unknown.unknown, (std::vector<uint32_t>{1501}));
 }
 
 TEST(Route, MastersScatterSkipsAReplicasetWithoutBuckets) {

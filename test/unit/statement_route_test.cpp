@@ -17,7 +17,8 @@
 //      each master's bucket list keeps the WHERE clause within Picodata's 512 chains; else (or
 //      with a key list) one coordinator, and the description says why (dnf_chains counted);
 //  14. no keys, scatter 'coordinator': "scatter through coordinator <address>";
-//  15. a conversion error of a key value propagates.
+//  15. a conversion error of a key value propagates;
+//  16. describe = false: the same targets, no description (keyed statements, global tables).
 #include "core/statement_route.h"
 
 #include "core/bucket_hash.h"
@@ -263,6 +264,30 @@ TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
     EXPECT_EQ(r.targets[0].buckets, all);
     EXPECT_TRUE(r.targets[0].ranges.empty());  // no bucket filter
     EXPECT_FALSE(r.keyless);
+}
+
+TEST(StatementRouteTest, NobodyExplainsTheSameTargetsWithoutADescription) {  // 16
+    std::vector<std::string> values = {int_bytes(1), int_bytes(2), int_bytes(3)};
+    for (bool global : {false, true}) {
+        for (size_t n : {size_t{1}, size_t{3}}) {
+            Recorder rec_described, rec_silent;
+            StatementInfo st = sharded(
+                encoded_key_values({std::vector<std::string>(values.begin(), values.begin() + n)}));
+            st.global = global;
+            StatementRoute described = route_statement(st, rec_described.lookups());
+            st.describe = false;
+            StatementRoute silent = route_statement(st, rec_silent.lookups());
+            EXPECT_FALSE(described.description.empty());
+            EXPECT_TRUE(silent.description.empty()) << silent.description;
+            ASSERT_EQ(silent.targets.size(), described.targets.size());
+            for (size_t i = 0; i < silent.targets.size(); i++) {
+                EXPECT_EQ(silent.targets[i].address, described.targets[i].address);
+                EXPECT_EQ(silent.targets[i].buckets, described.targets[i].buckets);
+            }
+            EXPECT_EQ(silent.keyless, described.keyless);
+            EXPECT_EQ(silent.retry, described.retry);
+        }
+    }
 }
 
 TEST(StatementRouteTest, AWriteGroupsItsBucketsOnLeaders) {  // 11

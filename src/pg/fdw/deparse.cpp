@@ -115,7 +115,10 @@ void deparse_const(Const *c, Context *cx) {
         }
         case FLOAT8OID: {
             // Picodata types 1.5 as a decimal and hashes it as one: a double needs an exponent.
+            // Every digit is kept (extra_float_digits 3), whoever calls.
+            int nestlevel = set_transmission_modes();
             char *text = OidOutputFunctionCall(out, c->constvalue);
+            reset_transmission_modes(nestlevel);
             if (!is_numeric_spelling(text)) {
                 add_param(reinterpret_cast<Node *>(c), cx);  // NaN, Infinity
                 return;
@@ -403,9 +406,9 @@ void deparse_select(StringInfo buf, PlannerInfo *, RelOptInfo *rel, Relation rel
         *from_offset = buf->len;
     appendStringInfo(buf, " FROM %s", quote_remote_identifier(table->remote_table));
     Context cx{buf, RelationGetRelid(relation), params, nullptr, rel->relid};
-    int nestlevel = set_transmission_modes();
+    // Only a double is written with settings of its own (deparse_const): every other constant
+    // of a condition goes as an integer, a decimal or a string, or as a parameter.
     *has_where = deparse_where(remote_conds, &cx);
-    reset_transmission_modes(nestlevel);
 }
 
 void deparse_update(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relation,

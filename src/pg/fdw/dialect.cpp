@@ -6,7 +6,10 @@ extern "C" {
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -21,19 +24,59 @@ extern "C" {
 
 namespace picoroute::pg::fdw {
 
+namespace {
+
+// Whether the session's time zone writes timestamps as UTC does (a numeric offset of zero in ISO
+// style): UTC under one of its names.
+bool session_zone_is_utc() {
+    if (session_timezone == nullptr)
+        return false;
+    const char *name = pg_get_timezone_name(session_timezone);
+    return name != nullptr &&
+           (pg_strcasecmp(name, "UTC") == 0 || pg_strcasecmp(name, "Etc/UTC") == 0);
+}
+
+}  // namespace
+
 int set_transmission_modes() {
     int nestlevel = NewGUCNestLevel();
     // The same values whatever the session says: Picodata reads ISO dates with a numeric offset,
     // and a double must keep every digit (extra_float_digits 3 prints the shortest exact form).
-    (void)set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-                            0, false);
-    (void)set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
-    (void)set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                            true, 0, false);
-    (void)set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-                            false);
+    // A setting already at its value is left alone: setting it would mark the GUCs dirty (a walk
+    // over all of them at the end of the level) and DateStyle reported to the client again.
+    if (DateStyle != USE_ISO_DATES)
+        (void)set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                                true, 0, false);
+    if (IntervalStyle != INTSTYLE_POSTGRES)
+        (void)set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
+    if (extra_float_digits != 3)
+        (void)set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
+    if (!session_zone_is_utc())
+        (void)set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                                true, 0, false);
     return nestlevel;
+}
+
+bool output_needs_transmission_modes(Oid type) {
+    switch (type) {
+        case BOOLOID:
+        case CHAROID:
+        case NAMEOID:
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case OIDOID:
+        case NUMERICOID:
+        case TEXTOID:
+        case VARCHAROID:
+        case BPCHAROID:
+        case UUIDOID:
+            return false;
+        default:
+            return true;
+    }
 }
 
 void reset_transmission_modes(int nestlevel) {

@@ -20,6 +20,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 }
 
+#include "core/capabilities.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/remote_exec.h"
 #include "pg/key_datum.h"
@@ -41,7 +42,8 @@ enum class Scatter { Coordinator = 0, Masters = 1 };
 // The row limit Picodata applies when nothing overrides it (cluster setting sql_motion_row_max).
 constexpr int kDefaultMotionRowMax = 5000;
 
-// Options of a foreign table and its server, resolved. palloc'd.
+// Options of a foreign table and its server, resolved. palloc'd (get_table_info gives each caller
+// its own copy).
 struct TableInfo {
     Oid relid;
     Oid serverid;
@@ -56,8 +58,10 @@ struct TableInfo {
     // picodata_version when given (an override), else the cluster's detected version (the lowest
     // of its online instances), "26.2" while none is known.
     const char *picodata_version;
-    // How that version hashes an integral double key value, looked up once with the version.
+    // How that version hashes an integral double key value, and what it can do, looked up once
+    // with the version.
     DoubleHashRule double_rule;
+    caps::CapabilitySet capabilities;
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
     int vdbe_opcode_max;  // sql_vdbe_opcode_max, likewise
@@ -91,8 +95,13 @@ constexpr int PRIV_WHERE_CHAINS = PRIV_SET_PROCESSED + 1;
 // Scans only: the offset of " FROM" in the statement (an Integer), for a chunked read.
 constexpr int PRIV_FROM = PRIV_WHERE_CHAINS + 1;
 
-// May ereport (unknown sharding key column): call from plain frames.
+// May ereport (unknown sharding key column): call from plain frames. A copy, in the current memory
+// context, of what a backend-local cache keeps per foreign table (table_cache.cpp): the options are
+// read again after a change of the table, its server or the map (the map gives the default tier and
+// the detected version).
 TableInfo *get_table_info(Oid relid);
+// The same read from the catalogs and the map, uncached (options.cpp).
+TableInfo *build_table_info(Oid relid);
 // The tier of a server: its option `tier` when given, else the tier the catalog flags as the
 // default (_pico_tier.is_default, from the map), else "default". C++ context (reads the map).
 std::string server_tier_name(const char *option);
@@ -132,15 +141,21 @@ void check_declaration_at_first_use(TableInfo *table, Oid userid);
 // set_transmission_modes; returns the GUC nest level to pass to reset_transmission_modes.
 int set_transmission_modes();
 void reset_transmission_modes(int nestlevel);
+// Whether the text of a value of `type` may depend on the settings set_transmission_modes sets
+// (false only for built-in types whose output never reads them: integers, numeric, text...).
+bool output_needs_transmission_modes(Oid type);
 // A numeric value rounded to the scale of `typmod` when that is exact (no digit lost, no
 // overflow); the value itself otherwise. Picodata hashes a decimal with its scale.
 Datum numeric_to_typmod(Datum value, int32 typmod);
 // Refuses a non-NULL value for a json/jsonb column (a Picodata map, array or any column): Picodata
 // cannot take such values as parameters.
 void refuse_json_value(Relation rel, AttrNumber attnum);
-// Connection parameters of the server's user mapping for `userid` (options.cpp). C++: call inside
-// guarded().
+// Connection parameters of the server's user mapping for `userid`: a copy of what the backend-local
+// cache keeps (table_cache.cpp; read again after a change of a server, a user mapping, a role or
+// the map). C++: call inside guarded().
 ConnParams conn_params_for(Oid serverid, Oid userid);
+// The same read from the catalogs and the map, uncached (options.cpp). C++: inside guarded().
+ConnParams build_conn_params(Oid serverid, Oid userid);
 
 // ---- what Picodata can evaluate (shippable.cpp): plain C style -------------------------------
 // True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters, values
@@ -229,9 +244,10 @@ struct RoutedStatement {
     int where_chains;    // the WHERE clause's OR-of-AND chains (0: not known, counted as 1)
     List *param_states;  // ExprState per $n
     FmgrInfo *param_out;
-    int32 *param_typmods;  // per $n: the numeric(p,s) typmod to rescale its value to, or -1
-    List *key_kinds;       // IntList or NIL
-    List *key_states;      // ExprState per key expression
+    int32 *param_typmods;    // per $n: the numeric(p,s) typmod to rescale its value to, or -1
+    bool params_need_modes;  // some $n is written by an output function the settings change
+    List *key_kinds;         // IntList or NIL
+    List *key_states;        // ExprState per key expression
     Oid *key_types;
     int32 *key_typmods;  // per key column: its typmod (numeric scale before hashing)
     Oid userid;  // whose user mapping: the view owner's through a view (ForeignScan.checkAsUser)
@@ -246,7 +262,11 @@ struct RoutedStatement {
     ChunkedRead *chunked;  // a streamed job read in chunks (chunked.h), before the stream goes on
     uint32 chunks;         // chunk statements of finished chunked reads (EXPLAIN ANALYZE)
     char *routing;         // description of the last decision (EXPLAIN ANALYZE, errors)
-    uint32 sent_again;     // statements sent again by every execution (EXPLAIN ANALYZE)
+    // Whether executions describe their decision into `routing`: only when the executor is
+    // instrumented (EXPLAIN ANALYZE, auto_explain.log_analyze); an EXPLAIN of a plan that ran
+    // without it describes the decision its keys give at that time (explain_routing).
+    bool describe;
+    uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
     MemoryContextCallback cleanup;
 };
 

@@ -255,7 +255,7 @@ extern "C" Datum picoroute_fdw_validator(PG_FUNCTION_ARGS) {
 
 namespace picoroute::pg::fdw {
 
-TableInfo *get_table_info(Oid relid) {
+TableInfo *build_table_info(Oid relid) {
     ForeignTable *ft = GetForeignTable(relid);
     ForeignServer *server = GetForeignServer(ft->serverid);
     TableInfo *t = static_cast<TableInfo *>(palloc0(sizeof(TableInfo)));
@@ -282,11 +282,10 @@ TableInfo *get_table_info(Oid relid) {
         (void)parse_int(batch, &t->batch_size, 0, nullptr);
     const char *version_option = option_value(server->options, "picodata_version");
     t->picodata_version = palloc_copy([&] { return server_version(version_option); });
-    t->double_rule = guarded([&] {
-        return caps::has(t->picodata_version, caps::Capability::IntegralDoubleHash)
-                   ? DoubleHashRule::IntegralAsInteger
-                   : DoubleHashRule::Ieee754;
-    });
+    t->capabilities = guarded([&] { return caps::CapabilitySet(t->picodata_version); });
+    t->double_rule = t->capabilities.has(caps::Capability::IntegralDoubleHash)
+                         ? DoubleHashRule::IntegralAsInteger
+                         : DoubleHashRule::Ieee754;
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");
@@ -336,7 +335,7 @@ std::string startup_options(const char *execution_options, const char *read_pref
     return out;
 }
 
-ConnParams conn_params_for(Oid serverid, Oid userid) {
+ConnParams build_conn_params(Oid serverid, Oid userid) {
     ForeignServer *server = nullptr;
     UserMapping *um = nullptr;
     bool superuser = false;

@@ -65,10 +65,11 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     }
     if (n == 0)
         return values;
-    int nestlevel = set_transmission_modes();
+    int nestlevel = st->params_need_modes ? set_transmission_modes() : -1;
     for (int i = 0; i < n; i++)
         values[i] = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
-    reset_transmission_modes(nestlevel);
+    if (nestlevel >= 0)
+        reset_transmission_modes(nestlevel);
     return values;
 }
 
@@ -89,11 +90,12 @@ route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
     return out;
 }
 
-// The routing decision (core/statement_route.h): targets, retry policy and a description (C++:
-// inside guarded()). *keyless tells whether the statement goes out without a sharding key
-// (scatter, global table).
+// The routing decision (core/statement_route.h): targets, retry policy and, when `describe`, a
+// description (C++: inside guarded()). *keyless tells whether the statement goes out without a
+// sharding key (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
-                                   Retry *retry, std::string *description, bool *keyless) {
+                                   Retry *retry, std::string *description, bool *keyless,
+                                   bool describe = true) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     TableInfo *t = st->table;
@@ -104,10 +106,11 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     info.write = st->is_write;
     info.read_pref = static_cast<ReadPref>(t->read_pref);
     info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
-    info.prune_by_bucket_id = caps::has(t->picodata_version, caps::Capability::PruneByBucketId);
+    info.prune_by_bucket_id = t->capabilities.has(caps::Capability::PruneByBucketId);
     info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
     info.tier = t->tier;
     info.bucket_count = view.tier(tier).bucket_count;
+    info.describe = describe;
     if (keys != nullptr)
         info.keys = core_key_values(st, keys);
     route::StatementLookups lookups;
@@ -154,15 +157,17 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     std::string description;
     bool keyless = true;
     int32_t tier = kNone;  // an index into the map of the decision only
-    std::vector<Target> targets = decide_targets(st, keys, &tier, retry, &description, &keyless);
-    save_description(st, description);
+    std::vector<Target> targets =
+        decide_targets(st, keys, &tier, retry, &description, &keyless, st->describe);
+    if (st->describe)
+        save_description(st, description);
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
-        jobs[i].target = targets[i];
         jobs[i].sql = statement_for(st, targets[i], keyless);
         jobs[i].values.assign(values, values + st->nparams);
         jobs[i].may_span =
             st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
+        jobs[i].target = std::move(targets[i]);
     }
     st->keyless = keyless;
     return jobs;
@@ -195,7 +200,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
         int32_t tier = kNone;
         Retry retry = Retry::Read;
         std::vector<Target> targets =
-            decide_targets(st, &one, &tier, &retry, &description, &keyless);
+            decide_targets(st, &one, &tier, &retry, &description, &keyless, false);
         if (targets.empty())
             continue;
         auto &group = groups[targets[0].address];
@@ -284,6 +289,7 @@ RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Re
     st->sql = sql;
     st->has_where = has_where;
     st->is_write = is_write;
+    st->describe = true;
     st->cleanup.func = cleanup_results;
     st->cleanup.arg = st;
     MemoryContextRegisterResetCallback(cxt, &st->cleanup);
@@ -297,6 +303,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         new_routed_statement(ps->state->es_query_cxt, table, rel, sql, has_where, is_write);
     st->nparams = nparams;
     st->key_kinds = key_kinds;
+    st->describe = ps->state->es_instrument != 0;
     List *param_exprs = list_copy_head(fdw_exprs, nparams);
     List *key_exprs = list_copy_tail(fdw_exprs, nparams);
     st->param_states = ExecInitExprList(param_exprs, ps);
@@ -315,6 +322,8 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         st->param_typmods[i] = IsA(expr, RelabelType) && exprType(expr) == NUMERICOID
                                    ? reinterpret_cast<RelabelType *>(expr)->resulttypmod
                                    : -1;
+        if (output_needs_transmission_modes(exprType(expr)))
+            st->params_need_modes = true;
         fmgr_info(out, &st->param_out[i++]);
     }
     int nkeys = list_length(key_kinds);
@@ -324,7 +333,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         Oid type, collation;
         get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->key_typmods[k],
                               &collation);
-        st->key_types[k] = get_atttype(table->relid, table->key_attnums[k]);
+        st->key_types[k] = type;
     }
     return st;
 }
