@@ -143,8 +143,11 @@ END $f$;
 -- The bucket of a statement's key, or NULL: not routed. The fast path answers the common shape, the
 -- full parser everything else. The bound values are read first, as key_bucket_full reads them, so
 -- that a setting that is no JSON array fails the statement whichever of the two answers.
+-- The string constants of key_bucket_fast and key_bucket_full (regular expressions with
+-- backslashes) and of the hashing (bytea constants) read as written only with
+-- standard_conforming_strings on, which a session may have turned off: the entry points set it.
 CREATE OR REPLACE FUNCTION _picoemu.key_bucket(q text, tbl text, keycols text[], keycls text[], bucket_count int)
-RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $f$
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE SET standard_conforming_strings = on AS $f$
 DECLARE
   params json := coalesce(nullif(current_setting('picoemu.bind_params', true), ''), '[]')::json;
 BEGIN
@@ -160,7 +163,7 @@ END $f$;
 -- none of the list does not change the answer (a branch keeps only its own buckets); it saves the
 -- branch's work, as Picodata does not send the statement to that replicaset.
 CREATE OR REPLACE FUNCTION _picoemu.bucket_list(q text, tbl text) RETURNS int8[]
-LANGUAGE plpgsql IMMUTABLE AS $f$
+LANGUAGE plpgsql IMMUTABLE SET standard_conforming_strings = on AS $f$
 DECLARE
   m text[];
   w text;
