@@ -1101,10 +1101,9 @@ ANALYZE;""")
             "send the rows without a node. `pg_fdw`/`pg_fdw_10k` read each master's storage "
             "table in parallel, which a statement through one coordinator cannot. "
             "`picoroute_masters` reads each master's own buckets, the masters at once "
-            f"(`{route.get('pr_users_m', '?')}`); on the emulator each of its statements also "
-            "asks the other replicaset, which returns no row (the emulator does not restrict a "
-            "statement by a `bucket_id IN` list, where Picodata does), and scans the master's "
-            "whole storage table for the list's buckets, so there it costs more than on Picodata.")
+            f"(`{route.get('pr_users_m', '?')}`); on the emulator each of its statements scans "
+            "the master's whole storage table for the list's buckets, so there several "
+            "statements per master cost more than one.")
         say()
         say("### Targets")
         say()
@@ -1183,10 +1182,11 @@ ANALYZE;""")
             "replicaset's part through the emulator's postgres_fdw, as picoroute's coordinator "
             "does. No aggregate is pushed down (enable_partitionwise_aggregate off, and a "
             "sanity check): every variant fetches every row.")
-        say("- picoroute: `picoroute.refresh_interval` default (1 s), scatter 'masters' for "
-            "the scan, read_preference leader; no option tuned. With 3000 buckets over two "
-            "replicasets each master's bucket list is over Picodata's 512 OR-of-AND chains, so "
-            "the scan goes to one coordinator (see the scan section).")
+        say("- picoroute: `picoroute.refresh_interval` default (1 s), read_preference leader; "
+            "no option tuned. The scan: `picoroute` through the default server (scatter "
+            "'coordinator'), `picoroute_masters` with scatter 'masters' (with 3000 buckets over "
+            "two replicasets each master's bucket list is over Picodata's 512 OR-of-AND chains, "
+            "so each master gets 3 statements; see the scan section).")
         say(f"- Paths: every variant reaches the instances' private PostgreSQL ports, with "
             f"nothing in between. The emulator advertises them (`picoemu up "
             f"--advertise-private`): picoroute's map, read from the catalog, holds them, and "

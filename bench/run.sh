@@ -3,7 +3,7 @@
 # bench/scan_memory.py, bench/upper_bench.py, bench/join_bench.py and bench/tpcb_bench.py, in that
 # order, and one report with all of them, the date, the core count and the PostgreSQL version.
 #
-#   bench/run.sh                 full run (about 15 minutes on 2 cores), writes bench/RESULTS.md
+#   bench/run.sh                 full run (about 18 minutes on 2 cores), writes bench/RESULTS.md
 #   bench/run.sh --quick         smoke run (under 3 minutes); prints the report and writes
 #                                it only when --out is given (its figures are not meaningful)
 #   bench/run.sh --out FILE      write the report to FILE instead
