@@ -261,7 +261,7 @@ struct RoutedStatement {
     bool keyless;          // the last routing decision sent the statement without a key
     ChunkedRead *chunked;  // a streamed job read in chunks (chunked.h), before the stream goes on
     uint32 chunks;         // chunk statements of finished chunked reads (EXPLAIN ANALYZE)
-    char *routing;         // description of the last decision (EXPLAIN ANALYZE, errors)
+    char *routing;         // description of the last decision (EXPLAIN ANALYZE)
     // Whether executions describe their decision into `routing`: only when the executor is
     // instrumented (EXPLAIN ANALYZE, auto_explain.log_analyze); an EXPLAIN of a plan that ran
     // without it describes the decision its keys give at that time (explain_routing).

@@ -26,7 +26,6 @@ extern "C" {
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <optional>
 
 namespace picoroute::pg::remote {
@@ -199,12 +198,13 @@ namespace {
 
 // The round in which each job is sent: a job to an instance that an earlier job also goes to (a
 // scatter's master in several statements) waits for that one's answer, one connection each.
+// (Counted over the earlier jobs: a statement has few, and a point statement one.)
 std::vector<size_t> send_rounds(const std::vector<Job> &jobs, size_t *rounds) {
-    std::map<std::string, size_t> seen;
-    std::vector<size_t> round(jobs.size());
-    *rounds = 0;
-    for (size_t i = 0; i < jobs.size(); i++) {
-        round[i] = seen[jobs[i].target.address]++;
+    std::vector<size_t> round(jobs.size(), 0);
+    *rounds = jobs.empty() ? 0 : 1;
+    for (size_t i = 1; i < jobs.size(); i++) {
+        for (size_t j = 0; j < i; j++)
+            round[i] += jobs[j].target.address == jobs[i].target.address;
         *rounds = std::max(*rounds, round[i] + 1);
     }
     return round;

@@ -13,7 +13,7 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/worker_status.h"
 
-#include <set>
+#include <algorithm>
 
 namespace picoroute::pg::remote {
 
@@ -72,16 +72,16 @@ void RowStream::release(Source &s) noexcept {
 
 void RowStream::start() {
     sweep_connections();
-    std::set<std::string> sent;
-    for (Source &s : sources_) {
+    for (size_t i = 0; i < sources_.size(); i++) {
+        Source &s = sources_[i];
         // A second statement to the same instance (a scatter's master in several statements)
         // waits for the first one's answer to be read: sent now, it would make the first one's
-        // rows be read ahead into memory.
-        if (!sent.insert(s.job.target.address).second) {
-            s.deferred = true;
-            continue;
-        }
-        send(s);
+        // rows be read ahead into memory. (A scan has few jobs: no set is built for them.)
+        s.deferred = std::any_of(sources_.begin(), sources_.begin() + i, [&](const Source &e) {
+            return e.job.target.address == s.job.target.address;
+        });
+        if (!s.deferred)
+            send(s);
     }
 }
 
