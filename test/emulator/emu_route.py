@@ -86,19 +86,19 @@ class _Parser:
     def at(self, *words):
         return self.i < len(self.t) and _word(self.t[self.i], *words)
 
-    def parse_or(self):
-        kids = [self.parse_and()]
-        while self.at("or"):
+    def chain(self, word, parse_operand):
+        """operand (word operand)*: the operand alone, or a Node `word` of them."""
+        kids = [parse_operand()]
+        while self.at(word):
             self.i += 1
-            kids.append(self.parse_and())
-        return kids[0] if len(kids) == 1 else Node("or", kids)
+            kids.append(parse_operand())
+        return kids[0] if len(kids) == 1 else Node(word, kids)
+
+    def parse_or(self):
+        return self.chain("or", self.parse_and)
 
     def parse_and(self):
-        kids = [self.parse_not()]
-        while self.at("and"):
-            self.i += 1
-            kids.append(self.parse_not())
-        return kids[0] if len(kids) == 1 else Node("and", kids)
+        return self.chain("and", self.parse_not)
 
     def parse_not(self):
         if self.at("not"):
