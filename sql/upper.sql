@@ -67,6 +67,22 @@ SELECT * FROM explain_v($$SELECT id FROM up ORDER BY v FETCH FIRST 3 ROWS WITH T
 SELECT * FROM explain_v($$SELECT count(*) FROM up WHERE id IN (1, 2, 3, 4000)$$);
 -- a table scattered to the masters (each master sends its rows);
 SELECT * FROM explain_v($$SELECT count(*) FROM up_m$$);
+-- a LIMIT over that table alone goes with each of its statements (LIMIT n + m), and the Limit
+-- here keeps the first rows; not when a filter, a sort or a join is done here, nor under a
+-- parameter;
+SELECT * FROM explain_v($$SELECT id FROM up_m LIMIT 3 OFFSET 2$$);
+SELECT * FROM explain_v($$SELECT id FROM up_m WHERE v > 7 LIMIT 3$$);
+SELECT * FROM explain_v($$SELECT id FROM up_m WHERE random() > v LIMIT 3$$);
+SELECT * FROM explain_v($$SELECT id FROM up_m ORDER BY id LIMIT 3$$);
+SELECT * FROM explain_v($$SELECT a.id FROM up_m a, up_m b WHERE a.v = b.id LIMIT 3$$);
+SET plan_cache_mode = force_generic_plan;
+PREPARE lm(bigint) AS SELECT id FROM up_m LIMIT $1;
+SELECT * FROM explain_v($$EXECUTE lm(3)$$);
+DEALLOCATE lm;
+RESET plan_cache_mode;
+-- the routed reads of a list of keys carry it too.
+SELECT * FROM explain_v($$SELECT id FROM up WHERE id IN (1, 2, 3, 4000) LIMIT 2$$);
 -- option pushdown_aggregates 'off' on the server or the table.
 SELECT * FROM explain_v($$SELECT count(*) FROM up_off$$);
+SELECT * FROM explain_v($$SELECT id FROM up_off LIMIT 1$$);
 SELECT * FROM explain_v($$SELECT id FROM up_toff ORDER BY id LIMIT 1$$);

@@ -131,6 +131,21 @@ is($node->safe_psql('postgres', q{
 SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off;
 SELECT count(*) FROM (VALUES (1), (2)) v(x) JOIN notes n ON (n.id < 50 OR n.id > 150) AND n.id % 2 = v.x - 1}),
    '99', 'split masters scatter rescanned as the inner side of a nested loop: every row once');
+# A LIMIT over the table alone goes with each statement: a master stops after its first rows
+# instead of streaming its buckets, and the Limit here keeps the first rows of all of them.
+sent();
+is($node->safe_psql('postgres',
+        'SELECT count(*), count(DISTINCT id), min(id) >= 1, max(id) <= 200 FROM (SELECT id FROM notes LIMIT 7 OFFSET 3) s'),
+    '7|7|t|t', 'LIMIT 7 OFFSET 3 over a masters scatter: seven rows of the table');
+my @limited = grep { /FROM "notes"/ } sent();
+ok(@limited >= 1 && !grep({ !/bucket_id IN \([^)]*\) LIMIT 10\b/ } @limited),
+   'each statement of the scatter carries LIMIT 10, after its bucket list') or diag(join("\n", @limited));
+# Sorted here, the first rows need every row: no LIMIT goes with the statements.
+is($node->safe_psql('postgres', 'SELECT string_agg(id::text, \',\') FROM (SELECT id FROM notes ORDER BY id DESC LIMIT 3) s'),
+   '200,199,198', 'ORDER BY ... LIMIT 3 over a masters scatter: the last three keys');
+my @sorted = grep { /FROM "notes"/ } sent();
+ok(@sorted >= 2 && !grep({ /LIMIT/ } @sorted), 'no LIMIT sent when the rows are sorted here')
+  or diag(join("\n", @sorted));
 like($node->safe_psql('postgres', q{EXPLAIN (COSTS OFF) SELECT count(*) FROM notes WHERE NOT (body IN ('a', 'b') OR id > 3)}),
      qr/Routing: scatter to the 2 masters/, 'EXPLAIN: NOT (a OR b) is one chain per bucket: still a scatter');
 

@@ -94,6 +94,9 @@ constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
 constexpr int PRIV_WHERE_CHAINS = PRIV_SET_PROCESSED + 1;
 // Scans only: the offset of " FROM" in the statement (an Integer), for a chunked read.
 constexpr int PRIV_FROM = PRIV_WHERE_CHAINS + 1;
+// Scans only: the rows the query can use of this scan (a LIMIT n OFFSET m over this table alone,
+// every clause sent: n + m), sent as LIMIT with each statement; 0: every row (an Integer).
+constexpr int PRIV_ROW_LIMIT = PRIV_FROM + 1;
 
 // May ereport (unknown sharding key column): call from plain frames. A copy, in the current memory
 // context, of what a backend-local cache keeps per foreign table (table_cache.cpp): the options are
@@ -236,6 +239,9 @@ struct RoutedStatement {
     Relation rel;
     char *sql;
     char *tail;  // written after the bucket filter (GROUP BY ... LIMIT of a pushed upper relation)
+    // A base scan's LIMIT, written after the bucket filter of each of its statements (0: none):
+    // the most rows the query can use of this scan (scan.cpp, scan_row_limit).
+    int64 row_limit;
     const char
         *bucket_column;  // the bucket filter's column (null: bucket_id; a join's "r1"."bucket_id")
     bool has_where;

@@ -137,7 +137,11 @@ std::string statement_for(RoutedStatement *st, const Target &target, bool keyles
     std::string sql = target.ranges.empty()
                           ? std::string(st->sql)
                           : with_bucket_filter(st->sql, st->has_where, target, column);
-    return sql + (st->tail ? st->tail : "") + option_clause(st->table, keyless, !st->is_write);
+    if (st->tail != nullptr)
+        sql += st->tail;
+    if (st->row_limit > 0)
+        sql += " LIMIT " + std::to_string(st->row_limit);
+    return sql + option_clause(st->table, keyless, !st->is_write);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {

@@ -203,6 +203,30 @@ void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
     add_parameterized_paths(root, baserel);
 }
 
+namespace {
+
+// The rows the query can use of this scan when it reads this table alone under a constant LIMIT n
+// [OFFSET m] and nothing is filtered, sorted, grouped or joined here: n + m. Each statement of the
+// scan then carries that LIMIT: a read spread over several statements (scatter 'masters') stops
+// each of them early instead of streaming whole buckets the query will never read. 0: no bound.
+int64 scan_row_limit(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path, List *local_exprs,
+                     const TableInfo *table) {
+    Query *parse = root->parse;
+    if (!table->push_upper || parse->commandType != CMD_SELECT || parse->rowMarks != NIL ||
+        parse->sortClause != NIL || local_exprs != NIL || path->path.param_info != nullptr)
+        return 0;
+    // grouping_planner leaves limit_tuples at -1 under grouping, aggregates, DISTINCT, window
+    // functions and set-returning functions in the select list.
+    if (root->limit_tuples < 1 || root->limit_tuples > static_cast<double>(PG_INT32_MAX))
+        return 0;
+    if (baserel->reloptkind != RELOPT_BASEREL ||
+        bms_membership(root->all_baserels) != BMS_SINGLETON)
+        return 0;
+    return static_cast<int64>(root->limit_tuples);
+}
+
+}  // namespace
+
 ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
                                List *tlist, List *scan_clauses, Plan *outer_plan) {
     RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
@@ -249,6 +273,8 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
     fdw_private = lappend(fdw_private, makeBoolean(lookup));
     fdw_private = lappend(fdw_private, makeInteger(where_dnf_chains(remote_exprs)));
     fdw_private = lappend(fdw_private, makeInteger(from_offset));
+    int64 row_limit = scan_row_limit(root, baserel, path, local_exprs, info->table);
+    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(row_limit)));
     return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
                             outer_plan);
 }
@@ -278,6 +304,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
         ss->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
     if (list_length(priv) > PRIV_FROM)
         ss->st->chunk_from = intVal(list_nth(priv, PRIV_FROM));
+    if (list_length(priv) > PRIV_ROW_LIMIT)
+        ss->st->row_limit = intVal(list_nth(priv, PRIV_ROW_LIMIT));
     ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->tuple_cxt =
@@ -364,7 +392,10 @@ void scan_end(ForeignScanState *node) {
 }
 
 void scan_explain(ForeignScanState *node, ExplainState *es) {
-    explain_remote(static_cast<ScanState *>(node->fdw_state)->st, node, es);
+    RoutedStatement *st = static_cast<ScanState *>(node->fdw_state)->st;
+    explain_remote(
+        st, node, es,
+        st->row_limit > 0 ? psprintf("%s LIMIT " INT64_FORMAT, st->sql, st->row_limit) : nullptr);
 }
 
 }  // namespace picoroute::pg::fdw
