@@ -105,5 +105,30 @@ RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET picoroute.join_batch_size;
 
+-- The key compared with an array known only at execution (Picodata has no arrays): the array is
+-- evaluated once, its distinct values go to their owners as IN lists, and the clause is not
+-- evaluated here. An array of a subquery, an int4 array against the bigint key, a bound array in a
+-- generic plan, with a condition sent along (fewer keys per statement) and one evaluated here.
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids))$$);
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT i FROM local_ids))$$);
+SET plan_cache_mode = force_generic_plan;
+PREPARE ak(bigint[]) AS SELECT name FROM users WHERE id = ANY($1) AND (v = 1 OR v = 2) AND name ~ 'x';
+SELECT * FROM explain_v($$EXECUTE ak('{1,2}')$$);
+DEALLOCATE ak;
+RESET plan_cache_mode;
+-- Evaluated here: an array of another type, a decimal key, a composite key, a volatile array, a
+-- key the statement already fixes; a constant array is a key list of its own.
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT n FROM local_ids))$$);
+SELECT * FROM explain_v($$SELECT label FROM prices WHERE k = ANY(ARRAY(SELECT n FROM local_ids))$$);
+SELECT * FROM explain_v($$SELECT note FROM pairs WHERE a = ANY(ARRAY(SELECT a FROM local_ids))$$);
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY[1, (random() * 10)::bigint])$$);
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = 5 AND id = ANY(ARRAY(SELECT id FROM local_ids))$$);
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY[1, 2, 3])$$);
+-- Never for an UPDATE or DELETE: one remote statement carries only the clauses Picodata
+-- evaluates, so these are refused as any with a clause evaluated here; nor under a row lock.
+DELETE FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids));
+UPDATE users SET v = 1 WHERE id = ANY(ARRAY(SELECT id FROM local_ids));
+SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids)) FOR UPDATE$$);
+
 DROP TABLE local_ids, local_big;
 DROP SERVER j CASCADE;

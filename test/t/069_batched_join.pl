@@ -7,7 +7,8 @@
 # bigint, text, varchar and uuid keys, more conditions on both sides, expressions, a prepared statement, rescans of a subquery, a PL/pgSQL
 # loop, and a bucket moved between two executions and in the middle of one. A composite sharding key
 # gets no batched join. EXPLAIN ANALYZE counts the batches and the statements: one per owner per
-# batch instead of one per outer row.
+# batch instead of one per outer row. The key compared with an array known only at execution (an
+# array of a subquery, a bound array in a generic plan) goes the same way, as key lists by owner.
 use strict;
 use warnings;
 
@@ -236,6 +237,62 @@ END $$;
 is($node->safe_psql('postgres', "$batch SELECT loop_sum('users')"),
    $node->safe_psql('postgres', "SELECT loop_sum('loc_users')"), 'a PL/pgSQL loop: same rows as computed locally');
 
+# ---- the key compared with an array known only at execution ------------------------------------
+# key = ANY(ARRAY(SELECT ...)) and key = ANY($1) in a generic plan: the array's distinct values go
+# to their owners as IN lists (at most 512 per statement); the clause is not evaluated here.
+my @arrays = (
+    [ 'an array of a subquery', 'SELECT u.id, u.name FROM %s u WHERE u.id = ANY(ARRAY(SELECT k FROM keys))', 'users' ],
+    [ 'an int4 array against the int8 key',
+      'SELECT u.id, u.v FROM %s u WHERE u.id = ANY(ARRAY(SELECT k::int FROM keys))', 'users' ],
+    [ 'with a condition sent and one evaluated here',
+      "SELECT u.id FROM %s u WHERE u.id = ANY(ARRAY(SELECT k FROM keys)) AND u.v > 300 AND u.name ~ '7\$'", 'users' ],
+    [ 'a text key', 'SELECT t.code, t.note FROM %s t WHERE t.code = ANY(ARRAY(SELECT t FROM keys))', 'tusers' ],
+    [ 'a uuid key', 'SELECT x.u, x.id FROM %s x WHERE x.u = ANY(ARRAY(SELECT u FROM keys))', 'uusers' ],
+);
+for my $a (@arrays) {
+    my ($name, $sql, $table) = @$a;
+    my $remote = sprintf($sql, $table);
+    my $plan = $node->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) $remote");
+    like($plan, qr/Remote SQL: SELECT [^\n]* IN \(\$\d+, \.\.\.\)\n\s+Routing: by sharding key: the distinct values of the array/,
+         "$name: sent as key lists") or diag($plan);
+    unlike($plan, qr/Filter: [^\n]*ANY/, "$name: the array is not searched here") or diag($plan);
+    (my $local = $remote) =~ s/ $table ([utx])\b/ loc_$table $1/g;
+    my $got = sorted_rows($remote);
+    isnt($got, '', "$name: rows found");
+    is($got, sorted_rows($local), "$name: same rows as computed locally");
+}
+# 3,000 keys: about 1,500 per owner, each owner's in statements of at most 512 keys.
+my $many = 'SELECT count(*), sum(u.v) FROM users u WHERE u.id = ANY(ARRAY(SELECT id FROM loc_users WHERE id <= 3000))';
+my $per_owner = 0;
+for my $rs (@{ emu_json('status', '--json')->{replicasets} }) {
+    my $n = emu_private_psql($rs->{master}, 'SELECT count(*) FROM _picoemu_local.users WHERE id <= 3000');
+    $per_owner += int(($n + 511) / 512);
+}
+my $array_analyzed = $node->safe_psql('postgres', "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) $many");
+like($array_analyzed, qr/Routing: 3000 keys: $per_owner statements to 2 instances/,
+     "3,000 keys: $per_owner statements of at most 512 keys") or diag($array_analyzed);
+is($node->safe_psql('postgres', $many),
+   $node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM loc_users WHERE id <= 3000'), '3,000 keys: every row');
+# A bound array in a generic plan: NULL elements, repeated and absent keys; a NULL array, an empty one.
+my $prepare = q{SET plan_cache_mode = force_generic_plan;
+PREPARE ak(bigint[]) AS SELECT id, name FROM users WHERE id = ANY($1) ORDER BY id;
+};
+like($node->safe_psql('postgres', "$prepare EXPLAIN (VERBOSE, COSTS OFF) EXECUTE ak('{1}')"),
+     qr/Remote SQL: [^\n]* WHERE "id" IN \(\$1, \.\.\.\)/, 'a generic plan sends the bound array as key lists');
+is($node->safe_psql('postgres', "$prepare EXECUTE ak(ARRAY[5, 7, NULL, 7, 30001, 19999]::bigint[])"),
+   $node->safe_psql('postgres', 'SELECT id, name FROM loc_users WHERE id IN (5, 7, 19999) ORDER BY id'),
+   'a bound array with a NULL, a repeated and an absent key: the rows of the others');
+is($node->safe_psql('postgres', "$prepare EXECUTE ak(NULL); EXECUTE ak('{}'); EXECUTE ak('{NULL}')"),
+   '', 'a NULL array, an empty one and one of a NULL: no row');
+
+# An UPDATE or DELETE with such a clause is refused (one remote statement carries only the clauses
+# Picodata evaluates): nothing is deleted.
+my ($del_rc, $del_out, $del_err) =
+  $node->psql('postgres', 'DELETE FROM users WHERE id = ANY(ARRAY(SELECT k FROM keys WHERE ord <= 3))');
+isnt($del_rc, 0, 'a DELETE by an array of a subquery is refused');
+like($del_err, qr/cannot run as one remote statement/, 'with the reason') or diag($del_err);
+is($node->safe_psql('postgres', 'SELECT count(*) FROM users'), '20000', 'and deleted nothing');
+
 # Buckets moved: between two executions, and while the join runs (at outer row 500, between
 # batches, the bucket of one key moves to the other replicaset and the map is refreshed).
 my $key = 500 * 197 % 20000 + 1;
@@ -246,6 +303,8 @@ my $local_all = $node->safe_psql('postgres', sprintf($all, 'loc_users'));
 is($node->safe_psql('postgres', $batch . sprintf($all, 'users')), $local_all, 'before the move');
 system(join(' ', @{ emu_command('move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $other->{name}) }) . ' >/dev/null') == 0
   or die 'move failed';
+is(sorted_rows(sprintf($arrays[0][1], 'users')), sorted_rows(sprintf($arrays[0][1], 'loc_users')),
+   'key lists right after the move (the map may still send the key to its old owner): same rows');
 $node->safe_psql('postgres', 'SELECT picoroute_refresh()');
 is(emu_json('locate', 'users', '--key', "[$key]")->{replicaset}, $other->{name}, 'the bucket moved');
 is($node->safe_psql('postgres', $batch . sprintf($all, 'users')), $local_all, 'after the move: same rows');

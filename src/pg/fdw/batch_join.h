@@ -34,6 +34,10 @@ enum BatchPrivate {
 
 extern CustomScanMethods batched_join_scan_methods;
 
+// Key types whose equality is exact on both sides and has a hash function: the keys batched joins
+// and array keys (array_key.cpp) send as lists.
+bool batchable_type(Oid type);
+
 // Installs the join path hook and registers the CustomScan (once per backend, at load).
 void register_batched_join();
 // The executing half's share of it (batch_exec.cpp).

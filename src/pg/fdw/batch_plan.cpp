@@ -47,21 +47,6 @@ CustomPathMethods path_methods;
 // Indexes into CustomPath.custom_private.
 enum PathPrivate { PP_RESTRICT, PP_OUTER_VAR, PP_EQ_OP, PP_COLLATION, PP_INNER_RELID, PP_JOINTYPE };
 
-// Key types whose equality is exact on both sides and has a hash function.
-bool batchable_type(Oid type) {
-    switch (type) {
-        case INT2OID:
-        case INT4OID:
-        case INT8OID:
-        case TEXTOID:
-        case VARCHAROID:
-        case UUIDOID:
-            return true;
-        default:
-            return false;
-    }
-}
-
 // `outer column = key column` with the key type's default equality, same type on both sides:
 // the outer Var, else nullptr.
 Var *key_clause_outer(OpExpr *op, RelOptInfo *outerrel, Index inner_relid, AttrNumber key,
@@ -293,6 +278,21 @@ Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *best
 }
 
 }  // namespace
+
+// Key types whose equality is exact on both sides and has a hash function.
+bool batchable_type(Oid type) {
+    switch (type) {
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case TEXTOID:
+        case VARCHAROID:
+        case UUIDOID:
+            return true;
+        default:
+            return false;
+    }
+}
 
 void register_batched_join() {
     path_methods.CustomName = kBatchedJoinName;

@@ -70,6 +70,10 @@ bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     (void)subplan_index;
     RelOptInfo *foreignrel = root->simple_rel_array[resultRelation];
     RelInfo *info = static_cast<RelInfo *>(foreignrel->fdw_private);
+    // The statement carries the remote conditions only: every condition must be one of them (a
+    // scan may evaluate a condition in another way than as a local filter, array_key.cpp).
+    if (info == nullptr || info->local_conds != NIL)
+        return false;
     List *target_exprs = NIL;
     ListCell *lc, *la;
     // The first entries of the processed tlist are the new values, one per target_attrs entry;

@@ -97,6 +97,10 @@ constexpr int PRIV_FROM = PRIV_WHERE_CHAINS + 1;
 // Scans only: the rows the query can use of this scan (a LIMIT n OFFSET m over this table alone,
 // every clause sent: n + m), sent as LIMIT with each statement; 0: every row (an Integer).
 constexpr int PRIV_ROW_LIMIT = PRIV_FROM + 1;
+// Scans only: a key compared with an array computed at execution (array_key.cpp), the last of
+// fdw_exprs: the key column, quoted ("" when none: a String), and the values per statement.
+constexpr int PRIV_ARRAY_COLUMN = PRIV_ROW_LIMIT + 1;
+constexpr int PRIV_ARRAY_MAX = PRIV_ARRAY_COLUMN + 1;
 
 // May ereport (unknown sharding key column): call from plain frames. A copy, in the current memory
 // context, of what a backend-local cache keeps per foreign table (table_cache.cpp): the options are
@@ -308,6 +312,33 @@ struct BatchedLookup {
 // st->results. st->key_kinds must hold one entry. Returns the number of statements sent. Plain.
 int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
                     const char **key_texts);
+// A scan's sharding key compared with an array computed at execution (array_key.cpp): the array
+// is evaluated once per execution and its distinct values sent as key lists, by owner.
+struct ArrayKey {
+    ExprState *state;    // the array expression
+    const char *column;  // the key column, quoted
+    int max_values;      // values per statement (within Picodata's OR-chain limit)
+    Oid elem_type;       // the array's element type
+    Oid key_type;        // the key column's type (an integer may be wider than elem_type)
+    int16 typlen;
+    bool typbyval;
+    char typalign;
+    FmgrInfo out;
+    int values;      // the last execution's distinct values (EXPLAIN ANALYZE)
+    int statements;  // and the statements it sent
+};
+// Plan time: the array of a local clause "key = ANY(array)" that can go to Picodata as key lists
+// (a single-column key of the array's element type or a wider integer, an array without columns,
+// volatile functions or subplans, the equality shippable); the clause is taken out of *local_exprs.
+// Else nullptr.
+Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableInfo *table,
+                            List *remote_exprs, List **local_exprs);
+// Values per statement for a statement whose other clauses are `remote_exprs`.
+int array_key_max_values(List *remote_exprs);
+void init_array_key(ArrayKey *ak, Expr *array, Oid key_type, PlanState *ps);
+// Evaluates the array and runs the key lists (execute_batched): the answers in st->results.
+void execute_array_key(RoutedStatement *st, ArrayKey *ak, ExprContext *econtext);
+void explain_array_key(RoutedStatement *st, const ArrayKey *ak, ExplainState *es);
 // The same for a scan that reads its rows as they arrive: sends the statement(s) and keeps a
 // RowStream in st->stream (none when no row can match). `ncols`: columns each row must have.
 void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols);

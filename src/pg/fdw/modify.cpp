@@ -106,9 +106,11 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
                         "statement",
                         op == CMD_UPDATE ? "UPDATE" : "DELETE", get_rel_name(rte->relid)),
                  errdetail("Picodata rows have no identity that a row-by-row %s could use: the "
-                           "WHERE clause and SET expressions must all be sent to Picodata, and "
-                           "RETURNING, joins and local functions are not supported.",
-                           op == CMD_UPDATE ? "UPDATE" : "DELETE"),
+                           "%s must all be sent to Picodata, and RETURNING, joins and local "
+                           "functions are not supported.",
+                           op == CMD_UPDATE ? "UPDATE" : "DELETE",
+                           op == CMD_UPDATE ? "WHERE clause and SET expressions"
+                                            : "conditions of the WHERE clause"),
                  errhint("Use columns, constants, parameters, comparisons, IN, IS NULL, LIKE "
                          "and AND/OR/NOT only, or run the statement with picoroute_exec.")));
     if (plan->returningLists != NIL)

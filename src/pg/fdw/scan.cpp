@@ -47,6 +47,7 @@ struct ScanState {
     int nnull_inputs;
     int *null_inputs;
     MemoryContext tuple_cxt;
+    ArrayKey *array_key;  // the key compared with an array computed at execution, or nullptr
 };
 
 // Maps the retrieved columns to attributes once, for store_row.
@@ -248,6 +249,8 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
             local_exprs = lappend(local_exprs, ri->clause);
         }
     }
+    // key = ANY(<an array known at execution>): sent as key lists, by owner.
+    Expr *array = take_array_key_clause(root, baserel, info->table, remote_exprs, &local_exprs);
     RangeTblEntry *rte = planner_rt_fetch(baserel->relid, root);
     Relation rel = table_open(rte->relid, NoLock);
     StringInfoData sql;
@@ -275,6 +278,15 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
     fdw_private = lappend(fdw_private, makeInteger(from_offset));
     int64 row_limit = scan_row_limit(root, baserel, path, local_exprs, info->table);
     fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(row_limit)));
+    const char *array_column =
+        array == nullptr
+            ? ""
+            : quote_remote_identifier(get_attname(rte->relid, info->table->key_attnums[0], false));
+    fdw_private = lappend(fdw_private, makeString(pstrdup(array_column)));
+    fdw_private = lappend(fdw_private,
+                          makeInteger(array == nullptr ? 0 : array_key_max_values(remote_exprs)));
+    if (array != nullptr)
+        fdw_exprs = lappend(fdw_exprs, array);
     return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
                             outer_plan);
 }
@@ -295,10 +307,21 @@ void scan_begin(ForeignScanState *node, int eflags) {
         check_declaration_at_first_use(table, userid);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     List *priv = plan->fdw_private;
+    List *exprs = plan->fdw_exprs;
+    List *key_kinds = static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS));
+    if (list_length(priv) > PRIV_ARRAY_MAX && intVal(list_nth(priv, PRIV_ARRAY_MAX)) > 0) {
+        ss->array_key = static_cast<ArrayKey *>(palloc0(sizeof(ArrayKey)));
+        ss->array_key->column = strVal(list_nth(priv, PRIV_ARRAY_COLUMN));
+        ss->array_key->max_values = intVal(list_nth(priv, PRIV_ARRAY_MAX));
+        init_array_key(ss->array_key, static_cast<Expr *>(llast(exprs)),
+                       TupleDescAttr(RelationGetDescr(rel), table->key_attnums[0] - 1)->atttypid,
+                       &node->ss.ps);
+        exprs = list_copy_head(exprs, list_length(exprs) - 1);
+        key_kinds = list_make1_int(KEY_SCALAR);  // each value of the array
+    }
     ss->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
-                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), false, plan->fdw_exprs,
-                                   intVal(list_nth(priv, PRIV_NPARAMS)),
-                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
+                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), false, exprs,
+                                   intVal(list_nth(priv, PRIV_NPARAMS)), key_kinds);
     ss->st->userid = userid;
     if (list_length(priv) > PRIV_WHERE_CHAINS)
         ss->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
@@ -314,7 +337,7 @@ void scan_begin(ForeignScanState *node, int eflags) {
     // answers to replay them; every other scan streams its rows.
     // A lookup per outer row of a parameterized path reads its few rows whole: a semi-join that
     // stops at the first row would otherwise close a connection whose answer is still coming.
-    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0 &&
+    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0 && ss->array_key == nullptr &&
                     !(list_length(priv) > PRIV_LOOKUP && boolVal(list_nth(priv, PRIV_LOOKUP)));
     ss->row = static_cast<const char **>(
         palloc0(sizeof(char *) * (list_length(ss->retrieved_attrs) + 1)));
@@ -330,7 +353,9 @@ TupleTableSlot *scan_iterate(ForeignScanState *node) {
         // Parameter and key values live for this execution only (a rescan makes new ones).
         ExprContext *econtext = node->ss.ps.ps_ExprContext;
         MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-        if (ss->streaming)
+        if (ss->array_key != nullptr)
+            execute_array_key(ss->st, ss->array_key, econtext);
+        else if (ss->streaming)
             stream_routed(ss->st, econtext, expected);
         else
             execute_routed(ss->st, econtext);
@@ -392,7 +417,12 @@ void scan_end(ForeignScanState *node) {
 }
 
 void scan_explain(ForeignScanState *node, ExplainState *es) {
-    RoutedStatement *st = static_cast<ScanState *>(node->fdw_state)->st;
+    ScanState *ss = static_cast<ScanState *>(node->fdw_state);
+    RoutedStatement *st = ss->st;
+    if (ss->array_key != nullptr) {
+        explain_array_key(st, ss->array_key, es);
+        return;
+    }
     explain_remote(
         st, node, es,
         st->row_limit > 0 ? psprintf("%s LIMIT " INT64_FORMAT, st->sql, st->row_limit) : nullptr);
