@@ -285,6 +285,12 @@ is($node->safe_psql('postgres', "$prepare EXECUTE ak(ARRAY[5, 7, NULL, 7, 30001,
 is($node->safe_psql('postgres', "$prepare EXECUTE ak(NULL); EXECUTE ak('{}'); EXECUTE ak('{NULL}')"),
    '', 'a NULL array, an empty one and one of a NULL: no row');
 
+# The query of an INSERT too.
+is($node->safe_psql('postgres', q{CREATE TABLE arr_copy AS SELECT id, v FROM users WHERE false;
+INSERT INTO arr_copy SELECT id, v FROM users WHERE id = ANY(ARRAY(SELECT k FROM keys));
+SELECT count(*), sum(v) FROM arr_copy}),
+   $node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM loc_users WHERE id IN (SELECT k FROM keys)'),
+   'INSERT ... SELECT by an array of a subquery: the same rows');
 # An UPDATE or DELETE with such a clause is refused (one remote statement carries only the clauses
 # Picodata evaluates): nothing is deleted.
 my ($del_rc, $del_out, $del_err) =

@@ -98,10 +98,12 @@ int compare_text(const void *a, const void *b) {
 
 Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableInfo *table,
                             List *remote_exprs, List **local_exprs) {
-    // Reads only: an UPDATE or DELETE sent as one statement (direct_modify.cpp) carries the
-    // clauses Picodata evaluates and no others, and a row lock needs the clause evaluated here.
+    // Reads only (a SELECT, the query of an INSERT): an UPDATE or DELETE sent as one statement
+    // (direct_modify.cpp) carries the clauses Picodata evaluates and no others, and a row lock
+    // needs the clause evaluated here.
     Query *parse = root->parse;
-    if (table->nkeys != 1 || table->global || parse->commandType != CMD_SELECT ||
+    if (table->nkeys != 1 || table->global ||
+        (parse->commandType != CMD_SELECT && parse->commandType != CMD_INSERT) ||
         parse->rowMarks != NIL || static_cast<int>(baserel->relid) == parse->resultRelation)
         return nullptr;
     // A key fixed by a clause sent with the statement already routes it.
