@@ -18,8 +18,9 @@ keys_N k JOIN users u ON u.id = k.id`, runs for each N as:
                  every row, through a coordinator (picoroute before parameterized paths)
   pg_fdw         postgres_fdw on the same coordinator, ANALYZEd, with the plan its planner picks
   in_list        for comparison, the same answer written by hand with the keys as one array
-                 (`u.id = ANY(ARRAY(SELECT id FROM keys))`): one statement per owner with its keys
-                 as an IN list, what batching the lookups per owner would give
+                 (`u.id = ANY(ARRAY(SELECT id FROM keys))`): picoroute evaluates the array at
+                 execution and sends one statement per owner with its keys as an IN list (at most
+                 512 keys each)
 Every variant reaches the instances' private PostgreSQL ports (the emulator advertises them:
 `picoemu up --advertise-private`; picoroute's server has execution_options 'off'); before timing,
 every picoroute variant runs once through the instances' Picodata fronts and the run fails unless
@@ -182,17 +183,19 @@ def render(args, samples, plans, audit):
         "one scan of every row through a coordinator (picoroute before parameterized paths). "
         "`pg_fdw`: postgres_fdw on the same coordinator, ANALYZEd, with its planner's choice of "
         "plan. `in_list`: for comparison, the same answer written by hand as "
-        "`WHERE u.id = ANY(ARRAY(SELECT id FROM keys_N))`: the keys bound as one array, which "
-        "picoroute cannot route at plan time (one statement through a coordinator).",
+        "`WHERE u.id = ANY(ARRAY(SELECT id FROM keys_N))`: the keys computed as one array, which "
+        "picoroute evaluates at execution and sends as key lists, one statement per owner and "
+        "at most 512 keys.",
         "",
         "Paths: every variant reaches the instances' private PostgreSQL ports with nothing in "
         "between (the emulator advertises them, `picoemu up --advertise-private`; picoroute's "
         "server has `execution_options 'off'`). Before timing, every variant ran once through "
         f"the instances' Picodata fronts and was refused nothing (`picoemu audit`: {audit}). "
-        "On a private port the emulator routes a keyed statement by a literal key only: the "
-        "`parameterized` lookups bind their key, so the owner also asks the other replicaset "
-        "for each (Picodata, and the emulator behind its front, would not); the other "
-        "variants send no keyed statement and are not affected.",
+        "On a private port the emulator routes a keyed statement by a literal key only: a "
+        "statement that binds its keys (the `parameterized` lookups, the key lists of "
+        "`batched` and `in_list`) makes the owner also ask the other replicaset (Picodata, and "
+        "the emulator behind its front, would not); `full_scan` and `pg_fdw` send no keyed "
+        "statement.",
     ]
     for n in args.keys:
         par = med(samples[(n, "batched")])
