@@ -1,6 +1,7 @@
 # Streaming scans: rows are read as they arrive, so a scan's memory does not grow with its row
-# count; a satisfied LIMIT stops the remote statement; a connection a scan is still reading can
-# serve another statement of the session (nested loops, cursors, PL/pgSQL loops, subtransactions).
+# count; a LIMIT goes with the statement, or, satisfied here, stops the remote statement; a
+# connection a scan is still reading can serve another statement of the session (nested loops,
+# cursors, PL/pgSQL loops, subtransactions).
 use strict;
 use warnings;
 
@@ -43,12 +44,15 @@ my $grown_kb = $after - $before;
 diag("peak backend memory grew by $grown_kb kB over a $nrows-row scan");
 ok($grown_kb < 4096, "a $nrows-row scan raises peak memory by less than 4 MB (got $grown_kb kB)");
 
-# A satisfied LIMIT: the connection still receiving rows is closed (the server stops the
-# statement), the rest is not read.
+# A LIMIT the statement carries: the answer is three rows, the connection stays cached.
 is(q1('SELECT count(*) FROM bulk; SELECT count(*) FROM picoroute_connections()'), "$nrows\n1",
    'after a complete scan its connection stays cached');
 is(q1(q{SELECT count(*) FROM (SELECT id FROM bulk LIMIT 3) s; SELECT count(*) FROM picoroute_connections()}),
-   "3\n0", 'LIMIT: the connection that was still receiving rows is closed');
+   "3\n1", 'LIMIT sent with the statement: its connection stays cached');
+# A LIMIT satisfied here (a filter evaluated here keeps it from the statement): the connection
+# still receiving rows is closed (the server stops the statement), the rest is not read.
+is(q1(q{SELECT count(*) FROM (SELECT id FROM bulk WHERE random() >= 0 LIMIT 3) s; SELECT count(*) FROM picoroute_connections()}),
+   "3\n0", 'LIMIT satisfied here: the connection that was still receiving rows is closed');
 my $status = emu_json('status', '--json');
 my $active = 1;
 for (1 .. 50) {
