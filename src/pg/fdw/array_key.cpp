@@ -102,7 +102,7 @@ Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableI
     // (direct_modify.cpp) carries the clauses Picodata evaluates and no others, and a row lock
     // needs the clause evaluated here.
     Query *parse = root->parse;
-    if (table->nkeys != 1 || table->global ||
+    if (*local_exprs == NIL || table->nkeys != 1 || table->global ||
         (parse->commandType != CMD_SELECT && parse->commandType != CMD_INSERT) ||
         parse->rowMarks != NIL || static_cast<int>(baserel->relid) == parse->resultRelation)
         return nullptr;
