@@ -299,6 +299,21 @@ isnt($del_rc, 0, 'a DELETE by an array of a subquery is refused');
 like($del_err, qr/cannot run as one remote statement/, 'with the reason') or diag($del_err);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM users'), '20000', 'and deleted nothing');
 
+# A prepared UPDATE by an array parameter, run more often than the plan cache's five custom plans:
+# its generic plan (the clause evaluated here, refused when it runs) costs too much to be chosen,
+# so every execution plans the constant array and runs as one remote statement.
+my $prepared_update = "PREPARE pu(bigint[]) AS UPDATE users SET v = v WHERE id = ANY(\$1);\n"
+  . join('', map { "EXECUTE pu('{5, 7, 19999, 30001}');\n" } 1 .. 8)
+  . "EXPLAIN (COSTS OFF) EXECUTE pu('{5}');\n";
+like($node->safe_psql('postgres', $prepared_update), qr/Foreign Update on users/,
+     'a prepared UPDATE by an array parameter: eight executions, still one remote statement each');
+my ($gen_rc, $gen_out, $gen_err) = $node->psql('postgres',
+    "SET plan_cache_mode = force_generic_plan;\n$prepared_update");
+like($gen_err, qr/cannot run as one remote statement/, 'its forced generic plan is refused when it runs')
+  or diag($gen_err);
+is($node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM users'),
+   $node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM loc_users'), 'users unchanged');
+
 # Buckets moved: between two executions, and while the join runs (at outer row 500, between
 # batches, the bucket of one key moves to the other replicaset and the map is refreshed).
 my $key = 500 * 197 % 20000 + 1;

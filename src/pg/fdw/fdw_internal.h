@@ -427,6 +427,9 @@ void install_direct_modify_callbacks(struct FdwRoutine *routine);
 // Refuses (ereport) an UPDATE that would change a sharding-key column: the row would belong to
 // another bucket.
 void refuse_key_update(TableInfo *table, List *target_attrs);
+// Refuses an UPDATE or DELETE of `relid` that is not one remote statement (row by row): raised
+// when the executor starts, by the scan of its target or by BeginForeignModify. Plain.
+void refuse_row_by_row(CmdType op, Oid relid);
 // The user whose user mapping a statement uses: the owner of the view it came through
 // (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
 Oid user_for_rte(RangeTblEntry *rte);

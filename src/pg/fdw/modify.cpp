@@ -99,20 +99,12 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
         get_translated_update_targetlist(root, resultRelation, &tlist, &attrs);
         refuse_key_update(table, attrs);
     }
+    // Refused when it runs (picoroute supports UPDATE and DELETE as one remote statement only,
+    // direct_modify.cpp): a generic plan of a prepared statement, where an array parameter
+    // keeps a clause here, must still plan so that its cost can send the plan cache back to
+    // custom plans (scan.cpp charges such a scan disable_cost).
     if (op == CMD_UPDATE || op == CMD_DELETE)
-        ereport(ERROR,
-                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                 errmsg("picoroute: this %s on foreign table \"%s\" cannot run as one remote "
-                        "statement",
-                        op == CMD_UPDATE ? "UPDATE" : "DELETE", get_rel_name(rte->relid)),
-                 errdetail("Picodata rows have no identity that a row-by-row %s could use: the "
-                           "%s must all be sent to Picodata, and RETURNING, joins and local "
-                           "functions are not supported.",
-                           op == CMD_UPDATE ? "UPDATE" : "DELETE",
-                           op == CMD_UPDATE ? "WHERE clause and SET expressions"
-                                            : "conditions of the WHERE clause"),
-                 errhint("Use columns, constants, parameters, comparisons, IN, IS NULL, LIKE "
-                         "and AND/OR/NOT only, or run the statement with picoroute_exec.")));
+        return list_make2(NIL, makeInteger(op));
     if (plan->returningLists != NIL)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("picoroute: INSERT ... RETURNING is not supported on foreign table "
@@ -183,6 +175,9 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
                             int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
         return;
+    if (list_length(fdw_private) > 1)
+        refuse_row_by_row(static_cast<CmdType>(intVal(lsecond(fdw_private))),
+                          RelationGetRelid(rinfo->ri_RelationDesc));
     EState *estate = mtstate->ps.state;
     RangeTblEntry *rte =
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
@@ -421,6 +416,13 @@ const char *insert_routing(TableInfo *table, List *attrs) {
 // Picodata's row limit and by 65535 parameters).
 void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
                               ExplainState *es) {
+    if (list_length(fdw_private) > 1) {
+        ExplainPropertyText("Refused",
+                            "not one remote statement (a row-by-row UPDATE or DELETE): the "
+                            "statement fails when it runs",
+                            es);
+        return;
+    }
     if (!es->verbose)
         return;
     Relation rel = rinfo->ri_RelationDesc;
@@ -441,8 +443,8 @@ void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fd
     ExplainPropertyInteger("Batch Size", nullptr, rinfo->ri_BatchSize, es);
 }
 
-// Never called: UPDATE and DELETE either run as direct modifications or are refused at planning
-// (picoPlanForeignModify). The executor only checks that the callbacks exist.
+// Never called: UPDATE and DELETE either run as direct modifications or are refused when the
+// executor starts (refuse_row_by_row). The executor only checks that the callbacks exist.
 TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *,
                                          TupleTableSlot *) {
     ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -455,6 +457,22 @@ TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTa
 }  // namespace
 
 namespace picoroute::pg::fdw {
+
+void refuse_row_by_row(CmdType op, Oid relid) {
+    const char *what = op == CMD_UPDATE ? "UPDATE" : "DELETE";
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("picoroute: this %s on foreign table \"%s\" cannot run as one remote statement",
+                    what, get_rel_name(relid)),
+             errdetail("Picodata rows have no identity that a row-by-row %s could use: the %s must "
+                       "all be sent to Picodata, and RETURNING, joins and local functions are not "
+                       "supported.",
+                       what,
+                       op == CMD_UPDATE ? "WHERE clause and SET expressions"
+                                        : "conditions of the WHERE clause"),
+             errhint("Use columns, constants, parameters, comparisons, IN, IS NULL, LIKE and "
+                     "AND/OR/NOT only, or run the statement with picoroute_exec.")));
+}
 
 void refuse_key_update(TableInfo *table, List *target_attrs) {
     ListCell *lc;

@@ -197,9 +197,18 @@ void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
 }
 
 void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
-    Cost total = kStatementCost + baserel->rows * row_cost();
+    Cost startup = kStatementCost;
+    // The target of an UPDATE or DELETE with a condition evaluated here is refused when it runs
+    // (modify.cpp): in a prepared statement's generic plan (an array parameter), this cost sends
+    // the plan cache back to custom plans, whose constant array goes to Picodata.
+    RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
+    CmdType cmd = root->parse->commandType;
+    if ((cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
+        static_cast<int>(baserel->relid) == root->parse->resultRelation && info->local_conds != NIL)
+        startup += disable_cost;
+    Cost total = startup + baserel->rows * row_cost();
     add_path(baserel, reinterpret_cast<Path *>(create_foreignscan_path(
-                          root, baserel, nullptr, baserel->rows, kStatementCost, total, NIL,
+                          root, baserel, nullptr, baserel->rows, startup, total, NIL,
                           baserel->lateral_relids, nullptr, NIL)));
     add_parameterized_paths(root, baserel);
 }
@@ -303,6 +312,12 @@ void scan_begin(ForeignScanState *node, int eflags) {
                                          : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
     RangeTblEntry *rte = exec_rt_fetch(rti, estate);
     Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+    // The target of an UPDATE or DELETE read here row by row (not one remote statement) is
+    // refused before anything is sent.
+    CmdType cmd = estate->es_plannedstmt->commandType;
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && (cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
+        list_member_int(estate->es_plannedstmt->resultRelations, static_cast<int>(rti)))
+        refuse_row_by_row(cmd, RelationGetRelid(rel));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
