@@ -128,6 +128,7 @@ SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY[1, 2, 3])$
 -- evaluates, so these are refused as any with a clause evaluated here; nor under a row lock.
 DELETE FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids));
 UPDATE users SET v = 1 WHERE id = ANY(ARRAY(SELECT id FROM local_ids));
+SELECT * FROM explain_v($$DELETE FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids))$$);
 SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids)) FOR UPDATE$$);
 
 DROP TABLE local_ids, local_big;
