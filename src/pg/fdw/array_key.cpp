@@ -97,7 +97,7 @@ int compare_text(const void *a, const void *b) {
 }  // namespace
 
 Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableInfo *table,
-                            List *remote_exprs, List **local_exprs) {
+                            List **local_exprs) {
     // Reads only (a SELECT, the query of an INSERT): an UPDATE or DELETE sent as one statement
     // (direct_modify.cpp) carries the clauses Picodata evaluates and no others, and a row lock
     // needs the clause evaluated here.
@@ -105,11 +105,6 @@ Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableI
     if (*local_exprs == NIL || table->nkeys != 1 || table->global ||
         (parse->commandType != CMD_SELECT && parse->commandType != CMD_INSERT) ||
         parse->rowMarks != NIL || static_cast<int>(baserel->relid) == parse->resultRelation)
-        return nullptr;
-    // A key fixed by a clause sent with the statement already routes it.
-    List *key_exprs = NIL;
-    if (analyze_key_clauses(const_cast<TableInfo *>(table), baserel->relid, remote_exprs,
-                            &key_exprs) != NIL)
         return nullptr;
     ListCell *lc;
     foreach (lc, *local_exprs) {
@@ -170,11 +165,10 @@ void execute_array_key(RoutedStatement *st, ArrayKey *ak, ExprContext *econtext)
         keys->values[keys->n] = key_value(ak, all[i].value);
         texts[keys->n++] = all[i].text;
     }
-    ak->values = keys->n;
     BatchedLookup b{
         st->sql,       st->has_where, ak->column, st->nparams, evaluate_routed_params(st, econtext),
         ak->max_values};
-    ak->statements = execute_batched(st, b, keys, texts);
+    execute_batched(st, b, keys, texts);
 }
 
 void explain_array_key(RoutedStatement *st, const ArrayKey *ak, ExplainState *es) {

@@ -324,15 +324,13 @@ struct ArrayKey {
     bool typbyval;
     char typalign;
     FmgrInfo out;
-    int values;      // the last execution's distinct values (EXPLAIN ANALYZE)
-    int statements;  // and the statements it sent
 };
 // Plan time: the array of a local clause "key = ANY(array)" that can go to Picodata as key lists
 // (a single-column key of the array's element type or a wider integer, an array without columns,
 // volatile functions or subplans, the equality shippable); the clause is taken out of *local_exprs.
-// Else nullptr.
+// Else nullptr. For a scan whose clauses sent do not fix the key already.
 Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableInfo *table,
-                            List *remote_exprs, List **local_exprs);
+                            List **local_exprs);
 // Values per statement for a statement whose other clauses are `remote_exprs`.
 int array_key_max_values(List *remote_exprs);
 void init_array_key(ArrayKey *ak, Expr *array, Oid key_type, PlanState *ps);

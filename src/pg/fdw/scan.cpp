@@ -258,8 +258,15 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
             local_exprs = lappend(local_exprs, ri->clause);
         }
     }
-    // key = ANY(<an array known at execution>): sent as key lists, by owner.
-    Expr *array = take_array_key_clause(root, baserel, info->table, remote_exprs, &local_exprs);
+    // Route only by the clauses sent with the statement: no bucket filter goes with it, so a key
+    // fixed by a local clause alone would have the owner answer for the whole cluster. Such a
+    // statement goes out without a key, but for key = ANY(<an array known at execution>), sent
+    // as key lists by owner.
+    List *key_exprs = NIL;
+    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, remote_exprs, &key_exprs);
+    Expr *array = key_kinds != NIL
+                      ? nullptr
+                      : take_array_key_clause(root, baserel, info->table, &local_exprs);
     RangeTblEntry *rte = planner_rt_fetch(baserel->relid, root);
     Relation rel = table_open(rte->relid, NoLock);
     StringInfoData sql;
@@ -271,11 +278,6 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
                    &retrieved, &params, &has_where, &from_offset);
     table_close(rel, NoLock);
 
-    // Route only by the clauses sent with the statement: no bucket filter goes with it, so a key
-    // fixed by a local clause alone (a subquery's array) would have the owner answer for the whole
-    // cluster. Such a statement goes out without a key.
-    List *key_exprs = NIL;
-    List *key_kinds = analyze_key_clauses(info->table, baserel->relid, remote_exprs, &key_exprs);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
     // A lookup per outer row (a parameterized path that fixes the key) reads its few rows whole.
     bool lookup = path->path.param_info != nullptr && key_kinds != NIL;
@@ -311,15 +313,16 @@ void scan_begin(ForeignScanState *node, int eflags) {
     Index rti = plan->scan.scanrelid > 0 ? plan->scan.scanrelid
                                          : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
     RangeTblEntry *rte = exec_rt_fetch(rti, estate);
-    Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-    // The target of an UPDATE or DELETE read here row by row (not one remote statement) is
-    // refused before anything is sent.
-    CmdType cmd = estate->es_plannedstmt->commandType;
-    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && (cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
-        list_member_int(estate->es_plannedstmt->resultRelations, static_cast<int>(rti)))
-        refuse_row_by_row(cmd, RelationGetRelid(rel));
-    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+    Oid userid = user_for_rte(rte);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) {
+        // The target of an UPDATE or DELETE read here row by row (not one remote statement) is
+        // refused before anything is sent.
+        CmdType cmd = estate->es_plannedstmt->commandType;
+        if ((cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
+            list_member_int(estate->es_plannedstmt->resultRelations, static_cast<int>(rti)))
+            refuse_row_by_row(cmd, RelationGetRelid(rel));
         check_declaration_at_first_use(table, userid);
+    }
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     List *priv = plan->fdw_private;
     List *exprs = plan->fdw_exprs;
