@@ -105,9 +105,9 @@ RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET picoroute.join_batch_size;
 
--- The key compared with an array known only at execution (Picodata has no arrays): the array is
--- evaluated once, its distinct values go to their owners as IN lists, and the clause is not
--- evaluated here. An array of a subquery, an int4 array against the bigint key, a bound array in a
+-- The key compared with an array known only at execution (sent as IN lists: Picodata reads no
+-- arrays before 26.2.1): the array is evaluated once, its distinct values go to their owners as
+-- IN lists, and the clause is not evaluated here. An array of a subquery, an int4 array against the bigint key, a bound array in a
 -- generic plan, with a condition sent along (fewer keys per statement) and one evaluated here.
 SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids))$$);
 SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT i FROM local_ids))$$);

@@ -1,11 +1,13 @@
 // A scan whose sharding key is compared with an array known only at execution: "key = ANY($1)"
 // with an array parameter of a generic plan, or "key = ANY(ARRAY(SELECT ...))" over a subquery.
-// Picodata has no arrays, so such a clause cannot go with the statement as written; evaluated
-// here it would make the scan read the whole table and search the array for every row. Instead
-// the array is evaluated once per execution, its distinct values are routed by their buckets, and
-// each owner gets the statement with "AND key IN ($n, ...)" over its own values (at most as many
-// per statement as Picodata's OR-chain limit allows), as the batched join sends its keys
-// (execute_batched). The clause is then not evaluated here: the key list is the same condition.
+// Picodata reads no arrays before 26.2.1 (query.pest gains ArrayLiteral there) and picoroute
+// writes key lists as IN lists for every version, so such a clause cannot go with the statement
+// as written; evaluated here it would make the scan read the whole table and search the array for
+// every row. Instead the array is evaluated once per execution, its distinct values are routed by
+// their buckets, and each owner gets the statement with "AND key IN ($n, ...)" over its own values
+// (at most as many per statement as Picodata's OR-chain limit allows), as the batched join sends
+// its keys (execute_batched). The clause is then not evaluated here: the key list is the same
+// condition.
 extern "C" {
 #include "postgres.h"
 
