@@ -93,13 +93,13 @@ struct Recorder {
 };
 
 std::string int_bytes(int64_t value) {
-    KeyEncoder e;
+    KeyEncoder e(kNewestHashRule);  // integers hash alike under every rule
     e.add_int(value);
     return e.bytes();
 }
 
 uint32_t bucket_of_ints(std::vector<int64_t> values, uint32_t count = 3000) {
-    KeyEncoder e;
+    KeyEncoder e(kNewestHashRule);  // integers hash alike under every rule
     for (int64_t v : values)
         e.add_int(v);
     return bucket_id_for_bytes(e.bytes(), count);

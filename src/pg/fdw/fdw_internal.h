@@ -58,9 +58,9 @@ struct TableInfo {
     // picodata_version when given (an override), else the cluster's detected version (the lowest
     // of its online instances), "26.2" while none is known.
     const char *picodata_version;
-    // How that version hashes an integral double key value, and what it can do, looked up once
-    // with the version.
-    DoubleHashRule double_rule;
+    // How that version hashes a sharding key (core/bucket_hash.h), and what it can do, looked up
+    // once with the version.
+    HashRule hash_rule;
     caps::CapabilitySet capabilities;
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given

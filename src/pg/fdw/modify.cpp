@@ -248,7 +248,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 if (!routed)
                     return std::nullopt;
                 return key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
-                                  &key_nulls[r * t->nkeys], count, t->double_rule);
+                                  &key_nulls[r * t->nkeys], count, t->hash_rule);
             },
             lookups);
         std::vector<Job> jobs;

@@ -283,9 +283,7 @@ TableInfo *build_table_info(Oid relid) {
     const char *version_option = option_value(server->options, "picodata_version");
     t->picodata_version = palloc_copy([&] { return server_version(version_option); });
     t->capabilities = guarded([&] { return caps::CapabilitySet(t->picodata_version); });
-    t->double_rule = t->capabilities.has(caps::Capability::IntegralDoubleHash)
-                         ? DoubleHashRule::IntegralAsInteger
-                         : DoubleHashRule::Ieee754;
+    t->hash_rule = hash_rule_for(t->capabilities);
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");

@@ -80,7 +80,7 @@ route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
     int nkeys = list_length(st->key_kinds);
     for (int i = 0; i < nkeys; i++)
         out.counts.push_back(static_cast<size_t>(keys[i].n));
-    DoubleHashRule rule = st->table->double_rule;
+    HashRule rule = st->table->hash_rule;
     out.encode = [keys, rule](size_t column, size_t index) {
         KeyEncoder encoder(rule);
         add_key_datum(encoder, keys[column].type, keys[column].values[index],
