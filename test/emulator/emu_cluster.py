@@ -223,7 +223,7 @@ class Cluster:
                       "picoemu.forward = %s" % ("on" if st.cap("forward") else "off"),
                       "picoemu.local_exec = %s" % ("on" if st.cap("local_exec") else "off"),
                       "picoemu.replica_reads = %s" % ("on" if st.cap("replica_reads") else "off"),
-                      "picoemu.double_as_integer = %s" % ("on" if st.cap("double_as_integer") else "off")]
+                      "picoemu.hash_rule = '%s'" % st.hash_rule()]
         if primary_port:
             lines.append("primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s "
                          "application_name=%s connect_timeout=5'" % (primary_port, ADMIN_USER,

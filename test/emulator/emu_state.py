@@ -23,8 +23,9 @@ CLIENT_PASSWORD = "picoroute"
 #   local_exec       a read arriving at the master of the owner runs locally (26.1+); else one more hop
 #   replica_reads    a replica serves reads with read_preference = replica/any (26.1+); else the leader
 #   forward          the session option forward=off, i.e. strict mode, exists (26.2.1+)
-#   double_as_integer  an integral double key value hashes as the integer it equals (26.1.0+, a
-#                    breaking change of its CHANGELOG); before, every double hashes as cb + IEEE 754
+#   double_as_integer  doubles hash by the 26.1 line's rule (26.1.0+, a breaking change of its
+#                    CHANGELOG): an integral one as the integer it equals, any other without the cb
+#                    header; before, every double hashes as cb + IEEE 754 (State.hash_rule)
 VERSIONS = {
     name: {"release": emu_caps.RELEASES[name],
            "bucket_prune": emu_caps.has("prune_by_bucket_id", name),
@@ -86,6 +87,12 @@ class State:
     def cap(self, name):
         """A capability of the emulated Picodata version (see VERSIONS)."""
         return VERSIONS[self.version][name]
+
+    def hash_rule(self):
+        """The hashing rule of the emulated version's release line, named as
+        test/tools/bucket_hash_reference.py and the storages' picoemu.hash_rule name it: "26.1" from
+        the 26.1.0 tag on (capability double_as_integer), else "25.5". See src/core/bucket_hash.h."""
+        return "26.1" if self.cap("double_as_integer") else "25.5"
 
     @property
     def tiers(self):

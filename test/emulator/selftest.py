@@ -166,7 +166,7 @@ def bucket_math(tc):
 # Doubles around every edge of 26.1.1's rule (an integral double in [-2^63, 2^64) hashes as an integer).
 DOUBLE_EDGES = [1.0, -3.0, 1.5, 1e300, -1e300, -0.0, 0.0, float("nan"), float("inf"), float("-inf"), 255.0, -33.0,
                 2.0 ** 53, 2.0 ** 53 + 2, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 64 - 2048, -2.0 ** 63 - 2048,
-                2.0 ** 63 - 1024, 4294967296.0, -2147483649.0, 5e-324]
+                2.0 ** 63 - 1024, 4294967296.0, -2147483649.0, 5e-324] + [e[0] for e in ref.DOUBLE_EDGES]
 
 
 def check_hash(tc, port, rule):
@@ -203,7 +203,7 @@ def check_hash(tc, port, rule):
     with tc.subTest("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys (%s)"
                     % (len(keys), rule)):
         tc.assertFalse(bad, repr(bad[:3]))
-    for fn, fn_rule in (("enc_double_ieee754", ref.IEEE754), ("enc_double_integral", ref.INTEGRAL_AS_INTEGER)):
+    for fn, fn_rule in (("enc_double_25_5", ref.RULE_25_5), ("enc_double_26_1", ref.RULE_26_1)):
         row = q(port, "SELECT " + ", ".join("encode(_picoemu.%s('%r'::float8), 'hex')" % (fn, v)
                                             for v in DOUBLE_EDGES))[0]
         bad = [(v, got) for v, got in zip(DOUBLE_EDGES, row) if got != ref.encode_double(v, fn_rule).hex()]
@@ -218,22 +218,24 @@ def check_hash(tc, port, rule):
 
 def double_key(tc, d, port, version, integral):
     """A float8 sharding key: 1.0 (stored by `insert`, hashed in Python) and -3.0, 1.5 (inserted with SQL,
-    hashed by the storage trigger) land in the buckets of the emulated version's rule."""
+    hashed by the storage trigger) land in the buckets of the emulated version's rule (26.1's when
+    `integral`, else 25.5's)."""
     emu(d, "create-table", "dkeys", "--columns", "id float8, v text")
     emu(d, "insert", "dkeys", "--values", '[1.0, "insert"]')
     q(port, "INSERT INTO dkeys VALUES (-3.0, 'sql'), (1.5, 'sql')")
     got = q(port, "SELECT id::text, bucket_id::text FROM dkeys ORDER BY id")
-    rule = ref.INTEGRAL_AS_INTEGER if integral else ref.IEEE754
+    rule = ref.RULE_26_1 if integral else ref.RULE_25_5
     want = [[text, str(ref.bucket_id([v], 3000, rule))] for text, v in (("-3", -3.0), ("1", 1.0), ("1.5", 1.5))]
     with tc.subTest("%s: float8 keys -3.0, 1.0, 1.5 stored in the buckets of the %s rule" % (version, rule)):
         tc.assertEqual(got, want)
     one, integer_one = ref.bucket_id([1.0], 3000, rule), ref.bucket_id([1], 3000)
     if integral:
-        with tc.subTest("%s: the double 1.0 lands in the integer 1's bucket (1934)" % version):
-            tc.assertEqual((one, integer_one, got[1][1]), (1934, 1934, "1934"))
+        with tc.subTest("%s: the double 1.0 lands in the integer 1's bucket (1934), 1.5 in 510" % version):
+            tc.assertEqual((one, integer_one, got[1][1], got[2][1]), (1934, 1934, "1934", "510"))
     else:
-        with tc.subTest("%s: the double 1.0 lands in bucket 2099, not the integer 1's 1934" % version):
-            tc.assertEqual((one, integer_one, got[1][1]), (2099, 1934, "2099"))
+        with tc.subTest("%s: the double 1.0 lands in bucket 2099, not the integer 1's 1934; 1.5 in 632"
+                        % version):
+            tc.assertEqual((one, integer_one, got[1][1], got[2][1]), (2099, 1934, "2099", "632"))
     emu(d, "drop-table", "dkeys")
 
 
@@ -365,7 +367,9 @@ def main_cluster(tc, d):
     with tc.subTest("restore-bucket-function"):
         tc.assertTrue(all(qerr(p, "SELECT _pico_bucket('default')", "picoroute") == ""
                           for p in (p1, p2, p3, p4)))
-    check_hash(tc, p2, ref.INTEGRAL_AS_INTEGER)
+    with tc.subTest("head: the storage hashes by 26.1's rule (picoemu.hash_rule)"):
+        tc.assertEqual(q1(p2, "SELECT current_setting('picoemu.hash_rule')"), "26.1")
+    check_hash(tc, p2, ref.RULE_26_1)
     double_key(tc, d, p1, "head", integral=True)
 
     # ---- sharded data --------------------------------------------------------------------------
@@ -740,9 +744,9 @@ def old_version_cluster(tc, d):
         tc.assertFalse(status(d)["strict"], r.stderr)
     with tc.subTest("25.5: a session cannot turn strict mode on either"):
         tc.assertNotIn("forward=off", qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on"))
-    with tc.subTest("25.5: the storage hashes doubles as IEEE 754 (picoemu.double_as_integer off)"):
-        tc.assertEqual(q1(p3, "SELECT current_setting('picoemu.double_as_integer')"), "off")
-    check_hash(tc, p3, ref.IEEE754)
+    with tc.subTest("25.5: the storage hashes by 25.5's rule (picoemu.hash_rule)"):
+        tc.assertEqual(q1(p3, "SELECT current_setting('picoemu.hash_rule')"), "25.5")
+    check_hash(tc, p3, ref.RULE_25_5)
     double_key(tc, d, p1, "25.5", integral=False)
     emu(d, "create-table", "users", "--columns", "id int8, name text, v int8")
     emu(d, "load", "users", "--rows", "500")
