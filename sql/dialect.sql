@@ -13,12 +13,12 @@ CREATE SERVER d_bad FOREIGN DATA WRAPPER picoroute OPTIONS (sql_vdbe_opcode_max 
 CREATE SERVER d FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER d_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt', scatter 'masters');
 CREATE SERVER d_m21 FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1');
+    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1-rc2');
 CREATE SERVER d_off FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt', execution_options 'off');
 CREATE SERVER d_lim FOREIGN DATA WRAPPER picoroute
     OPTIONS (tier 'dt', sql_motion_row_max '20000', sql_vdbe_opcode_max '100000');
 CREATE SERVER d_r FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', read_preference 'replica', picodata_version '25.5');
+    OPTIONS (tier 'dt', read_preference 'replica', picodata_version '25.5.10');
 CREATE USER MAPPING FOR CURRENT_USER SERVER d OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER d_m OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER d_m21 OPTIONS (user 'u', password 'p');
@@ -114,7 +114,7 @@ CREATE FOREIGN TABLE g_ins (id bigint, v text) SERVER d OPTIONS (distribution 'g
 EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO g_ins VALUES (1, 'a'), (2, 'b');
 DROP FOREIGN TABLE g_ins;
 
--- Scatter: 'masters' only where Picodata restricts a statement by bucket_id (26.2.1+), else a
+-- Scatter: 'masters' only where Picodata restricts a statement by bucket_id (26.2.1-rc2), else a
 -- coordinator with a note; never the master that owns no bucket (rs_z).
 SELECT * FROM explain_v($$SELECT count(*) FROM users_m$$);
 SELECT * FROM explain_v($$SELECT count(*) FROM users_m21$$);

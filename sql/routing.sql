@@ -32,7 +32,7 @@ CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (batch_size '0');
 CREATE SERVER rt_bad FOREIGN DATA WRAPPER picoroute OPTIONS (tier '');
 CREATE SERVER rt FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt', dbname 'picodata');
 CREATE SERVER rt_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt', scatter 'masters',
-    picodata_version '26.2.1');
+    picodata_version '26.2.1-rc2');
 CREATE SERVER rt_r FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'rt', read_preference 'replica');
 CREATE USER MAPPING FOR CURRENT_USER SERVER rt OPTIONS (user 'u', password 'p', dbname 'x');
 CREATE USER MAPPING FOR CURRENT_USER SERVER rt OPTIONS (user 'u', password 'p');
@@ -74,7 +74,7 @@ SELECT picoroute_apply_events('[
   {"op": "replace", "map": "bucket", "tier": "rt", "state": "active", "bucket_id": {"start": 2901, "end": 3000}, "current_replicaset_uuid": "rs-b"}
 ]') > 0 AS applied;
 -- ... and once the map covers the tier, sends each master its own bucket list: 1500 buckets are
--- more OR-of-AND chains than Picodata's 512, so each master gets 3 statements within the limit.
+-- more OR-of-AND chains than Picodata expands (513), so each master gets 3 statements within.
 SELECT explain_masked($q$SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL)$q$);
 SELECT explain_masked($q$SELECT * FROM settings$q$);
 -- Pushdown: only needed columns; unsupported expressions stay local.
@@ -128,7 +128,7 @@ SELECT picoroute_apply_events('[
   {"op": "replace", "map": "bucket", "tier": "down", "state": "active", "bucket_id": {"start": 1, "end": 10}, "current_replicaset_uuid": "rs-d"}
 ]') > 0 AS applied;
 CREATE SERVER rt_down FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'down', scatter 'masters',
-    picodata_version '26.2.1');
+    picodata_version '26.2.1-rc2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER rt_down OPTIONS (user 'u', password 'p');
 CREATE FOREIGN TABLE down_t (id bigint) SERVER rt_down OPTIONS (sharding_key 'id');
 \set VERBOSITY terse
@@ -148,9 +148,9 @@ ALTER FOREIGN TABLE users RENAME COLUMN id TO ident;
 EXPLAIN (COSTS OFF) SELECT * FROM users WHERE ident = 1;
 ALTER FOREIGN TABLE users RENAME COLUMN ident TO id;
 EXPLAIN (COSTS OFF) SELECT * FROM users WHERE id = 1;
-ALTER SERVER rt_m OPTIONS (SET picodata_version '26.2');
+ALTER SERVER rt_m OPTIONS (SET picodata_version '26.2.1-rc1');
 SELECT explain_masked($q$SELECT count(*) FROM users_m$q$);
-ALTER SERVER rt_m OPTIONS (SET picodata_version '26.2.1');
+ALTER SERVER rt_m OPTIONS (SET picodata_version '26.2.1-rc2');
 SELECT explain_masked($q$SELECT count(*) FROM users_m$q$);
 
 -- Privileges: exec functions are not granted to PUBLIC; the cache functions are.

@@ -8,7 +8,7 @@ SELECT pr_push_tier_dt() > 0 AS applied;
 -- Upper-relation pushdown: aggregates, GROUP BY, HAVING, ORDER BY and LIMIT go to Picodata.
 CREATE SERVER u FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER u_m FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1');
+    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1-rc2');
 CREATE SERVER u_off FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt', pushdown_aggregates 'off');
 CREATE SERVER u_bad FOREIGN DATA WRAPPER picoroute OPTIONS (pushdown_aggregates 'maybe');
 CREATE USER MAPPING FOR CURRENT_USER SERVER u OPTIONS (user 'u', password 'p');

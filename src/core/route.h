@@ -77,7 +77,7 @@ BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
                            const std::set<uint32_t> &buckets, ReadPref pref, uint64_t salt);
 
 // `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; a
-// master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1+)
+// master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1-rc2)
 // restricts a statement to the owners of the buckets of "bucket_id = N" or "IN (...)" while
 // BETWEEN is only a row filter. No filter when the target has neither. `column` names the bucket
 // column (a join's "r1"."bucket_id").

@@ -88,8 +88,8 @@ uint32_t require_bucket_count(const SnapshotView &view, int32_t tier_index);
 uint32_t require_bucket_in_range(const SnapshotView &view, int32_t tier_index, int32_t bucket_id);
 
 // The hashing rule of the cluster's detected version (the lowest online instance's,
-// core/bucket_hash.h); the newest line's (kNewestHashRule) while no version is detected, as the FDW
-// assumes of such a cluster.
+// core/bucket_hash.h); 25.5's while no version is detected, as the FDW assumes no capability of
+// such a cluster.
 HashRule cluster_hash_rule(const SnapshotView &view);
 
 // Hashes the VARIADIC "any" arguments from `first_argno` on (or the explicit VARIADIC array) as

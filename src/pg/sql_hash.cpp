@@ -77,7 +77,7 @@ HashRule version_rule_arg(FunctionCallInfo fcinfo, int argno) {
 
 HashRule cluster_hash_rule(const SnapshotView &view) {
     std::optional<std::string> version = view.cluster_version();
-    return version ? hash_rule_for(caps::CapabilitySet(*version)) : kNewestHashRule;
+    return hash_rule_for(version ? caps::CapabilitySet(*version) : caps::CapabilitySet());
 }
 
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,

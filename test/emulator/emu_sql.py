@@ -12,7 +12,7 @@ import os
 import re
 
 from emu_state import (ADMIN_PASSWORD, ADMIN_USER, CLIENT_PASSWORD, CLIENT_USER,
-                       DB_NAME, VERSIONS, EmuError, compact_json)
+                       DB_NAME, EmuError, compact_json)
 
 
 def ident(name):
@@ -166,7 +166,7 @@ def catalog_doc(st):
     """The catalog as the JSON document every instance reads (picoemu_catalog.json): one list of row
     objects per catalog table, plus the bucket ranges behind _pico_bucket."""
     rs_by_name = {r["name"]: r for r in st.replicasets}
-    release = VERSIONS[st.version]["release"]
+    release = st.version  # the emulated build, as it reports itself
     insts, peers = [], []
     host = "0.0.0.0" if st.d["advertise_wildcard"] else "127.0.0.1"
     for i in st.instances:
@@ -335,7 +335,7 @@ def table_ddl(st, t, self_rs, peers):
         ranges = {}
         for a, b, rs in st.d["buckets"][t["tier"]]:
             ranges.setdefault(rs, []).append((a, b))
-        prune = st.cap("bucket_prune")
+        prune = st.cap("prune_by_bucket_id")
         own = _branch_pred(ranges.get(self_rs, []), prune)
         # this replicaset's part: the local storage, or its master through picoemu_self (a standby
         # without read_preference, or a version without local execution); see _picoemu.read_local()

@@ -29,6 +29,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import bucket_hash_reference as ref  # noqa: E402
+import emu_caps  # noqa: E402
 import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
@@ -39,6 +40,11 @@ from emu_state import compress, expand, rebalance, segments, target_counts  # no
 
 PICOEMU = os.path.join(HERE, "picoemu")
 BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
+# The emulated builds of the two clusters, chosen by what they can do (never by name): the main
+# cluster's has every capability of the table (it prunes by bucket_id: 26.2.1-rc2), the old one's none
+# (25.5.10).
+FULL = [b for b in emu_caps.BUILDS if all(emu_caps.capabilities(b).values())][-1]
+BARE = [b for b in emu_caps.BUILDS if not any(emu_caps.capabilities(b).values())][0]
 TIME_LIMIT = 420
 
 
@@ -240,23 +246,30 @@ def double_key(tc, d, port, version, integral):
 
 
 def dnf_limit(tc, d, s, ports):
-    """head (26.2.1-rc1+, like 26.1.6+): a WHERE clause of more than 512 OR-of-AND chains is not routed
-    by its key nor pruned by bucket_id: every replicaset is asked (counted), and the front logs it."""
+    """Capability dnf_chain_limit (26.1.6, 26.2.1-rc1 and later): a WHERE clause of more than 513 OR-of-AND
+    chains is not routed by its key nor pruned by bucket_id: every replicaset is asked (counted), and the
+    front logs it. MAX_DNF_CHAINS = 512 is checked after a pop: 513 chains still expand, 514 do not
+    (emu_caps.dnf_most_chains)."""
     p1, _, p3, _ = ports
     f3 = s["instances"][2]["front_port"]
     amounts = lambda n: ", ".join(str(i) for i in range(n))  # noqa: E731
-    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(512), "picoroute"))
-    with tc.subTest("DNF limit: 512 chains, routed by the key: the owner only"):
-        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(513), "picoroute"))
-    with tc.subTest("DNF limit: 513 chains, not routed: every master is asked"):
-        tc.assertEqual(t, [p1, p3], str(t))
+    with tc.subTest("DNF limit: 513 chains, routed by the key: the owner only"):
+        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE bucket_id = 1934 AND amount IN (%s)" % amounts(513),
                                  "picoroute"))
-    with tc.subTest("DNF limit: 513 chains with bucket_id = N, not pruned: every master is asked"):
+    with tc.subTest("DNF limit: 513 chains with bucket_id = N, pruned: the owner only"):
+        tc.assertEqual(t, [p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(514), "picoroute"))
+    with tc.subTest("DNF limit: 514 chains, not routed: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE bucket_id = 1934 AND amount IN (%s)" % amounts(514),
+                                 "picoroute"))
+    with tc.subTest("DNF limit: 514 chains with bucket_id = N, not pruned: every master is asked"):
         tc.assertEqual(t, [p1, p3], str(t))
     with open(os.path.join(d, "default_2_1", "front.log")) as f:
-        logged = [line for line in f if "DNF limit: a WHERE clause of 513 chains (over 512)" in line]
+        logged = [line for line in f
+                  if "DNF limit: a WHERE clause of 514 chains (Picodata expands at most 513)" in line]
     with tc.subTest("DNF limit: the front logs and counts each such statement"):
         tc.assertEqual(len(logged), 2, logged)
         tc.assertIn("(2 statements so far)", logged[-1])
@@ -264,7 +277,7 @@ def dnf_limit(tc, d, s, ports):
 
 def main_cluster(tc, d):
     t0 = time.time()
-    emu(d, "--base-port", str(BASE), "up", "--picodata", "head")
+    emu(d, "--base-port", str(BASE), "up", "--picodata", FULL)
     up_time = time.time() - t0
     s = status(d)
     with tc.subTest("up: 2x2 cluster in %.1fs" % up_time):
@@ -370,7 +383,7 @@ def main_cluster(tc, d):
     with tc.subTest("head: the storage hashes by 26.1's rule (picoemu.hash_rule)"):
         tc.assertEqual(q1(p2, "SELECT current_setting('picoemu.hash_rule')"), "26.1")
     check_hash(tc, p2, ref.RULE_26_1)
-    double_key(tc, d, p1, "head", integral=True)
+    double_key(tc, d, p1, FULL, integral=True)
 
     # ---- sharded data --------------------------------------------------------------------------
     emu(d, "create-table", "users", "--columns", "id int8, name text, amount numeric(12,2)")
@@ -436,31 +449,34 @@ def main_cluster(tc, d):
         tc.assertEqual(set(cj), {"default_1_1", "default_1_2", "default_2_1", "default_2_2"})
         tc.assertIn("idx_scan", cj["default_2_1"]["users"])
 
-    # ---- version head (26.2.1+): pruning, BETWEEN, replica reads, local execution ----------------
-    with tc.subTest("version: status --json shows head"):
-        tc.assertEqual(s["picodata_version"], "head")
-        tc.assertIs(s["capabilities"]["bucket_prune"], True)
-    with tc.subTest("version: _pico_instance.picodata_version"):
-        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), "26.3.0-142-g812716f7e")
+    # ---- a build with every capability: pruning, BETWEEN, replica reads, local execution ----------
+    with tc.subTest("version: status --json shows the build and its capabilities"):
+        tc.assertEqual(s["picodata_version"], FULL)
+        tc.assertEqual(s["capabilities"], {c: True for c in emu_caps.table()["capabilities"]})
+    with tc.subTest("version: _pico_instance.picodata_version is the build as it reports itself"):
+        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), FULL)
+    with tc.subTest("version: version() through a front says 'picodata <build>' (26.2.1-rc1 on)"):
+        tc.assertEqual(q1(s["instances"][1]["front_port"], "SELECT version()", "picoroute"), "picodata " + FULL)
+        tc.assertEqual(s["version_function"], "picodata " + FULL)
     plan_between = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id BETWEEN 1 AND 1500"))
-    with tc.subTest("head: bucket_id BETWEEN does not restrict (the other replicaset is asked too)"):
+    with tc.subTest("pruning build: bucket_id BETWEEN does not restrict (the other replicaset is asked too)"):
         tc.assertIn("Foreign Scan", plan_between, plan_between)
     plan_own = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
-    with tc.subTest("head: a read of an owned bucket at the master runs locally (no hop)"):
+    with tc.subTest("pruning build: a read of an owned bucket at the master runs locally (no hop)"):
         tc.assertNotIn("Foreign Scan", plan_own, plan_own)
         tc.assertIn("users_bucket_id", plan_own, plan_own)
     t = touched([p1, p2, p3, p4], lambda: q(p2, "SELECT * FROM users WHERE bucket_id = 5", "picoroute"))
-    with tc.subTest("head: a read at a replica without read_preference is answered by its master"):
+    with tc.subTest("pruning build: a read at a replica without read_preference is answered by its master"):
         tc.assertEqual(t, [p1], str(t))
     t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = replica; "
                                                      "SELECT * FROM users WHERE bucket_id = 5",
                                                  user="picoroute", password="picoroute"))
-    with tc.subTest("head: read_preference = replica: the replica serves the read itself"):
+    with tc.subTest("pruning build: read_preference = replica: the replica serves the read itself"):
         tc.assertEqual(t, [p2], str(t))
     t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = 'any'; "
                                                      "SELECT * FROM users WHERE bucket_id = 1934",
                                                  user="picoroute", password="picoroute"))
-    with tc.subTest("head: bucket_id = N restricts the read to the owner's master"):
+    with tc.subTest("pruning build: bucket_id = N restricts the read to the owner's master"):
         tc.assertEqual(t, [p3], str(t))
     with tc.subTest("read_preference: a bad value is refused"):
         tc.assertIn("invalid read_preference", qerr(
@@ -706,7 +722,8 @@ def in_flight(tc, s, p3):
     with tc.subTest("move: a lock the move needs is not held up by the waiting writes"):
         tc.assertLess(lock_time, 3.0, "%.2fs" % lock_time)
     with tc.subTest("move: on a private port (no front) the write gives up with PE004, Picodata's text"):
-        tc.assertIn("Failed to add a storage reference: vshard error: Timeout exceeded", got["private"][0][0],
+        tc.assertIn("Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded",
+                    got["private"][0][0],
                     str(got["private"]))
     with tc.subTest("move: once the move is done the writes run, with no error reaching the client"):
         tc.assertEqual({k: v[0] for k, v in got.items() if k in ("local", "peer", "insert")},
@@ -723,31 +740,32 @@ def in_flight(tc, s, p3):
 
 
 def old_version_cluster(tc, d):
-    """Picodata 25.5: no bucket_id pruning, no local execution, replicas never serve reads, no strict
-    mode. Then a bounded concurrent writer during moves and rebalances: nothing acknowledged is lost."""
-    emu(d, "--base-port", str(BASE + 60), "up", "--picodata", "25.5")
+    """A build without any capability (25.5.10): no bucket_id pruning, no local execution, replicas never
+    serve reads, no strict mode. Then a bounded concurrent writer during moves and rebalances: nothing
+    acknowledged is lost."""
+    emu(d, "--base-port", str(BASE + 60), "up", "--picodata", BARE)
     s = status(d)
     p1, p2, p3, p4 = [i["port"] for i in s["instances"]]
     with tc.subTest("25.5: status --json"):
-        tc.assertEqual(s["picodata_version"], "25.5", str(s.get("capabilities")))
-        tc.assertEqual(s["picodata_release"], "25.5.10", str(s.get("capabilities")))
-        tc.assertEqual(s["capabilities"], {"bucket_prune": False, "local_exec": False, "replica_reads": False,
-                                           "forward": False, "double_as_integer": False},
+        tc.assertEqual(s["picodata_version"], BARE, str(s.get("capabilities")))
+        tc.assertEqual(s["capabilities"], {c: False for c in emu_caps.table()["capabilities"]},
                        str(s.get("capabilities")))
     with tc.subTest("25.5: _pico_instance.picodata_version"):
         tc.assertEqual(q1(p4, "SELECT DISTINCT picodata_version FROM _pico_instance",
-                           "picoroute"), "25.5.10")
+                           "picoroute"), BARE)
+    with tc.subTest("25.5: version() through a front is the bare build, no 'picodata ' (before 26.2.1-rc1)"):
+        tc.assertEqual(q1(s["instances"][3]["front_port"], "SELECT version()", "picoroute"), BARE)
     r = emu(d, "strict", "on", expect_ok=False)
     with tc.subTest("25.5: `strict on` fails: forward=off does not exist"):
         tc.assertEqual(r.returncode, 1, r.stderr)
-        tc.assertIn("does not exist in Picodata 25.5", r.stderr, r.stderr)
+        tc.assertIn("does not exist in Picodata %s" % BARE, r.stderr, r.stderr)
         tc.assertFalse(status(d)["strict"], r.stderr)
     with tc.subTest("25.5: a session cannot turn strict mode on either"):
         tc.assertNotIn("forward=off", qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on"))
     with tc.subTest("25.5: the storage hashes by 25.5's rule (picoemu.hash_rule)"):
         tc.assertEqual(q1(p3, "SELECT current_setting('picoemu.hash_rule')"), "25.5")
     check_hash(tc, p3, ref.RULE_25_5)
-    double_key(tc, d, p1, "25.5", integral=False)
+    double_key(tc, d, p1, BARE, integral=False)
     emu(d, "create-table", "users", "--columns", "id int8, name text, v int8")
     emu(d, "load", "users", "--rows", "500")
     ports = [p1, p2, p3, p4]
@@ -1016,7 +1034,10 @@ def small_cluster(tc, d):
             ('SELECT "id" FROM "users" WHERE "bucket_id" IN (1) AND "v" > 1', None),
             ('SELECT "id" FROM "users" WHERE "bucket_id" IN (SELECT 1)', None),
             ('SELECT "id" FROM "other" WHERE "bucket_id" IN (1)', None),
-            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 514))), None)]:
+            # 513 buckets: 513 chains, which Picodata still expands (emu_caps.dnf_most_chains); 514: not
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 514))),
+             "{%s}" % ",".join(map(str, range(1, 514)))),
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 515))), None)]:
         with tc.subTest("bucket list of %s" % text[:90]):
             tc.assertEqual(q1(p, "SELECT _picoemu.bucket_list(%s, 'users')" % sql_lit(text)), want)
 

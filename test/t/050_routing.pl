@@ -60,13 +60,13 @@ sub owner_of {
 }
 
 # ---- strict mode: every point statement reaches the owner -----------------------------------
-# Strict mode (forward=off) exists from 26.2.1 only. Every version routes a statement by its
+# Strict mode (forward=off) exists from 26.2.1-rc1 (capability forward). Every version routes a statement by its
 # sharding-key predicate (id = 5): a read by key costs its owner only. picoroute sends a statement
 # that fixes the key to the owner without any bucket_id term, so a statement Picodata cannot route
 # by its key (k IS NULL) is served by the owner for the whole cluster: every master is asked. Writes
 # by key go to the owner.
 my $strict = picodata_has('forward');
-my $prune = picodata_has('bucket_prune');
+my $prune = picodata_has('prune_by_bucket_id');
 my $v = picodata_version();
 emu('strict', 'on') if $strict;
 my $mode = $strict ? 'strict' : "$v";
@@ -227,7 +227,7 @@ is($node->safe_psql('postgres', 'SELECT value FROM settings'), 'test', 'global t
     ok($replica_port{$sent}, "read_preference replica: the read is sent to a replica of $rs (got $sent)");
     my ($r, $t) = run_and_touched('users', 'SELECT name FROM users_r WHERE id = 9');
     is($r, 'name_9', 'read_preference replica: row read');
-    if (picodata_has('replica_reads')) {
+    if (picodata_has('read_preference')) {
         is(scalar(@$t), 1, 'read_preference replica: one instance touched');
         ok(@$t && $t->[0] ne $owner && $t->[0] =~ /^\Q$rs\E_/,
            "read_preference replica: served by a replica of $rs (got @$t)");

@@ -19,10 +19,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_json emu_private_psql emu_table start_emulator start_picoroute_node exec_options
-  wait_for picodata_has);
+  wait_for picodata_has picodata_release_with);
 
 start_emulator(tiers => [ 'main:2:1:3000', 'spare:1:1:300' ]);
-my $release = emu_json('status', '--json')->{picodata_release};
+my $release = emu_json('status', '--json')->{picodata_version};
 emu_table('fl', 'f float8, v text');
 # Keys 0.5, 1.0, ..., 20.0 (picoemu load: i * 0.5 for i = 1..40), bucketed by the emulator's Python reference and
 # checked again by its storages' PL/pgSQL.
@@ -31,9 +31,9 @@ emu_table('fl_loaded', 'f float8, v text', rows => 40);
 my $node = start_picoroute_node(name => 'version', refresh_interval => '300ms',
     conninfo => emu('conninfo', '--user', 'admin'));
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'main'", '2', 10), 'map loaded');
-# Neither server names a tier; pico_o overrides the detected version with the other rule's.
-my $integral = picodata_has('double_as_integer');
-my $other = $integral ? '25.5' : '26.2';
+# Neither server names a tier; pico_o overrides the detected version with a release of the other rule.
+my $integral = picodata_has('integral_double_hash');
+my $other = picodata_release_with(integral_double_hash => !$integral);
 my $xo = exec_options();
 $node->safe_psql('postgres', qq{
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (dbname 'picodata', $xo);

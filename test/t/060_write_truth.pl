@@ -15,12 +15,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
+use Picoroute::TestCluster
+  qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options picodata_release_with);
 
 my $xo = exec_options();    # the emulator's instances parse no Picodata OPTION clause
 
-# Strict mode (Picodata's forward=off, head only) proves where rows land: pin that version.
-start_emulator(picodata => 'head');
+# Strict mode (Picodata's forward=off, capability forward) proves where rows land: pin a release with it.
+start_emulator(picodata => picodata_release_with(forward => 1));
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('create-table', 'tkeys', '--columns', 'k text, v int8');
 emu('create-table', 'dumped', '--columns', 'id int8, name text');

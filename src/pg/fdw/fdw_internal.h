@@ -56,7 +56,7 @@ struct TableInfo {
     int batch_size;
     // The version capabilities are looked up for (core/capabilities.h): the server option
     // picodata_version when given (an override), else the cluster's detected version (the lowest
-    // of its online instances), "26.2" while none is known.
+    // of its online instances), "" (no capability) while none is known.
     const char *picodata_version;
     // How that version hashes a sharding key (core/bucket_hash.h), and what it can do, looked up
     // once with the version.

@@ -11,11 +11,13 @@ extern "C" {
 #include "pg/remote/connect.h"
 
 #include "core/address.h"
+#include "core/retry_rules.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/libpq_io.h"
 #include "pg/settings.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace picoroute::pg::remote {
@@ -105,8 +107,42 @@ TcpAddress connect_target(const std::string &address) {
     return target;
 }
 
+// Whether the connection sent startup options: picoroute.conninfo's keyword options (the user's
+// own, picoroute_exec), or libpq's default from PGOPTIONS.
+bool user_startup_options(const ConnParams &params) {
+    if (!params.server_name.empty())
+        return false;
+    for (const auto &[keyword, value] : params.options)
+        if (keyword == "options")
+            return !value.empty();
+    const char *env = getenv("PGOPTIONS");
+    return env != nullptr && env[0] != '\0';
+}
+
+// The instance closed the connection while it opened, without an answer (retry::closed_at_startup):
+// Picodata refusing the startup packet. With the user's own startup options that is their fault,
+// and every instance refuses them alike: an error of its own, not retried elsewhere. Else (the
+// FDW's options are picoroute's, read by every release) a ConnectionFailure that says so.
+[[noreturn]] void closed_at_startup(const std::string &message, const std::string &address,
+                                    const ConnParams &params) {
+    if (user_startup_options(params))
+        throw SqlError(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
+                       "picoroute: Picodata instance " + utf8_truncate(address, 100) +
+                           " closed the connection at startup without an answer",
+                       retry::kClosedAtStartupDetail,
+                       "Check the keyword options of picoroute.conninfo (and PGOPTIONS): Picodata "
+                       "reads name=value,name=value there (sql_motion_row_max, "
+                       "sql_vdbe_opcode_max, read_preference, ...).");
+    throw ConnectionFailure(
+        address,
+        without_verbose_parts(message) +
+            " (closed at startup without an answer: " + retry::kClosedAtStartupDetail + ")",
+        false);
+}
+
 // A failed attempt to connect: an authentication error (not a topology problem: no worker
-// wake-up, no retry elsewhere), or else a ConnectionFailure.
+// wake-up, no retry elsewhere), a startup Picodata refused (closed_at_startup), or else a
+// ConnectionFailure.
 [[noreturn]] void connect_failed(PGconn *conn, const std::string &address,
                                  const ConnParams &params) {
     std::string message = libpq_message(PQerrorMessage(conn));
@@ -125,6 +161,8 @@ TcpAddress connect_target(const std::string &address) {
                            ? "Check the user and password of picoroute.conninfo."
                            : "Check the user mapping of server \"" + params.server_name + "\".");
     }
+    if (retry::closed_at_startup(message))
+        closed_at_startup(message, address, params);
     throw ConnectionFailure(address, without_verbose_parts(message), false);
 }
 

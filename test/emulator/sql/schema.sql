@@ -58,6 +58,10 @@ CREATE VIEW public._pico_table AS SELECT * FROM json_to_recordset(_picoemu.catal
   engine text, owner bigint, description text);
 GRANT SELECT ON public._pico_instance, public._pico_peer_address, public._pico_replicaset,
   public._pico_tier, public._pico_table TO PUBLIC;
+-- SQL version() as the emulated build answers it (emu_caps.version_function_text, in the setting
+-- picoemu.version_text): the fronts send a client's version() as _picoemu.picodata_version().
+CREATE FUNCTION _picoemu.picodata_version() RETURNS text
+LANGUAGE sql STABLE AS $f$ SELECT current_setting('picoemu.version_text') $f$;
 
 GRANT USAGE ON SCHEMA _picoemu TO PUBLIC;
 CREATE TABLE _picoemu.meta (key text PRIMARY KEY, value text);
