@@ -67,6 +67,7 @@ EXPLAIN (COSTS OFF) SELECT * FROM users_r WHERE id = 13;
 EXPLAIN (COSTS OFF) SELECT * FROM users_r WHERE id = 1;
 -- Key conditions that do not fix the key: scatter.
 SELECT explain_masked($q$SELECT * FROM users WHERE id > 1$q$);
+-- An OR of key equalities is the key list it means (as id IN (1, 2)).
 SELECT explain_masked($q$SELECT * FROM users WHERE id = 1 OR id = 2$q$);
 -- A scatter over masters refuses to run while the map misses buckets (it would miss rows)...
 EXPLAIN (COSTS OFF) SELECT count(*) FROM users_m WHERE name LIKE 'a%' AND NOT (v IS NULL);

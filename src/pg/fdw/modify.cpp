@@ -303,7 +303,10 @@ void buffer_row(InsertState *s, TupleTableSlot *slot) {
         Oid type = TupleDescAttr(desc, attnum - 1)->atttypid;
         if (!isnull && (type == JSONOID || type == JSONBOID))
             refuse_json_value(s->rel, attnum);
-        s->values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        char *text = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        if (text != nullptr && type == BPCHAROID)  // as PostgreSQL compares it (shippable.cpp)
+            trim_trailing_blanks(text);
+        s->values[r * s->nattrs + c] = text;
         c++;
     }
     reset_transmission_modes(nestlevel);
