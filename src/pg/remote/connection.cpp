@@ -14,6 +14,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/remote_text.h"
+#include "core/sqlstate_map.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -519,10 +520,14 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     if (const char *h = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT))
         hint = bounded_utf8(h);
     int code = ERRCODE_CONNECTION_FAILURE;
-    if (state != nullptr && strlen(state) == 5)
-        code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
     std::string message =
         primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
+    if (state != nullptr && strlen(state) == 5) {
+        // Picodata's XX000 becomes PostgreSQL's code where its text says what failed
+        // (core/sqlstate_map.h).
+        std::string_view mapped = sqlstate::for_remote_error(state, message);
+        code = MAKE_SQLSTATE(mapped[0], mapped[1], mapped[2], mapped[3], mapped[4]);
+    }
     if (message.empty())
         message = "picoroute: remote statement failed";
     std::string context = "remote SQL on Picodata instance " + address;
