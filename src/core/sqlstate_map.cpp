@@ -56,4 +56,13 @@ std::string_view for_remote_error(std::string_view remote_sqlstate, std::string_
     return kInternal;
 }
 
+bool startup_refusal_is_final(std::string_view sqlstate) {
+    if (sqlstate.size() != 5)
+        return false;
+    std::string_view cls = sqlstate.substr(0, 2);
+    if (cls == "08" || cls == "53")
+        return false;
+    return !(sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03");
+}
+
 }  // namespace picoroute::sqlstate

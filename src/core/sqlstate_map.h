@@ -31,4 +31,12 @@ const Rule *rules(size_t *count);
 // XX000.
 std::string_view for_remote_error(std::string_view remote_sqlstate, std::string_view message);
 
+// Whether an error a server sent while a connection started (libpq's verbose message carries its
+// SQLSTATE) is final: another attempt, at this instance or another, would get the same answer (a
+// failed login, 28xxx; a database that does not exist, 3D000; a bad startup option, 22023 or
+// 42704; ...). Only a server starting, stopping or out of connection slots may take the next
+// attempt: class 08 (connection exception), class 53 (insufficient resources: too many
+// connections) and 57P01-57P03 (shutdown, crash shutdown, cannot connect now).
+bool startup_refusal_is_final(std::string_view sqlstate);
+
 }  // namespace picoroute::sqlstate

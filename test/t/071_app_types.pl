@@ -133,5 +133,22 @@ is($or_route, $in_route, 'k = a OR k = b routes as k IN (a, b)');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM ty WHERE id = 3 OR id = 4}), '2',
     'the OR read finds both rows');
 
+# A wrong dbname (FATAL 3D000 at connection) fails at once with its SQLSTATE: no retry for
+# picoroute.failover_wait (10 s) can cure it.
+$node->safe_psql('postgres', q{
+CREATE SERVER pico_baddb FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'nosuch');
+CREATE USER MAPPING FOR CURRENT_USER SERVER pico_baddb OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE ty_baddb (id bigint, mark text) SERVER pico_baddb
+  OPTIONS (table_name 'ty', sharding_key 'id');
+});
+my $t0 = time();
+($ret, $out, $err) = $node->psql('postgres',
+    q{\set VERBOSITY verbose
+SELECT mark FROM ty_baddb WHERE id = 1});
+my $elapsed = time() - $t0;
+like($err, qr/ERROR:  3D000: picoroute: Picodata instance \S+ refused the connection: database "nosuch" does not exist/,
+    'a wrong dbname fails with 3D000, naming the instance') or diag($err);
+cmp_ok($elapsed, '<', 5, "at once ($elapsed s), not after picoroute.failover_wait");
+
 is_deeply(emu_audit(), [], 'the Picodata fronts refused no statement');
 done_testing();

@@ -82,3 +82,17 @@ TEST(SqlstateMapTest, EveryRuleIsWellFormedAndCited) {
         EXPECT_EQ(for_remote_error("XX000", rules[i].text), rules[i].sqlstate) << rules[i].text;
     }
 }
+
+TEST(SqlstateMapTest, StartupRefusalsARetryCannotCureAreFinal) {
+    using picoroute::sqlstate::startup_refusal_is_final;
+    EXPECT_TRUE(startup_refusal_is_final("3D000"));  // database "x" does not exist
+    EXPECT_TRUE(startup_refusal_is_final("28P01"));
+    EXPECT_TRUE(startup_refusal_is_final("28000"));
+    EXPECT_TRUE(startup_refusal_is_final("22023"));   // invalid value for a startup option
+    EXPECT_TRUE(startup_refusal_is_final("42704"));   // unrecognized configuration parameter
+    EXPECT_FALSE(startup_refusal_is_final("57P03"));  // the database system is starting up
+    EXPECT_FALSE(startup_refusal_is_final("57P01"));
+    EXPECT_FALSE(startup_refusal_is_final("53300"));  // too many connections
+    EXPECT_FALSE(startup_refusal_is_final("08006"));
+    EXPECT_FALSE(startup_refusal_is_final(""));  // no code: a network failure
+}
