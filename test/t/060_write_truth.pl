@@ -176,6 +176,19 @@ is($ret, 0, 'a TPC-B-like transaction block');
 @warnings = ($err =~ /WARNING:  /g);
 is(scalar @warnings, 1, 'one warning for its 4 remote writes') or diag($err);
 unlike($err, qr/rollback does not undo/, 'no rollback warning at COMMIT');
+# Under an OLTP load every transaction block writes: by default (once) only the session's first
+# block warns; warn warns at each.
+for my $mode (['once', 1], ['warn', 3]) {
+    ($ret, $out, $err) = $node->psql('postgres', qq{
+SET picoroute.remote_write_in_transaction = $mode->[0];
+BEGIN; UPDATE users SET v = v + 1 WHERE id = 4001; COMMIT;
+BEGIN; UPDATE users SET v = v + 1 WHERE id = 4001; COMMIT;
+BEGIN; UPDATE users SET v = v + 1 WHERE id = 4001; COMMIT;
+});
+    @warnings = ($err =~ /WARNING:  picoroute: writes to Picodata/g);
+    is(scalar @warnings, $mode->[1], "three blocks of a session, remote_write_in_transaction = $mode->[0]: "
+        . "$mode->[1] warning(s)") or diag($err);
+}
 # ROLLBACK TO SAVEPOINT undoes nothing remote: no second warning, and the transaction still counts
 # as having written (PREPARE TRANSACTION stays refused, the final rollback counts every write).
 ($ret, $out, $err) = $node->psql('postgres', q{
