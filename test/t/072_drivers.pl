@@ -42,7 +42,9 @@ sub run_program {
     return;
 }
 
-run_program('psycopg 3', 'python3', "$root/test/drivers/psycopg_app.py",
+# Debian's interpreter, which python3-psycopg installs into.
+my $python = -x '/usr/bin/python3' ? '/usr/bin/python3' : 'python3';
+run_program('psycopg 3', $python, "$root/test/drivers/psycopg_app.py",
     "host=127.0.0.1 port=" . $node->port . " dbname=postgres user=$user");
 
 {
