@@ -93,6 +93,9 @@ like($node->safe_psql('postgres',
         q{EXPLAIN (VERBOSE, COSTS OFF) UPDATE ty SET mark = 'm' WHERE c = 'xy  '}),
     qr/Remote SQL: UPDATE "ty" SET "mark" = 'm' WHERE \("c" = 'xy'\)/,
     'a character(n) constant is sent without its trailing blanks');
+is($node->safe_psql('postgres',
+        q{SELECT octet_length(c), count(*) FROM ty WHERE id = 1 GROUP BY c}),
+    '4|1', 'a character(n) group key read back from a pushed GROUP BY is padded');
 # LIKE matches the padded value in PostgreSQL: evaluated here.
 is($node->safe_psql('postgres', q{SELECT count(*) FROM ty WHERE id = 1 AND c LIKE 'xy'}),
     '0', 'LIKE on character(n) keeps the padding (evaluated locally)');
