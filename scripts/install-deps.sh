@@ -11,6 +11,7 @@ PACKAGES=(
     clang-format libipc-run-perl perl python3 pyflakes3
     debhelper dpkg-dev postgresql-server-dev-all lintian
     sqlsmith
+    python3-psycopg libpostgresql-jdbc-java default-jdk-headless
 )
 
 missing=()

@@ -161,12 +161,81 @@ STRICT_TEXT = ('sbroad: invalid option: cannot satisfy "forward = off": buckets 
 _MISSING_TABLE = re.compile(r'^relation "(?:public\.)?([^"]+)" does not exist$')
 
 
-def picodata_error(m, bind=False):
+# The storage's PostgreSQL errors in Picodata's words (storage_text). Picodata's storages are
+# tarantool: a tuple is checked by its space format, arithmetic runs in tarantool's SQL VDBE, and
+# the planner parses literals; the texts, read at branch picodata-25.5 of Picodata's tarantool fork
+# (the submodule commits of the 26.x tags are not available) and in Picodata, are the same at every
+# emulated version, as Picodata's own integration tests at 26.3.0 show:
+# - 23505: ER_TUPLE_FOUND, src/box/errcode.h:58@picodata-25.5 (test/int/sql/example.sql:41@26.3.0);
+#   the emulator writes the key for the tuples (it has no old tuple at hand);
+# - 23502: ER_FIELD_TYPE, src/box/errcode.h:78 and tuple_format.c:1049@picodata-25.5 ("expected
+#   integer, got nil", test/int/sql/insert_global_table.sql:64@26.3.0); the field number counts the
+#   table's columns from 1;
+# - 22012 and 22003: ER_SQL_EXECUTE ("Failed to execute SQL statement: %s", errcode.h:214) with
+#   "division by zero" (src/box/sql/mem.c:2326) and "integer is overflowed" (mem.c:2089), both
+#   @picodata-25.5 (test/int/sql/anonymous_block.sql:228@26.3.0);
+# - 22P02 outside a Bind: "failed to parse '%s' as a value of type %s, consider using explicit type
+#   casts" (sql-planner/src/frontend/sql/type_system.rs:704@25.5.10, sql-frontend/src/frontend/sql/
+#   type_system.rs:648@26.3.0), with Error::Sbroad's "sbroad: " (src/traft/error.rs:139@25.5.10).
+# Between the storage and the client Picodata may wrap such a text (the Lua dispatcher's "Error on
+# replicaset <uuid>: ", src/sql/dispatch.lua:255@25.5.10); the emulator sends it bare.
+_PICODATA_TYPES = {"smallint": "int", "integer": "int", "bigint": "int", "boolean": "bool",
+                   "double precision": "double", "numeric": "decimal", "uuid": "uuid",
+                   "timestamp with time zone": "datetime", "text": "text"}
+_TARANTOOL_TYPES = {"int2": "integer", "int4": "integer", "int8": "integer", "bool": "boolean",
+                    "float8": "double", "uuid": "uuid", "timestamptz": "datetime"}
+
+
+def _tarantool_type(pg_type):
+    t = pg_type.lower()
+    if t.startswith("numeric"):
+        return "decimal"
+    if t.startswith("varchar") or t == "text":
+        return "string"
+    return _TARANTOOL_TYPES.get(t, "any")
+
+
+def storage_text(code, text, detail, tables=()):
+    """Picodata's text for a storage error of the PostgreSQL server behind the front (see above), or
+    None where the emulator has no text of Picodata's for it."""
+    if code == b"23505":
+        m = re.match(r'^duplicate key value violates unique constraint "([^"]+)"$', text)
+        k = re.match(r"^Key \((.*)\)=\((.*)\) already exists\.$", detail)
+        if m:
+            index = m.group(1)
+            space = index[:-5] if index.endswith("_pkey") else index
+            key = "[%s]" % (k.group(2) if k else "")
+            return ('Duplicate key exists in unique index "%s" in space "%s" with old tuple - %s and new '
+                    'tuple - %s' % (index, space, key, key))
+    if code == b"23502":
+        m = re.match(r'^null value in column "([^"]+)" of relation "([^"]+)" violates not-null constraint$', text)
+        if m:
+            col, rel = m.groups()
+            cols = next((t.get("columns", []) for t in tables if t.get("name") == rel), [])
+            pos = next((i + 1 for i, c in enumerate(cols) if c.get("name") == col), None)
+            ctype = next((c.get("type", "") for c in cols if c.get("name") == col), "")
+            return ("Tuple field %s (%s) type does not match one required by operation: expected %s, got nil"
+                    % (pos if pos else "?", col, _tarantool_type(ctype)))
+    if code == b"22012":
+        return "Failed to execute SQL statement: division by zero"
+    if code == b"22003" and re.match(r"^(smallint|integer|bigint) out of range$", text):
+        return "Failed to execute SQL statement: integer is overflowed"
+    if code == b"22P02":
+        m = re.match(r'^invalid input syntax for type ([a-z ]+): "(.*)"$', text)
+        if m and m.group(1) in _PICODATA_TYPES:
+            return ("sbroad: failed to parse '%s' as a value of type %s, consider using explicit type casts"
+                    % (m.group(2), _PICODATA_TYPES[m.group(1)]))
+    return None
+
+
+def picodata_error(m, bind=False, tables=()):
     """An ErrorResponse m of the PostgreSQL server behind the front as Picodata would send it: its
     SQLSTATE where Picodata has one for the case (KEPT_STATES; BIND_STATES for a Bind), XX000 for
     everything else, only severity, code and message (pgwire's ErrorInfo::new(severity, code,
     message), PgError::info in src/pgproto/error.rs: no DETAIL or HINT, which are the emulator's
-    notes). The message stays PostgreSQL's, except where Picodata's own text was read: a table that
+    notes). The storage's errors that Picodata words in its own way are translated (storage_text,
+    `tables`: the state's tables, for column numbers and types). Otherwise the message stays
+    PostgreSQL's, except where Picodata's own text was read: a table that
     does not exist (`table with name "T" not found`: SbroadError::NotFound of Entity::Table "with name
     {to_user(name)}", sql-frontend/src/frontend/sql/ast/core.rs at 26.3.0, sql-planner/src/frontend/
     sql.rs at 25.5.1, with Error::Sbroad's "sbroad: ") and the storages' forward=off check. A FATAL
@@ -179,6 +248,11 @@ def picodata_error(m, bind=False):
         text = STRICT_TEXT
     elif code == b"42P01" and _MISSING_TABLE.match(text):
         text = 'sbroad: table with name "%s" not found' % _MISSING_TABLE.match(text).group(1)
+    elif not (bind and code in BIND_STATES):
+        detail = error_field(m, b"D").decode("utf-8", "replace")
+        picodata = storage_text(code, text, detail, tables)
+        if picodata:  # every SQL-path error reaches the client as Error::Sbroad (README's table)
+            text = picodata if picodata.startswith("sbroad: ") else "sbroad: " + picodata
     if not (code in KEPT_STATES or (bind and code in BIND_STATES)):
         code = b"XX000"
     return error_msg(code.decode(), text)
@@ -522,7 +596,7 @@ class Session:
             m = read_only_refusal(m, self.front.settings.version)
             if not self.hold_retry(e, m):
                 # the client sees the error (as Picodata would send it), unless the statement runs again
-                out += picodata_error(m, bind=e.bind)
+                out += picodata_error(m, bind=e.bind, tables=self.front.settings.d.get("tables", []))
             if e.simple:
                 e.exceeded = False
                 e.held = []
@@ -617,7 +691,8 @@ class Session:
             log("statement not run again after %d tries: %s | %s" % (
                 rec["tries"], error_field(m, b"M").decode("utf-8", "replace"), e.tag[:300]))
             return False
-        self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch}
+        self.retry = {"err": picodata_error(m, tables=self.front.settings.d.get("tables", [])), "rec": rec,
+                      "batch": e.batch}
         return True
 
     def hold_move(self, e, m):
@@ -633,7 +708,8 @@ class Session:
                     "so far, %d runs again) | %s" % (self.front.move_statements, self.front.move_reruns,
                                                     e.tag[:200]))
             rec["moves"] = rec.get("moves", 0) + 1
-            self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch, "move": True}
+            self.retry = {"err": picodata_error(m, tables=self.front.settings.d.get("tables", [])), "rec": rec,
+                          "batch": e.batch, "move": True}
             return True
         log("bucket move: statement not run again after %d runs in %.0f s | %s" % (
             rec.get("moves", 0) if rec else 0, time.monotonic() - rec["t0"] if rec else 0, e.tag[:300]))

@@ -598,6 +598,38 @@ class ErrorTextTest(unittest.TestCase):
         import emu_front
         return [(k, emu_front.error_field(m, k.encode()).decode()) for k in "SCMDH"]
 
+    def test_storage_errors_in_picodatas_words(self):
+        import emu_front
+
+        def sent(code, text, detail=None, bind=False):
+            body = emu_front.error_body(code, text, hint="a hint")
+            if detail:
+                body = body[:-1] + b"D" + emu_front.cstr(detail) + b"\0"
+            m = emu_front.msg(b"E", body)
+            tables = [{"name": "ty", "columns": [{"name": "id", "type": "int8"}, {"name": "name", "type": "text"},
+                                                 {"name": "n", "type": "numeric(10,2)"}]}]
+            return self.fields(emu_front.picodata_error(m, bind=bind, tables=tables))[1:3]
+
+        self.assertEqual(sent("23505", 'duplicate key value violates unique constraint "ty_pkey"',
+                              "Key (id)=(5) already exists."),
+                         [("C", "XX000"), ("M", 'Duplicate key exists in unique index "ty_pkey" in space "ty" '
+                                                'with old tuple - [5] and new tuple - [5]')])
+        self.assertEqual(sent("23502", 'null value in column "name" of relation "ty" violates not-null constraint'),
+                         [("C", "XX000"), ("M", "Tuple field 2 (name) type does not match one required by "
+                                                "operation: expected string, got nil")])
+        self.assertEqual(sent("23502", 'null value in column "n" of relation "ty" violates not-null constraint')[1],
+                         ("M", "Tuple field 3 (n) type does not match one required by operation: expected "
+                               "decimal, got nil"))
+        self.assertEqual(sent("22012", "division by zero"),
+                         [("C", "XX000"), ("M", "Failed to execute SQL statement: division by zero")])
+        self.assertEqual(sent("22003", "bigint out of range"),
+                         [("C", "XX000"), ("M", "Failed to execute SQL statement: integer is overflowed")])
+        self.assertEqual(sent("22P02", 'invalid input syntax for type bigint: "abc"'),
+                         [("C", "XX000"), ("M", "sbroad: failed to parse 'abc' as a value of type int, consider "
+                                                "using explicit type casts")])
+        # at Bind, Picodata decodes the value itself and keeps 22P02 (the text is the emulator's)
+        self.assertEqual(sent("22P02", 'invalid input syntax for type bigint: "abc"', bind=True)[0], ("C", "22P02"))
+
     def test_server_errors_as_picodata_sends_them(self):
         import emu_front
         pg = lambda code, text, sev="ERROR": emu_front.error_msg(code, text, sev, hint="a hint")  # noqa: E731
@@ -605,9 +637,10 @@ class ErrorTextTest(unittest.TestCase):
         for code, text in same:
             self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text))),
                              [("S", "ERROR"), ("C", code), ("M", text), ("D", ""), ("H", "")])
-        for code, text in [("22012", "division by zero"), ("23505", "duplicate key value violates unique constraint"),
+        for code, text in [("23505", "duplicate key value violates unique constraint"),
                            ("23502", "null value in column"), ("40001", "could not serialize"),
-                           ("42601", "syntax error"), ("22P02", "invalid input syntax for type bigint"),
+                           ("42601", "syntax error"), ("22P02", "invalid input syntax for type json"),
+                           ("22003", "numeric field overflow"),
                            ("42501", "permission denied for table _pico_replicaset"), ("PE002", "does not own")]:
             self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text)))[1:3], [("C", "XX000"), ("M", text)])
         # a parameter Picodata cannot decode at Bind keeps its code

@@ -173,7 +173,7 @@ TEST(StatementRouteTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
     EXPECT_EQ(r.targets[0].address, "b:1");
     EXPECT_FALSE(r.keyless);
     EXPECT_EQ(r.retry, RetryRule::Read);
-    EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master of replicaset r2)");
+    EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master b:1 of replicaset r2)");
 }
 
 TEST(StatementRouteTest, TheProductOfSeveralColumnsIsHashedValueByValue) {  // 6
@@ -250,10 +250,10 @@ TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
     };
     std::string expected;
     if (!low.empty())
-        expected = list(low) + " -> a:1 (master of replicaset r1)";
+        expected = list(low) + " -> a:1 (master a:1 of replicaset r1)";
     if (!high.empty())
         expected +=
-            (expected.empty() ? "" : "; ") + list(high) + " -> b:1 (master of replicaset r2)";
+            (expected.empty() ? "" : "; ") + list(high) + " -> b:1 (master b:1 of replicaset r2)";
     ASSERT_FALSE(low.empty() || high.empty());  // 1, 2 and 3 have both owners
     // Each owner sent the whole key list would answer for all of it: the first gets it once and
     // routes it by the key, with every bucket (a retry re-routes by them).

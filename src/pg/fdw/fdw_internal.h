@@ -154,6 +154,9 @@ bool output_needs_transmission_modes(Oid type);
 // A numeric value rounded to the scale of `typmod` when that is exact (no digit lost, no
 // overflow); the value itself otherwise. Picodata hashes a decimal with its scale.
 Datum numeric_to_typmod(Datum value, int32 typmod);
+// Cuts the trailing blanks of a character(n) value's text in place: picoroute sends character(n)
+// values as PostgreSQL compares them (shippable.cpp).
+void trim_trailing_blanks(char *text);
 // Refuses a non-NULL value for a json/jsonb column (a Picodata map, array or any column): Picodata
 // cannot take such values as parameters.
 void refuse_json_value(Relation rel, AttrNumber attnum);
@@ -172,6 +175,12 @@ bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 // other relations of the same query level (the other side of a join clause, a lateral reference),
 // with no column of relation `relid`, no volatile function, no subquery, aggregate or placeholder.
 bool is_outer_value(Node *node, Index relid);
+// A length coercion (varchar(n), character(n), numeric(p,s), timestamptz(p)) of a value with no
+// column, no volatile function and no subquery: evaluated here and sent as a parameter, so that
+// Picodata gets the value PostgreSQL would store and PostgreSQL raises its own errors.
+bool is_local_coercion(Node *node);
+// is_local_coercion or is_outer_value: a value computed here and sent as $n.
+bool is_local_value(Node *node, Index relid);
 // The kinds of operators Picodata implements with PostgreSQL's meaning (shippable.cpp decides,
 // deparse.cpp writes them).
 enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
@@ -255,6 +264,7 @@ struct RoutedStatement {
     List *param_states;  // ExprState per $n
     FmgrInfo *param_out;
     int32 *param_typmods;    // per $n: the numeric(p,s) typmod to rescale its value to, or -1
+    bool *param_trim;        // per $n: a character(n) value, sent without its trailing blanks
     bool params_need_modes;  // some $n is written by an output function the settings change
     List *key_kinds;         // IntList or NIL
     List *key_states;        // ExprState per key expression

@@ -90,7 +90,34 @@ List *insert_target_attrs(Relation rel) {
     return attrs;
 }
 
-List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int) {
+// RETURNING of an INSERT is answered from the row as sent (the values given and the columns'
+// local defaults, which Picodata stores unchanged): only bucket_id, which Picodata computes itself,
+// is not known here.
+void refuse_unknown_returning(Oid relid, List *returning) {
+    AttrNumber bucket = get_attnum(relid, "bucket_id");
+    if (bucket == InvalidAttrNumber || returning == NIL)
+        return;
+    List *vars = pull_var_clause(reinterpret_cast<Node *>(returning), PVC_RECURSE_AGGREGATES |
+                                                                          PVC_RECURSE_WINDOWFUNCS |
+                                                                          PVC_RECURSE_PLACEHOLDERS);
+    ListCell *lc;
+    foreach (lc, vars) {
+        Var *var = lfirst_node(Var, lc);
+        if (var->varattno == bucket || var->varattno == 0)
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("picoroute: INSERT ... RETURNING cannot return column \"bucket_id\" of "
+                            "foreign table \"%s\"",
+                            get_rel_name(relid)),
+                     errdetail("picoroute answers RETURNING from the values it sends; Picodata "
+                               "computes bucket_id itself when it stores the row."),
+                     errhint("List the other columns in RETURNING (RETURNING * includes "
+                             "bucket_id); picoroute_bucket_id() computes a key's bucket.")));
+    }
+}
+
+List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                            int subplan_index) {
     RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
     TableInfo *table = get_table_info(rte->relid);
     CmdType op = plan->operation;
@@ -106,10 +133,8 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
     if (op == CMD_UPDATE || op == CMD_DELETE)
         return list_make2(NIL, makeInteger(op));
     if (plan->returningLists != NIL)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("picoroute: INSERT ... RETURNING is not supported on foreign table "
-                               "\"%s\"",
-                               get_rel_name(rte->relid))));
+        refuse_unknown_returning(
+            rte->relid, static_cast<List *>(list_nth(plan->returningLists, subplan_index)));
     if (plan->onConflictAction != ONCONFLICT_NONE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("picoroute: INSERT ... ON CONFLICT is not supported on foreign "
@@ -171,6 +196,8 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
     return s;
 }
 
+int rows_per_insert(ResultRelInfo *rinfo);
+
 void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
                             int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
@@ -181,9 +208,19 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
     EState *estate = mtstate->ps.state;
     RangeTblEntry *rte =
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
-    rinfo->ri_FdwState =
+    InsertState *s =
         create_insert_state(estate, rinfo->ri_RelationDesc,
                             static_cast<List *>(linitial(fdw_private)), user_for_rte(rte));
+    // With RETURNING, PostgreSQL hands the rows over one by one (no batch insert): they are
+    // buffered up to batch_size and sent together, the rest at EndForeignModify, which runs
+    // before any RETURNING row reaches the client (the portal holds them until the statement
+    // ends). Row triggers see each row as it is inserted.
+    TriggerDesc *trig = rinfo->ri_TrigDesc;
+    s->buffer_rows = rinfo->ri_projectReturning != nullptr &&
+                     !(trig && (trig->trig_insert_before_row || trig->trig_insert_after_row));
+    rinfo->ri_FdwState = s;
+    if (s->buffer_rows)
+        s->batch_size = rows_per_insert(rinfo);
 }
 
 // COPY FROM (a ModifyTableState without a plan) and tuple routing of an INSERT or a COPY into a
@@ -203,11 +240,7 @@ void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
                         errmsg("picoroute: INSERT ... ON CONFLICT is not supported on foreign "
                                "table \"%s\"",
                                RelationGetRelationName(rel))));
-    if (rinfo->ri_projectReturning != nullptr)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("picoroute: INSERT ... RETURNING is not supported on foreign "
-                               "table \"%s\"",
-                               RelationGetRelationName(rel))));
+    refuse_unknown_returning(RelationGetRelid(rel), rinfo->ri_returningList);
     // A partition reached by routing has no range table entry of its own: the root's decides
     // whose user mapping is used.
     ResultRelInfo *root = rinfo->ri_RootResultRelInfo;
@@ -303,7 +336,10 @@ void buffer_row(InsertState *s, TupleTableSlot *slot) {
         Oid type = TupleDescAttr(desc, attnum - 1)->atttypid;
         if (!isnull && (type == JSONOID || type == JSONBOID))
             refuse_json_value(s->rel, attnum);
-        s->values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        char *text = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        if (text != nullptr && type == BPCHAROID)  // as PostgreSQL compares it (shippable.cpp)
+            trim_trailing_blanks(text);
+        s->values[r * s->nattrs + c] = text;
         c++;
     }
     reset_transmission_modes(nestlevel);
@@ -374,12 +410,10 @@ void picoEndForeignInsert(EState *, ResultRelInfo *rinfo) {
         flush_rows(s);
 }
 
-int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
+// The rows of one remote INSERT (batch_size, capped by Picodata's row limit and by 65535
+// parameters).
+int rows_per_insert(ResultRelInfo *rinfo) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
-    if (rinfo->ri_projectReturning != nullptr ||
-        (rinfo->ri_TrigDesc &&
-         (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
-        return 1;
     TableInfo *table = s ? s->table : get_table_info(RelationGetRelid(rinfo->ri_RelationDesc));
     int batch = table->batch_size;
     int nattrs = s ? s->nattrs : RelationGetDescr(rinfo->ri_RelationDesc)->natts;
@@ -392,7 +426,20 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
     return Max(batch, 1);
 }
 
-void picoEndForeignModify(EState *, ResultRelInfo *) {}
+int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
+    // With RETURNING the rows come one by one and are buffered (picoBeginForeignModify).
+    if (rinfo->ri_projectReturning != nullptr ||
+        (rinfo->ri_TrigDesc &&
+         (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
+        return 1;
+    return rows_per_insert(rinfo);
+}
+
+void picoEndForeignModify(EState *, ResultRelInfo *rinfo) {
+    InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
+    if (s != nullptr)
+        flush_rows(s);
+}
 
 // How send_rows routes the rows of an INSERT into `table` with columns `attrs` (EXPLAIN's
 // "Routing"; "Batch Size" says how many rows one remote INSERT carries at most).
@@ -440,7 +487,14 @@ void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fd
     appendStringInfoString(&sql, option);
     ExplainPropertyText("Remote SQL", sql.data, es);
     ExplainPropertyText("Routing", insert_routing(table, attrs), es);
-    ExplainPropertyInteger("Batch Size", nullptr, rinfo->ri_BatchSize, es);
+    ExplainPropertyInteger(
+        "Batch Size", nullptr,
+        rinfo->ri_BatchSize == 1 && rinfo->ri_projectReturning != nullptr &&
+                !(rinfo->ri_TrigDesc && (rinfo->ri_TrigDesc->trig_insert_before_row ||
+                                         rinfo->ri_TrigDesc->trig_insert_after_row))
+            ? rows_per_insert(rinfo)
+            : rinfo->ri_BatchSize,
+        es);
 }
 
 // Never called: UPDATE and DELETE either run as direct modifications or are refused when the

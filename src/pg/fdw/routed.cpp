@@ -66,8 +66,12 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     if (n == 0)
         return values;
     int nestlevel = st->params_need_modes ? set_transmission_modes() : -1;
-    for (int i = 0; i < n; i++)
-        values[i] = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
+    for (int i = 0; i < n; i++) {
+        char *text = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
+        if (text != nullptr && st->param_trim[i])
+            trim_trailing_blanks(text);
+        values[i] = text;
+    }
     if (nestlevel >= 0)
         reset_transmission_modes(nestlevel);
     return values;
@@ -314,6 +318,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
     st->key_states = ExecInitExprList(key_exprs, ps);
     st->param_out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
     st->param_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nparams + 1)));
+    st->param_trim = static_cast<bool *>(palloc0(sizeof(bool) * (nparams + 1)));
     int i = 0;
     ListCell *lc;
     foreach (lc, param_exprs) {
@@ -328,6 +333,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
                                    : -1;
         if (output_needs_transmission_modes(exprType(expr)))
             st->params_need_modes = true;
+        st->param_trim[i] = exprType(expr) == BPCHAROID;
         fmgr_info(out, &st->param_out[i++]);
     }
     int nkeys = list_length(key_kinds);

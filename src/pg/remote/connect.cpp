@@ -10,6 +10,7 @@ extern "C" {
 
 #include "pg/remote/connect.h"
 
+#include "core/sqlstate_map.h"
 #include "core/address.h"
 #include "core/retry_rules.h"
 #include "pg/connect_policy.h"
@@ -26,20 +27,29 @@ namespace {
 
 void ignore_notice(void *, const char *) {}
 
+// The SQLSTATE of the error the server sent while the connection started (the verbose form of
+// libpq's message: "FATAL:  3D000: ..."), or "" when there is none (a network failure).
+std::string startup_sqlstate(const std::string &message) {
+    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
+        size_t at = message.find(severity);
+        if (at == std::string::npos)
+            continue;
+        std::string code = message.substr(at + strlen(severity), 7);
+        if (code.size() == 7 && code.compare(5, 2, ": ") == 0)
+            return code.substr(0, 5);
+    }
+    return "";
+}
+
 // A failed login, told apart from an unreachable instance: the server's SQLSTATE (class 28, from
 // the verbose form of libpq's message) or a password the server asked for and did not get.
 // Returns the SQLSTATE, or 0 when the failure is not an authentication failure.
 int authentication_failure(PGconn *conn, const std::string &message) {
     if (PQconnectionNeedsPassword(conn))
         return ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
-    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
-        size_t at = message.find(severity);
-        if (at == std::string::npos)
-            continue;
-        std::string code = message.substr(at + strlen(severity), 7);
-        if (code.size() == 7 && code.compare(0, 2, "28") == 0 && code.compare(5, 2, ": ") == 0)
-            return MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]);
-    }
+    std::string code = startup_sqlstate(message);
+    if (code.compare(0, 2, "28") == 0)
+        return MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]);
     return 0;
 }
 
@@ -163,6 +173,19 @@ bool user_startup_options(const ConnParams &params) {
     }
     if (retry::closed_at_startup(message))
         closed_at_startup(message, address, params);
+    // Any other refusal no retry can cure (a database that does not exist, a bad startup
+    // option) fails at once too, with the server's SQLSTATE, instead of being retried for
+    // picoroute.failover_wait as an unreachable instance would be.
+    std::string code = startup_sqlstate(message);
+    if (sqlstate::startup_refusal_is_final(code))
+        throw SqlError(MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]),
+                       "picoroute: Picodata instance " + address +
+                           " refused the connection: " + server_message(message),
+                       {},
+                       params.server_name.empty()
+                           ? "Check picoroute.conninfo."
+                           : "Check the options of server \"" + params.server_name +
+                                 "\" (dbname, options) and its user mapping.");
     throw ConnectionFailure(address, without_verbose_parts(message), false);
 }
 
