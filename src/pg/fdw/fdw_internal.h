@@ -277,6 +277,11 @@ struct RoutedStatement {
     // without it describes the decision its keys give at that time (explain_routing).
     bool describe;
     uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
+    // A pushed ORDER BY or LIMIT with a local plan for the same rows (upper.cpp): Picodata's
+    // row-limit error, which comes before any row, ends the execution without results and sets
+    // row_limit_exceeded instead of being raised.
+    bool row_limit_fallback;
+    bool row_limit_exceeded;
     MemoryContextCallback cleanup;
 };
 
