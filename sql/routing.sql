@@ -97,8 +97,13 @@ SELECT explain_masked($q$DELETE FROM users_m WHERE v > 3$q$);
 EXPLAIN (COSTS OFF) INSERT INTO users VALUES (1, 'a', 2);
 UPDATE users SET id = 2 WHERE id = 1;
 UPDATE pairs SET b = 2 WHERE a = 'x';
-UPDATE users SET v = length(name) WHERE id = 1;
-DELETE FROM users WHERE lower(name) = 'x';
+-- Not one remote statement (a function evaluated here, a join with a local relation, RETURNING):
+-- the old rows are read by the scan below and written row by row, by primary key.
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = length(name) WHERE id = 1;
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE lower(name) = 'x';
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = u.n FROM (VALUES (1, 10), (2, 20)) u(id, n) WHERE users.id = u.id;
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = v + 1 WHERE id = 1 RETURNING id, v;
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE id = 1 RETURNING name;
 INSERT INTO users VALUES (1, 'a', 2) RETURNING id;
 INSERT INTO users VALUES (1, 'a', 2) ON CONFLICT DO NOTHING;
 
