@@ -100,7 +100,7 @@ UPDATE pairs SET b = 2 WHERE a = 'x';
 -- Not one remote statement (a function evaluated here, a join with a local relation, RETURNING):
 -- the old rows are read by the scan below and written row by row, by primary key.
 EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = length(name) WHERE id = 1;
-EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE lower(name) = 'x';
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE id = 2 AND lower(name) = 'x';
 EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = u.n FROM (VALUES (1, 10), (2, 20)) u(id, n) WHERE users.id = u.id;
 EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = v + 1 WHERE id = 1 RETURNING id, v;
 EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE id = 1 RETURNING name;

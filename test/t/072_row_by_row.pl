@@ -80,17 +80,24 @@ same('acct', 'UPDATE acct SET d = d / 7 WHERE id < 40', 'SET d = d / 7 (numeric)
 my @all = sent();
 my @upd = grep { /^UPDATE "acct"/ } @all;
 my $analyze = $node->safe_psql('postgres',
-    'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) UPDATE acct SET f = f / 2 WHERE id < 10');
-$node->safe_psql('postgres', 'UPDATE acct_local SET f = f / 2 WHERE id < 10');
+    'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) UPDATE acct SET f = round(f) WHERE id < 10');
+$node->safe_psql('postgres', 'UPDATE acct_local SET f = round(f) WHERE id < 10');
 like($analyze, qr/Remote Rows Changed: 9\b/, 'EXPLAIN ANALYZE: the 9 rows changed remotely') or diag($analyze);
 like($upd[0] // '', qr/^UPDATE "acct" SET "d" = \$1 WHERE "id" = \$2$/, 'written by the primary key');
 is(scalar(grep { /FROM "_pico_index" WHERE "table_id" = \$1 AND "id" = 0/ } @all), 1,
    'the primary key was read from _pico_index, once');
 
-same('acct', q{UPDATE acct SET t = t || 'x' WHERE id % 5 = 1}, q{SET t = t || 'x', WHERE id % 5 = 1});
-same('acct', 'UPDATE acct SET i = i % 3 WHERE id BETWEEN 10 AND 60', 'SET i = i % 3');
+# Pushed (one remote statement: || on text, % and / on integers, / on doubles, coalesce), and the
+# same row by row (a condition evaluated here).
+same('acct', q{UPDATE acct SET t = t || 'x' WHERE id % 5 = 1}, q{SET t = t || 'x' WHERE id % 5 = 1 (pushed)});
+same('acct', q{UPDATE acct SET t = t || 'y' WHERE abs(id) % 5 = 2}, q{SET t = t || 'y', row by row});
+same('acct', 'UPDATE acct SET i = i % 3 WHERE id BETWEEN 10 AND 60', 'SET i = i % 3 (pushed)');
+same('acct', 'UPDATE acct SET i = (i - 500) % 7, f = f / 4 WHERE abs(id) BETWEEN 60 AND 90',
+     'SET i = (i - 500) % 7 (negative dividends), f = f / 4, row by row');
+same('acct', 'UPDATE acct SET i = (i - 500) / 7 WHERE id BETWEEN 90 AND 120', 'SET i = (i - 500) / 7 (pushed)');
 same('acct', q{UPDATE acct SET t = NULL WHERE id % 11 = 0}, 'some NULLs (row by row: a local condition)');
-same('acct', q{UPDATE acct SET t = coalesce(t, 'none') WHERE id < 100}, 'SET t = coalesce(t, ...)');
+same('acct', q{UPDATE acct SET t = coalesce(t, 'none') WHERE id < 50}, 'SET t = coalesce(t, ...) (pushed)');
+same('acct', q{UPDATE acct SET t = coalesce(t, 'nil') WHERE abs(id) < 100}, 'SET t = coalesce(t, ...), row by row');
 same('acct', 'UPDATE acct SET t = upper(t) WHERE id < 30', 'SET t = upper(t)');
 same('acct', 'UPDATE acct SET d = round(d * 1.5, 1), f = round(f::numeric, 0)::float8 WHERE id > 250',
      'SET d = round(...), f = round(...)');
@@ -123,7 +130,7 @@ is($node->safe_psql('postgres', 'SELECT * FROM acct ORDER BY id'), $node->safe_p
 same('pairs', 'UPDATE pairs SET v = v % 7 + a WHERE b % 3 = 0', 'composite primary key (a, b)');
 same('pairs', 'DELETE FROM pairs WHERE (a + b) % 10 = 0', 'DELETE by a composite primary key');
 sent();
-same('byk', q{UPDATE byk SET v = v || '!' WHERE id % 4 = 0}, 'sharding key k outside the primary key id');
+same('byk', q{UPDATE byk SET v = upper(v) WHERE id % 4 = 0}, 'sharding key k outside the primary key id');
 my @byk = grep { /^UPDATE "byk"/ } sent();
 like($byk[0] // '', qr/^UPDATE "byk" SET "v" = \$1 WHERE "id" = \$2 AND "k" = \$3$/,
      'identified by the primary key and the sharding key (which routes it)');
