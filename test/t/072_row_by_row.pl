@@ -23,6 +23,7 @@ emu('load', 'pairs', '--rows', '120');
 emu('create-table', 'byk', '--columns', 'id int8, k int8, v text', '--primary-key', 'id',
     '--sharding-key', 'k');
 emu('load', 'byk', '--rows', '80');
+emu_table('regions', 'code int8, name text', args => ['--global'], rows => 40);
 
 my $node = start_routing_node(name => 'rowwise', admin => 1, refresh_interval => '600s');
 $node->safe_psql('postgres', q{
@@ -37,11 +38,13 @@ CREATE FOREIGN TABLE byk (id bigint, k bigint, v text) SERVER pico
 SET TimeZone = 'UTC';
 CREATE TABLE acct_local AS SELECT * FROM acct;
 CREATE TABLE pairs_local AS SELECT * FROM pairs;
+CREATE FOREIGN TABLE regions (code bigint, name text) SERVER pico OPTIONS (distribution 'global');
 CREATE TABLE byk_local AS SELECT * FROM byk;
+CREATE TABLE regions_local AS SELECT * FROM regions;
 });
 is($node->safe_psql('postgres', 'SELECT count(*) FROM acct_local'), '300', 'the local copy has 300 rows');
 
-my %order = (acct => 'id', pairs => 'a, b', byk => 'id');
+my %order = (acct => 'id', pairs => 'a, b', byk => 'id', regions => 'code');
 # Runs `sql` on the foreign table and on the local copy; the results and both tables must agree.
 sub same {
     my ($table, $sql, $name) = @_;
@@ -134,6 +137,10 @@ same('byk', q{UPDATE byk SET v = upper(v) WHERE id % 4 = 0}, 'sharding key k out
 my @byk = grep { /^UPDATE "byk"/ } sent();
 like($byk[0] // '', qr/^UPDATE "byk" SET "v" = \$1 WHERE "id" = \$2 AND "k" = \$3$/,
      'identified by the primary key and the sharding key (which routes it)');
+
+# A global table: each row by its primary key, through a coordinator.
+same('regions', 'UPDATE regions SET name = upper(name) WHERE code % 3 = 0', 'a global table, row by row');
+same('regions', 'DELETE FROM regions WHERE length(name) > 6', 'DELETE from a global table, row by row');
 
 # Changing the sharding key is still refused; the row count is PostgreSQL's.
 my ($ret, $out, $err) = $node->psql('postgres', 'UPDATE pairs SET a = a + 1 WHERE b % 2 = 0');

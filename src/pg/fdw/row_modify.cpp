@@ -130,10 +130,10 @@ std::vector<std::string> remote_primary_key(TableInfo *t, Oid userid) {
     return names;
 }
 
-// The primary key's names: the table option primary_key, else the catalog (plain: may ereport).
-List *primary_key_names(TableInfo *t, Oid userid) {
+// The table option primary_key, split; NIL when not given.
+List *option_primary_key(Oid relid) {
     ListCell *lc;
-    foreach (lc, GetForeignTable(t->relid)->options) {
+    foreach (lc, GetForeignTable(relid)->options) {
         DefElem *def = lfirst_node(DefElem, lc);
         if (strcmp(def->defname, "primary_key") == 0) {
             List *names = NIL;
@@ -141,7 +141,14 @@ List *primary_key_names(TableInfo *t, Oid userid) {
             return names;
         }
     }
-    List *names = NIL;
+    return NIL;
+}
+
+// The primary key's names: the table option primary_key, else the catalog (plain: may ereport).
+List *primary_key_names(TableInfo *t, Oid userid) {
+    List *names = option_primary_key(t->relid);
+    if (names != NIL)
+        return names;
     guarded([&] {
         std::vector<std::string> remote;
         std::string hint = "Or give the foreign table its primary key: ALTER FOREIGN TABLE " +
@@ -432,10 +439,16 @@ void row_modify_explain(ResultRelInfo *rinfo, CmdType op, List *target_attrs, Ex
         plan.table = get_table_info(RelationGetRelid(rinfo->ri_RelationDesc));
         plan.op = op;
         plan.target_attrs = target_attrs;
+        // The identity is known now when the option gives the primary key (else it is read
+        // from the cluster when the statement starts).
+        bool known = option_primary_key(plan.table->relid) != NIL;
+        if (known)
+            resolve_identity(&plan);
         StringInfoData sql;
         initStringInfo(&sql);
         appendStringInfoString(&sql, row_sql(&plan, nullptr));
-        appendStringInfoString(&sql, " WHERE <primary key and sharding key> = $n, ...");
+        if (!known)
+            appendStringInfoString(&sql, " WHERE <primary key and sharding key> = $n, ...");
         ExplainPropertyText("Remote SQL", sql.data, es);
     }
     ExplainPropertyText("Row by Row",
