@@ -149,4 +149,22 @@ is($node->safe_psql('postgres', q{WITH u AS (UPDATE acct SET t = t || '?' WHERE 
    $node->safe_psql('postgres', q{WITH u AS (UPDATE acct_local SET t = t || '?' WHERE id % 9 = 2 RETURNING 1) SELECT count(*) FROM u}),
    'the row count');
 
+# A failure in the middle: the row whose statement fails is not written, the others stay
+# committed, and the error says how many rows were committed where. (Declared numeric without a
+# scale here, so the value too large for the remote numeric(12,2) is computed here and refused there.)
+$node->safe_psql('postgres', q{CREATE FOREIGN TABLE acct_wide (id bigint, d numeric) SERVER pico
+  OPTIONS (table_name 'acct', sharding_key 'id')});
+my $before = $node->safe_psql('postgres', 'SELECT id, d FROM acct WHERE id < 20 ORDER BY id');
+my ($frc, $fout, $ferr) = $node->psql('postgres',
+    'UPDATE acct_wide SET d = CASE WHEN id = 7 THEN 1e15 ELSE d + 1 END WHERE abs(id) < 20');
+isnt($frc, 0, 'a row refused by Picodata fails the statement');
+like($ferr, qr/DETAIL:.*(\d+) rows of this statement were already committed on Picodata \(127\.0\.0\.1:\d+: \d+/s,
+     'the DETAIL says how many rows were committed, by instance') or diag($ferr);
+my %was = map { split /\|/ } split /\n/, $before;
+my %now = map { split /\|/ } split /\n/, $node->safe_psql('postgres', 'SELECT id, d FROM acct WHERE id < 20 ORDER BY id');
+is($now{7}, $was{7}, 'the refused row is unchanged');
+my ($committed) = $ferr =~ /(\d+) rows of this statement were already committed/;
+is(scalar(grep { $_ != 7 && $now{$_} != $was{$_} } keys %now), $committed // -1,
+   'the rows the DETAIL counts are the rows changed');
+
 done_testing();
