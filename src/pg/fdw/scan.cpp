@@ -198,9 +198,10 @@ void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
 
 void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
     Cost startup = kStatementCost;
-    // The target of an UPDATE or DELETE with a condition evaluated here is refused when it runs
-    // (modify.cpp): in a prepared statement's generic plan (an array parameter), this cost sends
-    // the plan cache back to custom plans, whose constant array goes to Picodata.
+    // The target of an UPDATE or DELETE with a condition evaluated here is written row by row,
+    // one remote statement per row (row_modify.cpp): in a prepared statement's generic plan (an
+    // array parameter), this cost sends the plan cache back to custom plans, whose constant array
+    // goes to Picodata as one statement.
     RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
     CmdType cmd = root->parse->commandType;
     if ((cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
