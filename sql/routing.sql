@@ -98,8 +98,22 @@ SELECT explain_masked($q$DELETE FROM users_m WHERE v > 3$q$);
 EXPLAIN (COSTS OFF) INSERT INTO users VALUES (1, 'a', 2);
 UPDATE users SET id = 2 WHERE id = 1;
 UPDATE pairs SET b = 2 WHERE a = 'x';
-UPDATE users SET v = length(name) WHERE id = 1;
-DELETE FROM users WHERE lower(name) = 'x';
+-- Not one remote statement (a function evaluated here, a join with a local relation, RETURNING):
+-- the old rows are read by the scan below and written row by row, by primary key.
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = length(name) WHERE id = 1;
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE id = 2 AND lower(name) = 'x';
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = u.n FROM (VALUES (1, 10), (2, 20)) u(id, n) WHERE users.id = u.id;
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = v + 1 WHERE id = 1 RETURNING id, v;
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE id = 1 RETURNING name;
+-- With the table option primary_key, EXPLAIN shows the statement of a row in full (the identity:
+-- the primary key, then the sharding-key columns not in it).
+CREATE FOREIGN TABLE users_pk (id bigint, name text, v bigint) SERVER rt
+    OPTIONS (table_name 'users', sharding_key 'v', primary_key 'id');
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE users_pk SET name = upper(name) WHERE v = 3;
+ALTER FOREIGN TABLE users_pk OPTIONS (SET primary_key 'id, "x""y"');
+ALTER FOREIGN TABLE users_pk OPTIONS (SET primary_key 'nope');
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users_pk WHERE lower(name) = 'x' AND v = 3;
+DROP FOREIGN TABLE users_pk;
 -- RETURNING is answered from the values sent; bucket_id, which Picodata computes, cannot be.
 EXPLAIN (COSTS OFF, VERBOSE) INSERT INTO users VALUES (1, 'a', 2) RETURNING id, v;
 CREATE FOREIGN TABLE users_b (id bigint, name text, bucket_id integer) SERVER rt

@@ -70,9 +70,12 @@ CAST_TYPES = frozenset("bool boolean datetime decimal number numeric double inte
                        "int2 int4 int8 json string text varchar uuid".split())
 
 # Functions Picodata knows (dialect, section 1: aggregates of 25.5.1 and the scalar functions listed
-# there; `_pico_bucket` from the facts, section 2). Unknown functions fail in Picodata's planner.
+# there; `_pico_bucket` from the facts, section 2). Unknown functions fail in Picodata's planner
+# (`NotFound(SQLFunction)`, src/sql/router.rs:739-745@25.5.10): the scalar ones are those of its
+# registry (sql-planner/src/executor/engine.rs:92-146@25.5.10, sql-executor/src/executor/engine.rs
+# @26.3.0), with no `round` or `length`; `trim` and `substring` are rules of the grammar.
 FUNCTIONS = frozenset("count sum avg min max total group_concat string_agg abs lower upper substr "
-                      "substring coalesce trim to_char to_date length round version _pico_bucket".split())
+                      "substring coalesce trim to_char to_date version _pico_bucket".split())
 
 OPTION_INT = ("sql_motion_row_max", "sql_vdbe_opcode_max")
 READ_PREFERENCES = ("leader", "replica", "any")

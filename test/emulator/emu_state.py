@@ -23,7 +23,8 @@ VERSIONS = {name: emu_caps.capabilities(name) for name in emu_caps.BUILDS}
 DEFAULT_VERSION = emu_caps.DEFAULT_BUILD
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index
 PRIVATE_PORT_OFFSET = 200  # the instance's PostgreSQL server, behind its front: base + 200 + index
-CATALOG_TABLES = ["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table"]
+CATALOG_TABLES = ["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table",
+                  "_pico_index"]
 PUBLIC_TABLES = ["_pico_instance", "_pico_peer_address"]  # what role PUBLIC reads in Picodata
 
 

@@ -71,6 +71,8 @@ REFUSED = [
     ("SELECT /* c */ 1", "comment"),
     ("SELECT pg_is_in_recovery()", "function"),
     ("SELECT * FROM generate_series(1, 3)", "function"),
+    ('SELECT round("d", 1) FROM "t"', "function"),
+    ('UPDATE "t" SET "n" = length("name")', "function"),
     ("SELECT pg_catalog.now()", "schema"),
     ("SELECT a.b.c FROM t", "schema"),
     ("SELECT x::timestamptz FROM t", "cast_type"),

@@ -331,6 +331,11 @@ void deparse_node(Node *node, Context *cx) {
         case T_Aggref:
             deparse_aggref(reinterpret_cast<Aggref *>(node), cx);
             return;
+        case T_CoalesceExpr:
+            appendStringInfoString(cx->buf, "coalesce(");
+            deparse_list(reinterpret_cast<CoalesceExpr *>(node)->args, ", ", cx);
+            appendStringInfoChar(cx->buf, ')');
+            return;
         default:
             elog(ERROR, "picoroute: cannot deparse node type %d", static_cast<int>(nodeTag(node)));
     }

@@ -287,6 +287,11 @@ struct RoutedStatement {
     // without it describes the decision its keys give at that time (explain_routing).
     bool describe;
     uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
+    // A pushed ORDER BY or LIMIT with a local plan for the same rows (upper.cpp): Picodata's
+    // row-limit error, which comes before any row, ends the execution without results and sets
+    // row_limit_exceeded instead of being raised.
+    bool row_limit_fallback;
+    bool row_limit_exceeded;
     MemoryContextCallback cleanup;
 };
 
@@ -428,16 +433,13 @@ bool deparse_join_from(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel, L
 List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor);
 
 // ---- modifications (modify.cpp, direct_modify.cpp) and IMPORT FOREIGN SCHEMA (import.cpp) ----
-// INSERT and the row-by-row UPDATE / DELETE callbacks.
+// INSERT and the row-by-row UPDATE / DELETE callbacks (row_modify.cpp writes the latter).
 void install_modify_callbacks(struct FdwRoutine *routine);
 // UPDATE and DELETE run remotely as one statement.
 void install_direct_modify_callbacks(struct FdwRoutine *routine);
 // Refuses (ereport) an UPDATE that would change a sharding-key column: the row would belong to
 // another bucket.
 void refuse_key_update(TableInfo *table, List *target_attrs);
-// Refuses an UPDATE or DELETE of `relid` that is not one remote statement (row by row): raised
-// when the executor starts, by the scan of its target or by BeginForeignModify. Plain.
-void refuse_row_by_row(CmdType op, Oid relid);
 // The user whose user mapping a statement uses: the owner of the view it came through
 // (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
 Oid user_for_rte(RangeTblEntry *rte);

@@ -4,8 +4,9 @@
 // INSERT: each row's bucket is computed from its sharding-key values; rows are grouped by the
 // instance that owns their bucket and sent as one multi-row INSERT per instance and batch
 // (batch_size), all instances in parallel. UPDATE and DELETE run remotely as one statement
-// (direct modification), routed like a scan when the sharding key is fixed. An UPDATE that would
-// change a sharding-key column is refused: the row would belong to another bucket.
+// (direct modification), routed like a scan when the sharding key is fixed, or else row by row,
+// by primary key (row_modify.cpp). An UPDATE that would change a sharding-key column is refused:
+// the row would belong to another bucket.
 //
 // Picodata commits every statement on its own: remote writes are not undone by a local ROLLBACK,
 // and a batch sent to several instances may be applied on some of them when another one fails.
@@ -35,6 +36,7 @@ extern "C" {
 
 #include "core/statement_route.h"
 #include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 
@@ -53,6 +55,7 @@ namespace {
 
 // Executor state of an INSERT (also of COPY FROM and of tuple routing into a foreign partition).
 struct InsertState {
+    ModifyKind kind;  // first (row_modify.h): row_by_row false
     Relation rel;
     TableInfo *table;
     List *target_attrs;
@@ -121,17 +124,16 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
     RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
     TableInfo *table = get_table_info(rte->relid);
     CmdType op = plan->operation;
+    List *set_attrs = NIL;
     if (op == CMD_UPDATE) {
-        List *tlist = NIL, *attrs = NIL;
-        get_translated_update_targetlist(root, resultRelation, &tlist, &attrs);
-        refuse_key_update(table, attrs);
+        List *tlist = NIL;
+        get_translated_update_targetlist(root, resultRelation, &tlist, &set_attrs);
+        refuse_key_update(table, set_attrs);
     }
-    // Refused when it runs (picoroute supports UPDATE and DELETE as one remote statement only,
-    // direct_modify.cpp): a generic plan of a prepared statement, where an array parameter
-    // keeps a clause here, must still plan so that its cost can send the plan cache back to
-    // custom plans (scan.cpp charges such a scan disable_cost).
+    // Not one remote statement (direct_modify.cpp did not take it): written row by row
+    // (row_modify.cpp), the columns set and the command.
     if (op == CMD_UPDATE || op == CMD_DELETE)
-        return list_make2(NIL, makeInteger(op));
+        return list_make2(set_attrs, makeInteger(op));
     if (plan->returningLists != NIL)
         refuse_unknown_returning(
             rte->relid, static_cast<List *>(list_nth(plan->returningLists, subplan_index)));
@@ -202,9 +204,11 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
                             int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
         return;
-    if (list_length(fdw_private) > 1)
-        refuse_row_by_row(static_cast<CmdType>(intVal(lsecond(fdw_private))),
-                          RelationGetRelid(rinfo->ri_RelationDesc));
+    if (list_length(fdw_private) > 1) {
+        row_modify_begin(mtstate, rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
+                         static_cast<List *>(linitial(fdw_private)));
+        return;
+    }
     EState *estate = mtstate->ps.state;
     RangeTblEntry *rte =
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
@@ -436,9 +440,13 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
 }
 
 void picoEndForeignModify(EState *, ResultRelInfo *rinfo) {
-    InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
-    if (s != nullptr)
-        flush_rows(s);
+    ModifyKind *kind = static_cast<ModifyKind *>(rinfo->ri_FdwState);
+    if (kind == nullptr)
+        return;
+    if (kind->row_by_row)
+        row_modify_end(rinfo);
+    else
+        flush_rows(reinterpret_cast<InsertState *>(kind));
 }
 
 // How send_rows routes the rows of an INSERT into `table` with columns `attrs` (EXPLAIN's
@@ -464,10 +472,8 @@ const char *insert_routing(TableInfo *table, List *attrs) {
 void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
                               ExplainState *es) {
     if (list_length(fdw_private) > 1) {
-        ExplainPropertyText("Refused",
-                            "not one remote statement (a row-by-row UPDATE or DELETE): the "
-                            "statement fails when it runs",
-                            es);
+        row_modify_explain(rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
+                           static_cast<List *>(linitial(fdw_private)), es);
         return;
     }
     if (!es->verbose)
@@ -497,36 +503,15 @@ void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fd
         es);
 }
 
-// Never called: UPDATE and DELETE either run as direct modifications or are refused when the
-// executor starts (refuse_row_by_row). The executor only checks that the callbacks exist.
-TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *,
-                                         TupleTableSlot *) {
-    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                    errmsg("picoroute: row-by-row UPDATE or DELETE is not supported on foreign "
-                           "table \"%s\"",
-                           RelationGetRelationName(rinfo->ri_RelationDesc))));
-    return nullptr;
+// An UPDATE or DELETE that is not one remote statement, row by row (row_modify.cpp).
+TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                         TupleTableSlot *plan_slot) {
+    return row_modify_exec(rinfo, slot, plan_slot);
 }
 
 }  // namespace
 
 namespace picoroute::pg::fdw {
-
-void refuse_row_by_row(CmdType op, Oid relid) {
-    const char *what = op == CMD_UPDATE ? "UPDATE" : "DELETE";
-    ereport(ERROR,
-            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-             errmsg("picoroute: this %s on foreign table \"%s\" cannot run as one remote statement",
-                    what, get_rel_name(relid)),
-             errdetail("Picodata rows have no identity that a row-by-row %s could use: the %s must "
-                       "all be sent to Picodata, and RETURNING, joins and local functions are not "
-                       "supported.",
-                       what,
-                       op == CMD_UPDATE ? "WHERE clause and SET expressions"
-                                        : "conditions of the WHERE clause"),
-             errhint("Use columns, constants, parameters, comparisons, IN, IS NULL, LIKE and "
-                     "AND/OR/NOT only, or run the statement with picoroute_exec.")));
-}
 
 void refuse_key_update(TableInfo *table, List *target_attrs) {
     ListCell *lc;
@@ -565,6 +550,7 @@ void install_modify_callbacks(FdwRoutine *routine) {
     routine->EndForeignInsert = picoEndForeignInsert;
     routine->ExecForeignUpdate = picoExecForeignRowChange;
     routine->ExecForeignDelete = picoExecForeignRowChange;
+    routine->AddForeignUpdateTargets = add_foreign_update_targets;
 }
 
 }  // namespace picoroute::pg::fdw

@@ -10,7 +10,8 @@
 //                  execution_options (on | off), sql_motion_row_max, sql_vdbe_opcode_max,
 //                  pushdown_aggregates (on | off)
 //   user mapping:  user, password (a non-superuser must give a password)
-//   foreign table: table_name, sharding_key ('a, b': columns in hashing order),
+//   foreign table: table_name, sharding_key ('a, b': columns in hashing order), primary_key
+//                  ('a, b': the identity of a row written row by row, else read from _pico_index),
 //                  distribution (sharded | global), batch_size, sql_motion_row_max,
 //                  sql_vdbe_opcode_max, pushdown_aggregates
 //
@@ -70,6 +71,7 @@ const OptionDef kOptions[] = {
     {"password", UserMappingRelationId},
     {"table_name", ForeignTableRelationId},
     {"sharding_key", ForeignTableRelationId},
+    {"primary_key", ForeignTableRelationId},
     {"distribution", ForeignTableRelationId},
     {"batch_size", ForeignTableRelationId},
     {"sql_motion_row_max", ForeignTableRelationId},
@@ -170,6 +172,10 @@ void validate(List *options, Oid catalog) {
             foreach (kc, split_key(defGetString(def), def->defname))
                 check_remote_name(static_cast<const char *>(lfirst(kc)), "sharding key column");
             has_key = true;
+        } else if (strcmp(def->defname, "primary_key") == 0) {
+            ListCell *kc;
+            foreach (kc, split_key(defGetString(def), def->defname))
+                check_remote_name(static_cast<const char *>(lfirst(kc)), "primary key column");
         } else if (strcmp(def->defname, "table_name") == 0) {
             check_remote_name(defGetString(def), "table");
         } else if (strcmp(def->defname, "picodata_version") == 0) {

@@ -384,6 +384,7 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
 
 void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys) {
     release_results(st);
+    st->row_limit_exceeded = false;
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     if (st->is_write)
         before_remote_write(RelationGetRelationName(st->rel));
@@ -399,6 +400,11 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
             run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref,
                      retry, st->is_write ? &log : nullptr, &st->sent_again);
         } catch (const PgError &e) {
+            // The caller computes the same rows here (a pushed ORDER BY or LIMIT over the bound).
+            if (st->row_limit_fallback && is_row_limit_error(e)) {
+                st->row_limit_exceeded = true;
+                return;
+            }
             // Nothing was handed over yet: every job is read again, in chunks.
             std::vector<ResultPtr> chunks;
             if (!read_in_chunks(st, jobs, retry, e, &chunks))

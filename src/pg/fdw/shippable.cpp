@@ -6,6 +6,7 @@
 // columns of the foreign table, constants, parameters, comparisons (= <> < <= > >=; on text the
 // ordering ones only under a byte-order collation, as Picodata orders strings by bytes), LIKE,
 // ILIKE (byte-order collation), NOT LIKE / NOT ILIKE written NOT (a LIKE b), + - * on numbers,
+// / on integers and doubles, % on integers, || on text, COALESCE over one type (arith_ok),
 // unary minus on integers and numerics written (0 - x), IN / NOT IN lists (= ANY / <> ALL over a
 // constant array or an ARRAY[...] of constants and parameters), IS [NOT] NULL, AND / OR / NOT,
 // for the types Picodata knows (integers, double precision, numeric, text, varchar, character,
@@ -66,7 +67,8 @@ RemoteOp remote_operator(Oid opno, int nargs) {
     if (nargs == 2) {
         static const char *const compare[] = {"=", "<>"};
         static const char *const order[] = {"<", "<=", ">", ">="};
-        static const char *const arith[] = {"+", "-", "*"};
+        // "/" and "%" only on some types, "||" only on text: shippable_opexpr checks them.
+        static const char *const arith[] = {"+", "-", "*", "/", "%", "||"};
         for (const char *op : compare)
             if (strcmp(name, op) == 0)
                 out = {OpKind::Compare, op};
@@ -202,6 +204,54 @@ bool value_only_type(Oid type) {
     return type == FLOAT4OID;
 }
 
+bool is_integer_type(Oid type) {
+    return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+// An arithmetic or concatenation operator whose result Picodata computes as PostgreSQL does (its
+// storages evaluate expressions with Tarantool's SQL, src/box/sql/mem.c and util.c of the
+// picodata-25.5 branch of Picodata's tarantool fork; the grammar has "+ - * / %" and "||" at every
+// release, sql-planner/src/frontend/sql/query.pest:409-415@25.5.10 and :437-443@26.1.6,
+// crates/sql-frontend/src/frontend/sql/ast/query.pest:463-469@26.2.1-rc2,
+// sql-frontend/src/frontend/sql/ast/query.pest:461-467@26.3.0):
+//   + - *  on numbers (as before);
+//   /      on integers (both truncate toward zero: sql_div_int, util.c:959) and doubles (IEEE;
+//          both refuse a division by zero: mem_div, mem.c:2311), not on numerics (Tarantool's
+//          decimal_div keeps up to 38 digits where PostgreSQL chooses a scale);
+//   %      on integers (the sign of the dividend, as C and PostgreSQL: sql_rem_int, util.c:998);
+//   ||     on text (textcat: NULL when either side is NULL, as mem_concat, mem.c:1989), not the
+//          anytextcat forms that turn a number into text.
+bool arith_ok(const char *spelling, OpExpr *op) {
+    Oid left = exprType(static_cast<Node *>(linitial(op->args)));
+    Oid right = exprType(static_cast<Node *>(lsecond(op->args)));
+    if (strcmp(spelling, "||") == 0)
+        return is_text_type(left) && is_text_type(right) && is_text_type(op->opresulttype);
+    if (strcmp(spelling, "%") == 0)
+        return is_integer_type(left) && is_integer_type(right);
+    if (strcmp(spelling, "/") == 0)
+        return (is_integer_type(left) && is_integer_type(right)) ||
+               (left == FLOAT8OID && right == FLOAT8OID);
+    return is_number_type(left);
+}
+
+// COALESCE (a function of Picodata's at every release: sql-planner/src/executor/engine.rs:130
+// @25.5.10, :138@26.1.6, crates/sql-executor/src/executor/engine.rs:93@26.2.1-rc2,
+// sql-executor/src/executor/engine.rs:93@26.3.0): the first value that is not NULL, over values
+// of one type (PostgreSQL adds a cast where they differ, which is evaluated here).
+bool shippable_coalesce(CoalesceExpr *c, RelOptInfo *rel) {
+    if (!shippable_type(c->coalescetype) || !deterministic_collation(c->coalescecollid))
+        return false;
+    ListCell *lc;
+    foreach (lc, c->args)
+        if (exprType(static_cast<Node *>(lfirst(lc))) != c->coalescetype)
+            return false;
+    // Picodata types a parameter by what surrounds it: one argument must not be a parameter.
+    bool typed = false;
+    foreach (lc, c->args)
+        typed = typed || !param_like(static_cast<Node *>(lfirst(lc)), rel->relid);
+    return typed && shippable_args(c->args, rel);
+}
+
 // A binary operator (comparison, LIKE, arithmetic) Picodata can type: it needs one operand that
 // is not a parameter (a "$1 = $2" or "$1 + $2" leaves both types open).
 bool shippable_opexpr(OpExpr *op, RelOptInfo *rel) {
@@ -236,7 +286,7 @@ bool shippable_opexpr(OpExpr *op, RelOptInfo *rel) {
                 return false;
             break;
         case OpKind::Arith:
-            if (!is_number_type(argtype))
+            if (!arith_ok(rop.spelling, op))
                 return false;
             break;
         case OpKind::Negate:
@@ -309,6 +359,8 @@ bool shippable(Node *node, RelOptInfo *rel) {
             return shippable_saop(reinterpret_cast<ScalarArrayOpExpr *>(node), rel);
         case T_BoolExpr:
             return shippable_args(reinterpret_cast<BoolExpr *>(node)->args, rel);
+        case T_CoalesceExpr:
+            return shippable_coalesce(reinterpret_cast<CoalesceExpr *>(node), rel);
         case T_NullTest: {
             // A test of a value alone ($1 IS NOT NULL) is decided here: nothing would type it.
             NullTest *nt = reinterpret_cast<NullTest *>(node);
