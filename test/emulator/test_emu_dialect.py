@@ -603,6 +603,7 @@ class ErrorTextTest(unittest.TestCase):
     def test_storage_errors_in_picodatas_words(self):
         import emu_front
 
+        # Every SQL-path error reaches a client as traft's Error::Sbroad, "sbroad: {0}" (README's table).
         def sent(code, text, detail=None, bind=False):
             body = emu_front.error_body(code, text, hint="a hint")
             if detail:
@@ -614,18 +615,18 @@ class ErrorTextTest(unittest.TestCase):
 
         self.assertEqual(sent("23505", 'duplicate key value violates unique constraint "ty_pkey"',
                               "Key (id)=(5) already exists."),
-                         [("C", "XX000"), ("M", 'Duplicate key exists in unique index "ty_pkey" in space "ty" '
+                         [("C", "XX000"), ("M", 'sbroad: Duplicate key exists in unique index "ty_pkey" in space "ty" '
                                                 'with old tuple - [5] and new tuple - [5]')])
         self.assertEqual(sent("23502", 'null value in column "name" of relation "ty" violates not-null constraint'),
-                         [("C", "XX000"), ("M", "Tuple field 2 (name) type does not match one required by "
+                         [("C", "XX000"), ("M", "sbroad: Tuple field 2 (name) type does not match one required by "
                                                 "operation: expected string, got nil")])
         self.assertEqual(sent("23502", 'null value in column "n" of relation "ty" violates not-null constraint')[1],
-                         ("M", "Tuple field 3 (n) type does not match one required by operation: expected "
+                         ("M", "sbroad: Tuple field 3 (n) type does not match one required by operation: expected "
                                "decimal, got nil"))
         self.assertEqual(sent("22012", "division by zero"),
-                         [("C", "XX000"), ("M", "Failed to execute SQL statement: division by zero")])
+                         [("C", "XX000"), ("M", "sbroad: Failed to execute SQL statement: division by zero")])
         self.assertEqual(sent("22003", "bigint out of range"),
-                         [("C", "XX000"), ("M", "Failed to execute SQL statement: integer is overflowed")])
+                         [("C", "XX000"), ("M", "sbroad: Failed to execute SQL statement: integer is overflowed")])
         self.assertEqual(sent("22P02", 'invalid input syntax for type bigint: "abc"'),
                          [("C", "XX000"), ("M", "sbroad: failed to parse 'abc' as a value of type int, consider "
                                                 "using explicit type casts")])
