@@ -127,6 +127,16 @@ const std::vector<CapabilityRow> &capability_table() {
         // src/sql.rs at 26.1.2, 26.1.6, 26.2.1-rc1 and 26.3.0; absent at 26.1.1 and 26.2.0, where
         // such a write fails with tarantool's "Can't modify data on a read-only instance".
         {Capability::SwitchoverRefusal, "switchover_refusal", {"26.1.2", "26.2.1-rc1"}},
+        // Plain EXPLAIN in sections under headers ("# Logical plan", "# Buckets") and its column
+        // named "EXPLAIN" (was "QUERY PLAN"): test/int/sql/explain.sql and
+        // src/pgproto/backend/describe.rs at 26.2.1-rc1 (commit 718758b31), not at 26.2.0
+        // or 26.1.6.
+        // The buckets line itself is the same at every version (route check, core/route_check.h).
+        {Capability::ExplainSections, "explain_sections", {"26.2.1-rc1"}},
+        // EXPLAIN of an INSERT ... VALUES hashes its rows (try_calculate_sharded_insert_buckets in
+        // sql-planner/src/executor/bucket_discovery.rs at 26.1.0); before, "buckets = unknown"
+        // (can_estimate_buckets refuses a segment motion, execution_info.rs at 25.5.10).
+        {Capability::ExplainInsertBuckets, "explain_insert_buckets", {"26.1.0"}},
     };
     return table;
 }
@@ -177,7 +187,7 @@ CapabilitySet::CapabilitySet(std::string_view version) {
     std::optional<Version> v = parse_version(version);
     if (!v)
         return;
-    static_assert(static_cast<uint32_t>(Capability::SwitchoverRefusal) < 32,
+    static_assert(static_cast<uint32_t>(Capability::ExplainInsertBuckets) < 32,
                   "a CapabilitySet holds 32 capabilities");
     for (const CapabilityRow &row : capability_table())
         if (caps::has(*v, row.capability))

@@ -36,14 +36,16 @@ std::string to_string(const Version &v);
 std::optional<std::string> lowest_version(const std::vector<std::string> &versions);
 
 enum class Capability {
-    PruneByBucketId,     // bucket_id = N / IN (...) restricts a statement to the owners
-    Forward,             // session option forward (off: refuse statements owned elsewhere)
-    StmtInvalidation,    // startup option pico_stmt_invalidation (42999 on stale statements)
-    ReadPreference,      // read_preference as startup option and in OPTION (...)
-    LocalExecution,      // a single-bucket statement at its owner runs there (no second hop)
-    IntegralDoubleHash,  // a double equal to an integer hashes as that integer
-    DnfChainLimit,       // above kDnfChainLimit OR-of-AND chains a statement goes everywhere
-    SwitchoverRefusal,   // a write reaching a demoted master is refused with "retry is required"
+    PruneByBucketId,       // bucket_id = N / IN (...) restricts a statement to the owners
+    Forward,               // session option forward (off: refuse statements owned elsewhere)
+    StmtInvalidation,      // startup option pico_stmt_invalidation (42999 on stale statements)
+    ReadPreference,        // read_preference as startup option and in OPTION (...)
+    LocalExecution,        // a single-bucket statement at its owner runs there (no second hop)
+    IntegralDoubleHash,    // a double equal to an integer hashes as that integer
+    DnfChainLimit,         // above kDnfChainLimit OR-of-AND chains a statement goes everywhere
+    SwitchoverRefusal,     // a write reaching a demoted master is refused with "retry is required"
+    ExplainSections,       // plain EXPLAIN prints "# Logical plan" / "# Buckets" sections
+    ExplainInsertBuckets,  // EXPLAIN of an INSERT ... VALUES names the buckets of its rows
 };
 inline constexpr size_t kDnfChainLimit = 512;
 

@@ -137,6 +137,18 @@ TEST(CapabilitiesTest, SwitchoverRefusalFrom26_1_2And26_2_1_rc1) {
     EXPECT_TRUE(has("26.3.0", Capability::SwitchoverRefusal));
 }
 
+TEST(CapabilitiesTest, ExplainFormatsBySeries) {
+    EXPECT_FALSE(has("25.5.10", Capability::ExplainSections));
+    EXPECT_FALSE(has("26.1.6", Capability::ExplainSections));
+    EXPECT_FALSE(has("26.2.0", Capability::ExplainSections));
+    EXPECT_TRUE(has("26.2.1-rc1", Capability::ExplainSections));
+    EXPECT_TRUE(has("26.3.0", Capability::ExplainSections));
+    EXPECT_FALSE(has("25.5.10", Capability::ExplainInsertBuckets));
+    EXPECT_FALSE(has("25.6.0-40-gabc", Capability::ExplainInsertBuckets));
+    EXPECT_TRUE(has("26.1.0", Capability::ExplainInsertBuckets));
+    EXPECT_TRUE(has("26.3.0", Capability::ExplainInsertBuckets));
+}
+
 TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {
     for (const CapabilityRow &row : capability_table()) {
         EXPECT_FALSE(has("", row.capability)) << row.name;
