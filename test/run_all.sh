@@ -111,6 +111,7 @@ step "hash cross-check, emulator dialect tests, port ranges"
 python3 test/tools/bucket_hash_reference.py --self-test
 python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
 python3 test/emulator/test_emu_dialect.py
+python3 test/emulator/test_emu_explain.py
 python3 test/tools/port_range.py --self-test
 
 # The package is the one build of the extension (PGXS make inside pg_buildext, from `make dist`);
