@@ -15,6 +15,7 @@ extern "C" {
 #include "pg/route_checks.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -30,6 +31,9 @@ using route_check::State;
 struct Slot {
     // (incarnation << 8) | state, written last: the hot path reads it without the lock.
     pg_atomic_uint64 word;
+    // Pending: when the check is taken to be abandoned; Unknown: when the next may run. Before it,
+    // the hot path routes by bucket without the lock.
+    pg_atomic_uint64 due_ms;
     // Everything below is read and written under the lock.
     Oid dbid;
     Oid relid;
@@ -128,8 +132,34 @@ void take_on(int i, int64 now, CheckTicket *ticket) {
     Slot &slot = slots[i];
     uint64 incarnation = incarnation_of(pg_atomic_read_u64(&slot.word));
     slot.progress.claimed_at_ms = now;
+    pg_atomic_write_u64(&slot.due_ms, static_cast<uint64>(now + route_check::kPendingStaleMs));
     set_word(&slot, incarnation, State::Pending);
     *ticket = CheckTicket{i, incarnation};
+}
+
+// The step of an entry whose incarnation still matches, without the lock; nullopt when it must be
+// looked at under the lock (no longer this key, or a check is due).
+std::optional<CheckStep> lock_free_step(const CheckTicket &entry, bool may_check) {
+    if (entry.slot < 0 || entry.slot >= header->capacity)
+        return std::nullopt;
+    Slot &slot = slots[entry.slot];
+    uint64 word = pg_atomic_read_u64(&slot.word);
+    if (incarnation_of(word) != entry.incarnation)
+        return std::nullopt;
+    switch (state_of(word)) {
+        case State::Agreed:
+            return CheckStep::ByBucket;
+        case State::Disagreed:
+            return CheckStep::ThroughCoordinator;
+        case State::Pending:
+        case State::Unknown:
+            if (!may_check || static_cast<uint64>(now_ms()) < pg_atomic_read_u64(&slot.due_ms))
+                return CheckStep::ByBucket;
+            return std::nullopt;
+        case State::Empty:
+            break;
+    }
+    return std::nullopt;
 }
 
 // A new entry for `key` (under the exclusive lock), or -1 when the table is full.
@@ -160,6 +190,8 @@ int new_entry(const CheckKey &key, int64 now) {
     slot.checked_at = 0;
     slot.picoroute_bucket = slot.picodata_bucket = 0;
     slot.table[0] = slot.sample[0] = slot.detail[0] = '\0';
+    slot.progress.claimed_at_ms = now;
+    pg_atomic_write_u64(&slot.due_ms, static_cast<uint64>(now + route_check::kPendingStaleMs));
     set_word(&slot, incarnation, State::Pending);
     return i;
 }
@@ -198,28 +230,27 @@ void route_checks_shmem_init() {
         int tranche = LWLockNewTrancheId();
         LWLockInitialize(&header->lock, tranche);
         header->capacity = setting_max_route_checks;
-        for (int i = 0; i < header->capacity; i++)
+        for (int i = 0; i < header->capacity; i++) {
             pg_atomic_init_u64(&slots[i].word, 0);
+            pg_atomic_init_u64(&slots[i].due_ms, 0);
+        }
     }
     LWLockRegisterTranche(header->lock.tranche, "picoroute_route_checks");
 }
 
-CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket) {
+CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket,
+                        CheckTicket *entry) {
     if (header == nullptr)
         return CheckStep::ByBucket;
     std::string k = cache_key(key);
     auto &cache = local_cache();
     auto it = cache.find(k);
     if (it != cache.end()) {
-        uint64 word = pg_atomic_read_u64(&slots[it->second.slot].word);
-        if (incarnation_of(word) == it->second.incarnation) {
-            State state = state_of(word);
-            if (state == State::Agreed)
-                return CheckStep::ByBucket;
-            if (state == State::Disagreed)
-                return CheckStep::ThroughCoordinator;
-            if (!may_check)
-                return CheckStep::ByBucket;
+        CheckTicket cached{it->second.slot, it->second.incarnation};
+        if (std::optional<CheckStep> step = lock_free_step(cached, may_check)) {
+            if (entry != nullptr)
+                *entry = cached;
+            return *step;
         }
     }
     TableLock lock(LW_EXCLUSIVE);
@@ -233,6 +264,8 @@ CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket
         if (cache.size() > 10000)
             cache.clear();
         cache[k] = Cached{i, incarnation_of(word)};
+        if (entry != nullptr)
+            *entry = CheckTicket{i, incarnation_of(word)};
         CheckStep step =
             step_of(route_check::next_step(state_of(word), slot.progress, now, may_check));
         if (step == CheckStep::Check)
@@ -249,7 +282,15 @@ CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket
         cache.clear();
     cache[k] = Cached{i, incarnation};
     *ticket = CheckTicket{i, incarnation};
+    if (entry != nullptr)
+        *entry = *ticket;
     return CheckStep::Check;
+}
+
+std::optional<CheckStep> entry_step(const CheckTicket &entry, bool may_check) {
+    if (header == nullptr)
+        return CheckStep::ByBucket;
+    return lock_free_step(entry, may_check);
 }
 
 void record_check(const CheckTicket &ticket, const CheckResult &result) {
@@ -264,6 +305,9 @@ void record_check(const CheckTicket &ticket, const CheckResult &result) {
         route_check::note_inconclusive(&slot.progress, now);
     else
         slot.progress.attempts = 0;
+    pg_atomic_write_u64(&slot.due_ms, result.state == State::Unknown
+                                          ? static_cast<uint64>(slot.progress.retry_at_ms)
+                                          : 0);
     slot.checked_at = GetCurrentTimestamp();
     slot.picoroute_bucket = result.picoroute_bucket;
     slot.picodata_bucket = result.picodata_bucket;

@@ -55,8 +55,14 @@ struct CheckTicket {
 
 // The verdict for `key` as a statement must follow it now. Check: this backend took the check on
 // (the entry is Pending, *ticket set): run it and record() the result. With `may_check` false (an
-// EXPLAIN) nothing is taken on or created. C++ context (no PostgreSQL error is raised).
-CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket);
+// EXPLAIN) nothing is taken on or created. *entry, when given, is set to the entry consulted, for
+// entry_step. A pending or unknown verdict not yet due costs no lock either. C++ context.
+CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket,
+                        CheckTicket *entry = nullptr);
+// The hot path of a caller that keeps the entry consult_check gave for a key: the step, read
+// without the lock, or nullopt when consult_check must be asked (the entry was taken for another
+// key, or a check is due).
+std::optional<CheckStep> entry_step(const CheckTicket &entry, bool may_check);
 
 // The result of a check, as recorded.
 struct CheckResult {

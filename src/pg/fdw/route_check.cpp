@@ -29,6 +29,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include "core/remote_text.h"
 #include "core/route_check.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
@@ -36,10 +37,13 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/route_checks.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace picoroute::pg::fdw {
@@ -52,6 +56,8 @@ using route_check::State;
 // The time the EXPLAIN statements of one check may take together, once connected (the connection
 // itself is bounded by picoroute.connect_timeout).
 constexpr int kCheckAnswerMs = 3000;
+// The most bytes of a check's detail (a remote error may be megabytes long).
+constexpr size_t kDetailMax = 300;
 
 struct KeyColumn {
     std::string name;  // the remote column, quoted
@@ -192,6 +198,8 @@ std::vector<std::string> CheckConnection::explain(const ExplainStatement &st) {
     if (outcome == IoOutcome::Timeout)
         throw std::runtime_error("no answer from " + address_ + " within " +
                                  std::to_string(kCheckAnswerMs) + " ms");
+    if (last != nullptr && is_copy_result(last.get()))
+        throw std::runtime_error(address_ + " answered with a COPY state");
     if (outcome != IoOutcome::Done || last == nullptr)
         throw std::runtime_error(address_ + ": " + libpq_message(PQerrorMessage(conn_)));
     if (PQresultStatus(last.get()) != PGRES_TUPLES_OK)
@@ -278,6 +286,7 @@ CheckResult check_and_record(const CheckTarget &c, const CheckTicket &ticket) {
         result.state = State::Unknown;
         result.detail = e.what();
         if (is_local_interrupt(e)) {
+            result.detail = bounded_utf8(result.detail, kDetailMax);
             result.table = qualified_name(c.table->relid);
             record_check(ticket, result);
             throw;
@@ -289,6 +298,8 @@ CheckResult check_and_record(const CheckTarget &c, const CheckTicket &ticket) {
         result.state = State::Unknown;
         result.detail = e.what();
     }
+    // A remote text: valid UTF-8, and short enough for the view and one log line.
+    result.detail = bounded_utf8(result.detail, kDetailMax);
     result.table = qualified_name(c.table->relid);
     record_check(ticket, result);
     return result;
@@ -322,6 +333,24 @@ void report(const CheckTarget &c, const CheckKey &key, const CheckResult &r) {
     }
 }
 
+// Where each table's key verdict was last found (by map generation, double rule and key types):
+// while the map and the types stay, a statement reads that entry's word and nothing else.
+struct Memo {
+    uint64_t generation = 0;
+    uint8_t rule = 0;
+    std::vector<Oid> types;
+    CheckTicket entry;
+};
+
+std::unordered_map<Oid, Memo> &memos() {
+    static std::unordered_map<Oid, Memo> memo;
+    return memo;
+}
+
+KeyRoute route_of(CheckStep step) {
+    return step == CheckStep::ThroughCoordinator ? KeyRoute::Coordinator : KeyRoute::ByBucket;
+}
+
 void warn_full(const TableInfo *t) {
     static std::set<Oid> warned;
     if (!warned.insert(t->relid).second)
@@ -343,6 +372,14 @@ KeyRoute key_route(const TableInfo *table, const Oid *types, int ntypes, Oid use
                    bool may_check) {
     if (!setting_route_check || table->global || ntypes != table->nkeys || ntypes == 0)
         return KeyRoute::ByBucket;
+    uint64_t generation = published_generation();
+    auto rule = static_cast<uint8_t>(table->double_rule);
+    auto memo = memos().find(table->relid);
+    if (memo != memos().end() && memo->second.generation == generation &&
+        memo->second.rule == rule && memo->second.types.size() == static_cast<size_t>(ntypes) &&
+        std::equal(types, types + ntypes, memo->second.types.begin()))
+        if (std::optional<CheckStep> step = entry_step(memo->second.entry, may_check))
+            return route_of(*step);
     CheckTarget c{table, types, {}, userid};
     for (int i = 0; i < ntypes; i++) {
         const KeyType *kt = find_key_type(types[i]);
@@ -352,11 +389,13 @@ KeyRoute key_route(const TableInfo *table, const Oid *types, int ntypes, Oid use
     }
     CheckKey key;
     key.relid = table->relid;
-    key.rule = static_cast<uint8_t>(table->double_rule);
+    key.rule = rule;
     key.signature = route_check::signature_text(c.picodata_types);
     key.version = current_map().view->cluster_version().value_or("");
-    CheckTicket ticket;
-    switch (consult_check(key, may_check, &ticket)) {
+    CheckTicket ticket, entry;
+    CheckStep step = consult_check(key, may_check, &ticket, &entry);
+    memos()[table->relid] = Memo{generation, rule, std::vector<Oid>(types, types + ntypes), entry};
+    switch (step) {
         case CheckStep::ByBucket:
             return KeyRoute::ByBucket;
         case CheckStep::ThroughCoordinator:
