@@ -47,6 +47,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..
 import bucket_hash_reference as ref  # noqa: E402
 
 RULE = "\u2500" * 70
+# Tables every instance has besides the user's (the catalog; emu_state.CATALOG_TABLES).
+CATALOG = frozenset(["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier",
+                     "_pico_table", "_pico_bucket"])
+
+
+class ExplainError(Exception):
+    """What Picodata answers instead of a plan (an XX000 error with this text)."""
 TEXT_OID = 25
 _UNKNOWN = emu_route._UNKNOWN
 _PICO_TYPES = {"int": "int", "text": "string", "bool": "bool", "double": "double", "decimal": "decimal",
@@ -323,6 +330,11 @@ def answer(sql, params, state, version, motion_row_max, vdbe_opcode_max):
     explain = emu_route.statement_tokens(sql)
     inner = sql[explain[1].pos:] if len(explain) > 1 else ""
     toks = emu_route.statement_tokens(inner)
+    known = {t["name"] for t in state.get("tables", [])} | CATALOG
+    if toks and not emu_route._word(toks[0], "with"):
+        for _, name in emu_route.table_refs(toks):
+            if name not in known:  # planning fails as the statement itself would (emu_front.picodata_error)
+                raise ExplainError('sbroad: table with name "%s" not found' % name)
     buckets, count = statement_buckets(toks, state, params, version) if toks else ("any", 0)
     line = "buckets = " + buckets_repr(buckets, count)
     if emu_caps.has("explain_sections", version):

@@ -955,10 +955,13 @@ class Session:
         try:
             lines = emu_explain.answer(sql, params, st.d, st.version, self.motion_limit(opts),
                                        self.vdbe_limit(opts))
-        except Exception as exc:  # the emulator's own failure: say so, as an error of the statement
-            log("EXPLAIN not emulated (%r) | %s" % (exc, sql[:200]))
-            return error_msg("XX000", "picoemu: EXPLAIN not emulated: %r" % exc) + (
-                msg(b"Z", b"I") if what == b"Q" else b"")
+        except Exception as exc:  # Picodata's error, or the emulator's own failure (said so)
+            if not isinstance(exc, emu_explain.ExplainError):
+                log("EXPLAIN not emulated (%r) | %s" % (exc, sql[:200]))
+                exc = "picoemu: EXPLAIN not emulated: %r" % exc
+            if what != b"Q":
+                self.skip_until_sync = True  # the rest of the batch is discarded, as after any error
+            return error_msg("XX000", str(exc)) + (msg(b"Z", b"I") if what == b"Q" else b"")
         if what == b"Q":
             return emu_explain.simple(st.version, lines)
         return emu_explain.rows(lines)

@@ -135,6 +135,12 @@ class BucketsTest(unittest.TestCase):
                          "buckets = [1-3000]")
         self.assertEqual(ex.buckets_repr({5, 6, 7, 9, 1}, 3000), "[1,5-7,9]")
 
+    def test_a_missing_table_fails_as_the_statement_would(self):
+        with self.assertRaisesRegex(ex.ExplainError, r'^sbroad: table with name "nope" not found$'):
+            last("EXPLAIN SELECT * FROM nope WHERE id = 1")
+        self.assertEqual(last("EXPLAIN SELECT * FROM _pico_table"), "buckets = any")
+        self.assertEqual(last("EXPLAIN WITH x AS (SELECT 1) SELECT * FROM x"), "buckets = any")
+
     def test_bucket_id_where_the_version_prunes(self):
         self.assertEqual(last("EXPLAIN SELECT * FROM users WHERE bucket_id = 7", version="26.3.0-142-g812716f7e"),
                          "buckets = [7]")

@@ -11,12 +11,14 @@
 // the user mapping the statements use. picoroute's bucket of the same values comes from the same
 // code that routes them (key_datum.h, the table's double rule). Picodata's EXPLAIN binds the
 // parameters before it computes the buckets (ExecutingQuery::as_explain on the bound statement,
-// sql-planner/src/ir/explain.rs and the test test_query_explain_16 at 25.5.10; src/sql.rs
-// dispatch of an explain at 26.3.0) and answers in one text column, one row per line
+// sql-planner/src/ir/explain.rs and the test test_query_explain_16 at 25.5.10; at 26.3.0
+// bind_params, sql-ir/src/ir/api/parameter.rs:34, turns each parameter into a constant of the
+// bound value before dispatch_bound_statement_impl, src/sql.rs, explains the statement) and
+// answers in one text column, one row per line
 // (port_read_explain in src/pgproto/backend/storage.rs at 25.5.10, ExplainIter at 26.3.0; the
 // column is "QUERY PLAN" up to 26.2.0, "EXPLAIN" from 26.2.1-rc1, src/pgproto/backend/describe.rs).
 // A keyed SELECT is what is asked at every version: an INSERT ... VALUES says "buckets = unknown"
-// before 26.1.1 (a segment motion, can_estimate_buckets in
+// before the 26.1 series (26.1.0 tag; a segment motion, can_estimate_buckets in
 // sql-planner/src/ir/explain/execution_info.rs at 25.5.10) and INSERT rows are bound as text
 // parameters typed by their column, as the SELECT's parameters are.
 extern "C" {
