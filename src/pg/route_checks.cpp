@@ -54,7 +54,6 @@ struct Header {
     LWLock lock;
     int capacity;
     uint64 next_incarnation;
-    uint64 refused;  // verdicts not recorded: the table was full
 };
 
 Header *header = nullptr;
@@ -173,10 +172,8 @@ int new_entry(const CheckKey &key, int64 now) {
         summaries[i].claimed_at_ms = s.progress.claimed_at_ms;
     }
     int i = route_check::pick_slot(summaries, now);
-    if (i < 0) {
-        header->refused++;
+    if (i < 0)
         return -1;
-    }
     Slot &slot = slots[i];
     uint64 incarnation = ++header->next_incarnation;
     set_word(&slot, incarnation, State::Empty);
@@ -345,13 +342,6 @@ std::vector<CheckRow> list_checks() {
 
 int route_checks_capacity() {
     return header == nullptr ? 0 : header->capacity;
-}
-
-uint64_t route_checks_refused() {
-    if (header == nullptr)
-        return 0;
-    TableLock lock(LW_SHARED);
-    return header->refused;
 }
 
 }  // namespace picoroute::pg

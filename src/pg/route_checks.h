@@ -3,7 +3,7 @@
 // rule, shared by every backend, so the cluster is asked once per table signature and version,
 // not once per session. The table holds picoroute.max_route_checks entries, sized at server start;
 // when no entry can be taken (core::pick_slot) a verdict is not recorded and its statements are
-// routed unchecked, which is logged.
+// routed unchecked, with a WARNING (route_check.cpp).
 //
 // The hot path costs one atomic read: each entry carries a word (incarnation << 8 | state) written
 // last, and a backend keeps, per key, the entry and incarnation it found; while the incarnation
@@ -89,8 +89,7 @@ struct CheckRow {
     uint32_t attempts = 0;
 };
 std::vector<CheckRow> list_checks();
-// Capacity and the verdicts not recorded because the table was full, since server start.
+// The capacity (picoroute.max_route_checks at server start).
 int route_checks_capacity();
-uint64_t route_checks_refused();
 
 }  // namespace picoroute::pg

@@ -7,9 +7,11 @@
 # (reads, writes, prepared statements, lookups per outer row, INSERT rows), and every read and write
 # by key returns or changes the right rows. The same float8 table through a server whose
 # picodata_version option gives the cluster's real rule, and an int8-keyed table, agree: no
-# warning, routed to the owners. A change of the detected version (a push-mode node told by
-# picoroute_apply_events) makes the table be checked again. picoroute.route_check = off routes by
-# picoroute's bucket unchecked.
+# warning, routed to the owners. picoroute.route_check = off routes by picoroute's bucket
+# unchecked. On a push-mode node (versions told by picoroute_apply_events) with room for two
+# verdicts: a third table finds the table full (a WARNING naming the setting; routed unchecked),
+# and a change of the detected version makes the tables be checked again, the old version's
+# entries making room.
 use strict;
 use warnings;
 
@@ -165,9 +167,12 @@ is($node->safe_psql('postgres', q{SET picoroute.route_check = off; SELECT count(
 SELECT count(*) FROM picoroute_route_checks WHERE foreign_table = 'public.il2'}), "0\n0",
    'route_check = off: nothing checked, nothing recorded');
 
-# ---- a version change makes the table be checked again (push mode) ------------------------------------
+# ---- a full table of verdicts; a version change makes the tables be checked again (push mode) ------
+# Two entries only. Versions with picoroute's own rule for doubles (the cluster's is the other).
+my ($va, $vb) = $integral ? ('26.1.5', '26.1.6') : ('25.5.9', '25.5.10');
 my $push = start_picoroute_node(name => 'route_check_push',
-    extra_conf => "picoroute.source = 'push'\npicoroute.allowed_hosts = '127.0.0.1'\n");
+    extra_conf => "picoroute.source = 'push'\npicoroute.allowed_hosts = '127.0.0.1'\n"
+      . "picoroute.max_route_checks = 2\n");
 # The cluster's topology as notifications, every instance reporting `version`.
 sub topology_events {
     my ($version) = @_;
@@ -182,20 +187,35 @@ sub topology_events {
     }
     return '[' . join(',', @e) . ']';
 }
-$push->safe_psql('postgres', "SELECT picoroute_apply_events('" . topology_events('26.1.5') . "')");
+sub push_checks {
+    return $push->safe_psql('postgres', q{SELECT string_agg(foreign_table || '@' || picodata_version || ':'
+      || state, ',' ORDER BY foreign_table, picodata_version) FROM picoroute_route_checks});
+}
+$push->safe_psql('postgres', "SELECT picoroute_apply_events('" . topology_events($va) . "')");
 $push->safe_psql('postgres', qq{
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (dbname 'picodata', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
+CREATE FOREIGN TABLE fl (f float8, v text) SERVER pico OPTIONS (sharding_key 'f');
+CREATE FOREIGN TABLE fl2 (f float8, v text) SERVER pico OPTIONS (table_name 'fl', sharding_key 'f');
 CREATE FOREIGN TABLE il (id bigint, v text) SERVER pico OPTIONS (sharding_key 'id');
 });
-is($push->safe_psql('postgres', 'SELECT count(*) FROM il WHERE id = 1'), '0', 'push node: a keyed read');
-is($push->safe_psql('postgres', q{SELECT string_agg(picodata_version || ':' || state, ',')
-  FROM picoroute_route_checks WHERE foreign_table = 'public.il'}), '26.1.5:agreed', 'checked for 26.1.5');
-$push->safe_psql('postgres', "SELECT picoroute_apply_events('" . topology_events('26.1.6') . "')");
-is($push->safe_psql('postgres', 'SELECT picodata_version FROM picoroute_status'), '26.1.6', 'the version changed');
-is($push->safe_psql('postgres', 'SELECT count(*) FROM il WHERE id = 1'), '0', 'push node: the next keyed read');
-is($push->safe_psql('postgres', q{SELECT string_agg(picodata_version || ':' || state, ',' ORDER BY picodata_version)
-  FROM picoroute_route_checks WHERE foreign_table = 'public.il'}), '26.1.5:agreed,26.1.6:agreed',
-   'the version change made the table be checked again');
+($ret, $out, $err) = $push->psql('postgres', 'SELECT v FROM fl WHERE f = 1.0; SELECT v FROM fl2 WHERE f = 1.5');
+is($out, "u1\nv3", 'push node: the rows, through a coordinator');
+is(push_checks(), "public.fl\@$va:disagreed,public.fl2\@$va:disagreed", "two disagreements for $va fill the table");
+($ret, $out, $err) = $push->psql('postgres', 'SELECT count(*) FROM il WHERE id = 1');
+is($out, '0', 'a third table is still routed');
+like($err, qr/WARNING:  picoroute: the table of route checks is full \(picoroute.max_route_checks = 2\): keyed statements of foreign table public\.il are routed by picoroute's bucket unchecked/,
+     'a WARNING says the table is full, naming the table and the setting');
+like($err, qr/HINT:  Raise picoroute.max_route_checks and restart the server\./, 'its hint says what to do');
+is(push_checks(), "public.fl\@$va:disagreed,public.fl2\@$va:disagreed", 'nothing recorded for il');
+
+$push->safe_psql('postgres', "SELECT picoroute_apply_events('" . topology_events($vb) . "')");
+is($push->safe_psql('postgres', 'SELECT picodata_version FROM picoroute_status'), $vb, 'the version changed');
+($ret, $out, $err) = $push->psql('postgres', 'SELECT v FROM fl WHERE f = 1.0; SELECT count(*) FROM il WHERE id = 1');
+is($out, "u1\n0", 'push node: the same reads');
+like($err, qr/WARNING:  picoroute: Picodata \Q$vb\E hashes the sharding key \(double\) of foreign table public\.fl differently/,
+     "fl checked again for $vb: the disagreement is reported again");
+is(push_checks(), "public.fl\@$vb:disagreed,public.il\@$vb:agreed",
+   "the entries of $va made room for the checks of $vb");
 
 done_testing();
