@@ -235,10 +235,14 @@ void route_checks_shmem_init() {
     LWLockRegisterTranche(header->lock.tranche, "picoroute_route_checks");
 }
 
-CheckStep consult_check(const CheckKey &key, bool may_check, CheckTicket *ticket,
+CheckStep consult_check(const CheckKey &requested, bool may_check, CheckTicket *ticket,
                         CheckTicket *entry) {
     if (header == nullptr)
         return CheckStep::ByBucket;
+    // As an entry keeps it: a very long signature (a key of many columns) is cut there.
+    CheckKey key = requested;
+    key.signature = utf8_truncate(key.signature, sizeof(Slot::signature) - 1);
+    key.version = utf8_truncate(key.version, sizeof(Slot::version) - 1);
     std::string k = cache_key(key);
     auto &cache = local_cache();
     auto it = cache.find(k);

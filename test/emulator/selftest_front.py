@@ -2,7 +2,7 @@
 advertised and private ports, the dialect (simple and extended protocol, skipping to Sync), BEGIN /
 COMMIT answered by the front, OPTION and startup options with their precedence and the GUCs they set,
 sql_motion_row_max (returned rows and INSERT ... VALUES), Bind rules, the audit, CancelRequest,
-SSLRequest, stop/start, and the dialect unit tests."""
+SSLRequest, stop/start, a plain EXPLAIN answered by the front, and the dialect unit tests."""
 
 import json
 import os
@@ -16,6 +16,7 @@ import unittest
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
+import emu_explain  # noqa: E402
 import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import test_emu_dialect  # noqa: E402
@@ -196,6 +197,22 @@ def front_cluster(tc, d, base, emu, status):
         tc.assertEqual(w.kinds(a), "12nCZ", a)
         tc.assertEqual(a[3], ("C", "COMMIT"), a)
     c.query("DELETE FROM users WHERE id = 300001")
+
+    # ---- a plain EXPLAIN, answered by the front as Picodata answers it (emu_explain) ------------------
+    line = "buckets = [%d]" % emu_explain.ref.bucket_id([1], 10)  # --bucket-count 10, above
+    a = c.query("EXPLAIN SELECT id FROM users WHERE id = 1")
+    with tc.subTest("explain: a simple Query gets Picodata's plan, its buckets line last"):
+        tc.assertEqual(w.kinds(a)[0], "T", a)
+        tc.assertEqual(w.rows(a)[-1], [line], a)
+        tc.assertEqual(a[-2], ("C", "EXPLAIN %d" % len(w.rows(a))), a)
+    a = w.extended(c, 'EXPLAIN SELECT "id" FROM "users" WHERE ("id" = $1)', [1])
+    with tc.subTest("explain: in the extended protocol the parameter is bound first"):
+        tc.assertEqual(w.kinds(a)[:3], "12T", a)
+        tc.assertEqual(w.rows(a)[-1], [line], a)
+        tc.assertEqual(w.kinds(a)[-1], "Z", a)
+    with tc.subTest("explain: a table that does not exist fails as in Picodata"):
+        tc.assertEqual(codes(c.query("EXPLAIN SELECT * FROM nope WHERE id = 1")),
+                       ['XX000 sbroad: table with name "nope" not found'])
 
     # ---- OPTION, startup options, precedence, GUCs ---------------------------------------------------
     set_version(d, "26.2")

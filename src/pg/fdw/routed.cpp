@@ -94,11 +94,13 @@ route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
 // route_check.cpp; with `may_check` it runs when none is recorded). C++: inside guarded().
 bool key_disagrees(RoutedStatement *st, KeyValues *keys, bool may_check) {
     int nkeys = list_length(st->key_kinds);
-    std::vector<Oid> types(static_cast<size_t>(nkeys));
+    Oid few[8];  // the usual key, without an allocation per statement
+    std::vector<Oid> many(nkeys > 8 ? static_cast<size_t>(nkeys) : 0);
+    Oid *types = nkeys > 8 ? many.data() : few;
     for (int i = 0; i < nkeys; i++)
         types[i] = keys[i].type;
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
-    return key_route(st->table, types.data(), nkeys, userid, may_check) == KeyRoute::Coordinator;
+    return key_route(st->table, types, nkeys, userid, may_check) == KeyRoute::Coordinator;
 }
 
 // The routing decision (core/statement_route.h): targets, retry policy and, when `describe`, a
