@@ -1,7 +1,7 @@
 -- Routing that verifies itself, on one server: its settings, the view picoroute_route_checks, a
 -- check that cannot run (recorded as unknown, tried again later; the statement goes on), EXPLAIN
 -- that asks the cluster nothing, and the setting that turns checking off. The checks that reach a
--- cluster are TAP test 071_route_check.pl. Nothing listens at the instance's address below
+-- cluster are TAP test 076_route_check.pl. Nothing listens at the instance's address below
 -- (127.0.0.1:9): every connection is refused at once.
 SELECT pr_clear_map();
 SELECT pr_push_tier('rt', 3000, '[
@@ -38,7 +38,7 @@ SELECT split_part(pr_try('INSERT INTO rc_pair VALUES (''x'', 1)'), ':', 1) AS sq
 SELECT split_part(pr_try('SELECT * FROM rc_int'), ':', 1) AS sqlstate;
 SELECT split_part(pr_try('SELECT * FROM rc_global WHERE id = 1'), ':', 1) AS sqlstate;
 SELECT database = current_database() AS this_database, foreign_table, key_types, picodata_version,
-       double_rule, state, sample, picoroute_bucket, picodata_bucket,
+       hash_rule, state, sample, picoroute_bucket, picodata_bucket,
        detail LIKE '%127.0.0.1:9%' AS detail_names_the_instance, checked_at IS NOT NULL AS checked,
        next_check >= checked_at + interval '9 s' AS retried_later, attempts
 FROM picoroute_route_checks WHERE foreign_table LIKE 'public.rc%' ORDER BY foreign_table;

@@ -39,7 +39,7 @@ void route_checks_shmem_init();
 // What a verdict is about. The database is the backend's own.
 struct CheckKey {
     Oid relid = InvalidOid;  // the foreign table
-    uint8_t rule = 0;        // picoroute's double rule for it (DoubleHashRule)
+    uint8_t rule = 0;        // picoroute's hashing rule for it (HashRule)
     std::string signature;   // "integer, string": the Picodata types of the key values
     std::string version;     // the detected Picodata version, "" when none is known
 };

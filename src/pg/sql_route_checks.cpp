@@ -28,7 +28,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_route_check_rows) {
             c.result.table.empty() ? Cell::str(std::to_string(c.relid)) : Cell::str(c.result.table),
             Cell::str(c.key.signature),
             Cell::str_or_null(c.key.version),
-            Cell::str(double_hash_rule_name(static_cast<DoubleHashRule>(c.key.rule))),
+            Cell::str(hash_rule_name(static_cast<HashRule>(c.key.rule))),
             Cell::str(route_check::state_name(c.state)),
             Cell::str_or_null(c.result.sample),
             c.result.picoroute_bucket > 0

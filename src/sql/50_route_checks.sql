@@ -5,7 +5,7 @@
 
 CREATE FUNCTION picoroute_route_check_rows(OUT database text, OUT foreign_table text,
                                            OUT key_types text, OUT picodata_version text,
-                                           OUT double_rule text, OUT state text, OUT sample text,
+                                           OUT hash_rule text, OUT state text, OUT sample text,
                                            OUT picoroute_bucket integer,
                                            OUT picodata_bucket integer, OUT detail text,
                                            OUT checked_at timestamptz,
@@ -22,8 +22,9 @@ CREATE VIEW picoroute_route_checks AS
 
 COMMENT ON VIEW picoroute_route_checks IS
 'One row per foreign table, key types (the Picodata types of the sharding-key values routed), '
-'detected Picodata version and double rule that picoroute checked its bucket for: state pending '
-'(being checked), agreed, disagreed (its keyed statements go through a coordinator) or unknown '
+'detected Picodata version and hashing rule (25.5 or 26.1) that picoroute checked its bucket '
+'for: state pending (being checked), agreed, disagreed (its keyed statements go through a '
+'coordinator) or unknown '
 '(the check could not conclude; retried at next_check), the sample key asked about, picoroute''s '
 'and Picodata''s bucket of it, Picodata''s buckets line or why the check did not conclude, and '
 'when it was checked. Shared by every database of the server.';

@@ -27,7 +27,7 @@ What Picodata sends, read in its sources:
 The buckets are computed here for one sharded table with its sharding key fixed by equalities in the
 WHERE clause (OR-of-AND chains as emu_route reads them, IN lists as ORs, within the DNF limit where
 the version has it), or by `bucket_id = N` where the version prunes by it; joins and subqueries give
-every bucket. The double rule is the emulated version's, unless the cluster was made with
+every bucket. The hashing rule is the emulated version's (25.5's or 26.1's), unless the cluster was made with
 `up --wrong-hash double` (a deliberately wrong cluster, which hashes doubles by the other rule where
 its rows are stored and here alike). The plan lines are an approximation of Picodata's (the
 statement's table, columns and WHERE clause as written); the options and the buckets line are exact.
@@ -72,14 +72,10 @@ def plain(verdict):
     return len(toks) > 1 and toks[1].text != "("
 
 
-def wrong_double_rule(state):
-    return state.get("wrong_hash") == "double"
-
-
-def double_rule(state, version):
-    """How the cluster hashes a double key value: the version's rule, the other one on a wrong cluster."""
-    integral = emu_caps.has("integral_double_hash", version) != wrong_double_rule(state)
-    return ref.INTEGRAL_AS_INTEGER if integral else ref.IEEE754
+def hash_rule(state, version):
+    """How the cluster hashes a key ("25.5" or "26.1", bucket_hash_reference's rules): the version's
+    rule, the other one on a wrong cluster (state.json's wrong_hash)."""
+    return emu_caps.hash_rule(version, state.get("wrong_hash") == "double")
 
 
 # ---- the values Picodata hashes ----------------------------------------------------------------------
@@ -243,7 +239,7 @@ def statement_buckets(toks, state, params, version):
     count = tiers[table["tier"]]["bucket_count"]
     if len(sharded) > 1 or len(refs) > 1:
         return "all", count
-    rule = double_rule(state, version)
+    rule = hash_rule(state, version)
 
     def hash_key(vals):
         return ref.bucket_id(vals, count, rule)
@@ -257,7 +253,7 @@ def statement_buckets(toks, state, params, version):
     spans = emu_route.where_spans(toks)
     if not spans:
         return "all", count
-    limit = emu_caps.dnf_chain_limit() if emu_caps.has("dnf_chain_limit", version) else 1 << 20
+    limit = emu_caps.dnf_most_chains() if emu_caps.has("dnf_chain_limit", version) else 1 << 20
     chains = emu_route._expand(emu_route.parse_where(toks[spans[0][0]:spans[0][1]]), limit)
     if chains is None:
         return "all", count

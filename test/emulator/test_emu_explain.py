@@ -41,7 +41,7 @@ STATE = {
          "columns": [col("id", "int")]},
     ],
 }
-OLD, NEW = "25.5.10", "26.3.0"
+OLD, NEW = "25.5.10", "26.2.1-rc2"
 
 
 def last(sql, params=None, version=NEW, state=STATE):
@@ -107,20 +107,26 @@ class BucketsTest(unittest.TestCase):
         self.assertEqual(last('EXPLAIN SELECT * FROM users WHERE id = $1', ["x"]), "buckets = [1-3000]")
 
     def test_doubles_by_the_version_rule_and_the_wrong_cluster(self):
-        ieee, integral = ref.bucket_id([1.0], 3000), ref.bucket_id([1.0], 3000, ref.INTEGRAL_AS_INTEGER)
-        self.assertEqual((ieee, integral), (2099, 1934))
-        sql = 'EXPLAIN SELECT "f" FROM "fl" WHERE ("f" = 1e0)'
-        self.assertEqual(last(sql, version="25.5.10"), "buckets = [2099]")
-        self.assertEqual(last(sql, version="26.1.6"), "buckets = [1934]")
-        self.assertEqual(last('EXPLAIN SELECT "f" FROM "fl" WHERE ("f" = $1)', ["1"], version="26.1.6"),
-                         "buckets = [1934]")
-        wrong = dict(STATE, wrong_hash="double")
-        self.assertEqual(last(sql, version="26.1.6", state=wrong), "buckets = [2099]")
-        self.assertEqual(last(sql, version="25.5.10", state=wrong), "buckets = [1934]")
-        # Other types are not concerned; a fraction hashes alike under both rules.
-        self.assertEqual(last("EXPLAIN SELECT * FROM users WHERE id = 1", state=wrong), "buckets = [1934]")
-        frac = ref.bucket_id([1.5], 3000)
-        self.assertEqual(last('EXPLAIN SELECT * FROM fl WHERE f = 1.5e0', state=wrong), "buckets = [%d]" % frac)
+        # 25.5: every double cb + IEEE 754; 26.1: an integral one as its integer, any other without cb.
+        one = {r: ref.bucket_id([1.0], 3000, r) for r in ref.RULES}
+        half = {r: ref.bucket_id([1.5], 3000, r) for r in ref.RULES}
+        self.assertEqual(one, {ref.RULE_25_5: 2099, ref.RULE_26_1: 1934})
+        self.assertEqual(half, {ref.RULE_25_5: 632, ref.RULE_26_1: 510})
+        for version, rule, other in (("25.5.10", ref.RULE_25_5, ref.RULE_26_1),
+                                     ("26.1.6", ref.RULE_26_1, ref.RULE_25_5),
+                                     ("26.2.1-rc2", ref.RULE_26_1, ref.RULE_25_5)):
+            wrong = dict(STATE, wrong_hash="double")
+            for literal, value, by_rule in (("1e0", 1.0, one), ("1.5e0", 1.5, half)):
+                sql = 'EXPLAIN SELECT "f" FROM "fl" WHERE ("f" = %s)' % literal
+                self.assertEqual(last(sql, version=version), "buckets = [%d]" % by_rule[rule], (version, sql))
+                self.assertEqual(last('EXPLAIN SELECT "f" FROM "fl" WHERE ("f" = $1)', [repr(value)], version=version),
+                                 "buckets = [%d]" % by_rule[rule], (version, value))
+                # The wrong cluster hashes by the other line's rule.
+                self.assertEqual(last(sql, version=version, state=wrong), "buckets = [%d]" % by_rule[other],
+                                 (version, sql))
+            # Other types are not concerned.
+            self.assertEqual(last("EXPLAIN SELECT * FROM users WHERE id = 1", version=version, state=wrong),
+                             "buckets = [1934]")
 
     def test_lists_and_statements_without_a_key(self):
         b1, b2 = sorted([ref.bucket_id([1], 3000), ref.bucket_id([2], 3000)])

@@ -9,7 +9,7 @@
 // with every value as a text parameter, bound as every other parameter is (what lookups per outer
 // row, batched joins, key arrays, prepared statements and INSERT rows send), on a connection of
 // the user mapping the statements use. picoroute's bucket of the same values comes from the same
-// code that routes them (key_datum.h, the table's double rule). Picodata's EXPLAIN binds the
+// code that routes them (key_datum.h, the table's hashing rule). Picodata's EXPLAIN binds the
 // parameters before it computes the buckets (ExecutingQuery::as_explain on the bound statement,
 // sql-planner/src/ir/explain.rs and the test test_query_explain_16 at 25.5.10; at 26.3.0
 // bind_params, sql-ir/src/ir/api/parameter.rs:34, turns each parameter into a constant of the
@@ -239,7 +239,7 @@ CheckResult run_check(const CheckTarget &c) {
     for (const std::vector<std::string> &sample : route_check::key_samples(c.picodata_types)) {
         std::vector<Datum> values = sample_datums(columns, sample);
         uint32_t ours = key_bucket(static_cast<int>(types.size()), types.data(), values.data(),
-                                   nulls.get(), bucket_count, c.table->double_rule);
+                                   nulls.get(), bucket_count, c.table->hash_rule);
         result.sample = route_check::format_sample(c.picodata_types, sample);
         result.picoroute_bucket = ours;
         std::vector<ExplainStatement> statements = {
@@ -320,7 +320,7 @@ void report(const CheckTarget &c, const CheckKey &key, const CheckResult &r) {
             "Key " + r.sample + ": Picodata's bucket " +
             (r.picodata_bucket > 0 ? std::to_string(r.picodata_bucket) : std::string("-")) + " (" +
             r.detail + "), picoroute's bucket " + std::to_string(r.picoroute_bucket) +
-            " (doubles by the " + double_hash_rule_name(c.table->double_rule) + " rule).";
+            " (hashed by the rule of Picodata " + hash_rule_name(c.table->hash_rule) + ").";
         pg_call([&] {
             ereport(WARNING, (errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
                               errmsg("%s", message.c_str()), errdetail("%s", detail.c_str()),
@@ -375,7 +375,7 @@ KeyRoute key_route(const TableInfo *table, const Oid *types, int ntypes, Oid use
     if (!setting_route_check || table->global || ntypes != table->nkeys || ntypes == 0)
         return KeyRoute::ByBucket;
     uint64_t generation = published_generation();
-    auto rule = static_cast<uint8_t>(table->double_rule);
+    auto rule = static_cast<uint8_t>(table->hash_rule);
     auto memo = memos().find(table->relid);
     if (memo != memos().end() && memo->second.generation == generation &&
         memo->second.rule == rule && memo->second.types.size() == static_cast<size_t>(ntypes) &&

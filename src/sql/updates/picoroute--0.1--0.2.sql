@@ -33,8 +33,8 @@ COMMENT ON FUNCTION picoroute_check_foreign_table(regclass) IS
 COMMENT ON FOREIGN DATA WRAPPER picoroute IS
 'Picodata tables as foreign tables: statements go to the instance that owns the bucket of their '
 'sharding key. Server options: tier, scatter (coordinator|masters), read_preference '
-'(leader|replica|any), picodata_version (25.5|26.1|26.2|26.2.1: overrides the version detected '
-'from the cluster), execution_options (on|off), '
+'(leader|replica|any), picodata_version (a Picodata release as its instances report it, 25.5.1 '
+'to 26.2.1-rc2: overrides the version detected from the cluster), execution_options (on|off), '
 'sql_motion_row_max, sql_vdbe_opcode_max, dbname, sslmode, batch_size. User mapping: user, '
 'password. Table options: table_name, sharding_key, distribution (sharded|global), batch_size, '
 'sql_motion_row_max, sql_vdbe_opcode_max. Remote writes commit immediately, whatever the local '
@@ -163,10 +163,36 @@ COMMENT ON VIEW picoroute_status IS
 
 GRANT SELECT ON picoroute_instances, picoroute_status TO PUBLIC;
 
+-- Bucket ids by the hashing rule of each Picodata release line (part src/sql/00_topology.sql).
+COMMENT ON FUNCTION picoroute_bucket_id(text, "any") IS
+'Picodata bucket id of a sharding key (values in sharding-key order) in the given tier, using the '
+'tier''s bucket_count from the topology map and the hashing rule of the cluster''s detected '
+'Picodata version (doubles hash differently from 26.1 on; the newest rule while no version is '
+'detected). Key types: smallint, integer, bigint, text, varchar, character (trailing blanks '
+'ignored), name, boolean, real, double precision, numeric, uuid, timestamp with time zone; NULL '
+'hashes as nil.';
+
+COMMENT ON FUNCTION picoroute_bucket_id_with_count(integer, "any") IS
+'Picodata bucket id of a sharding key for an explicit bucket_count (no topology needed): '
+'murmur3_x86_32 of the MessagePack-encoded key, seed 13, modulo bucket_count, plus 1, by the '
+'hashing rule of Picodata 25.5 (a double as cb + IEEE 754; use picoroute_bucket_id_for_version '
+'for 26.1 and later). Same key types as picoroute_bucket_id.';
+
+CREATE FUNCTION picoroute_bucket_id_for_version(picodata_version text, bucket_count integer,
+                                                VARIADIC key "any")
+RETURNS integer
+AS 'MODULE_PATHNAME', 'picoroute_bucket_id_for_version'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION picoroute_bucket_id_for_version(text, integer, "any") IS
+'Picodata bucket id of a sharding key for an explicit bucket_count, hashed as the given Picodata '
+'version hashes it (as Picodata reports it, e.g. 25.5.10 or 26.1.6; doubles hash differently from '
+'26.1 on). No topology needed. Same key types as picoroute_bucket_id.';
+
 -- Routing that verifies itself: the verdicts of the route check.
 CREATE FUNCTION picoroute_route_check_rows(OUT database text, OUT foreign_table text,
                                            OUT key_types text, OUT picodata_version text,
-                                           OUT double_rule text, OUT state text, OUT sample text,
+                                           OUT hash_rule text, OUT state text, OUT sample text,
                                            OUT picoroute_bucket integer,
                                            OUT picodata_bucket integer, OUT detail text,
                                            OUT checked_at timestamptz,
@@ -183,8 +209,9 @@ CREATE VIEW picoroute_route_checks AS
 
 COMMENT ON VIEW picoroute_route_checks IS
 'One row per foreign table, key types (the Picodata types of the sharding-key values routed), '
-'detected Picodata version and double rule that picoroute checked its bucket for: state pending '
-'(being checked), agreed, disagreed (its keyed statements go through a coordinator) or unknown '
+'detected Picodata version and hashing rule (25.5 or 26.1) that picoroute checked its bucket '
+'for: state pending (being checked), agreed, disagreed (its keyed statements go through a '
+'coordinator) or unknown '
 '(the check could not conclude; retried at next_check), the sample key asked about, picoroute''s '
 'and Picodata''s bucket of it, Picodata''s buckets line or why the check did not conclude, and '
 'when it was checked. Shared by every database of the server.';

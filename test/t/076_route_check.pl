@@ -1,17 +1,17 @@
 # Routing that verifies itself. The emulated cluster is made deliberately wrong (picoemu up
-# --wrong-hash double: it hashes double key values by the other version's rule, where its rows are
-# stored and in what its EXPLAIN says). picoroute asks the cluster to EXPLAIN a keyed statement
-# before it routes keys of a table: for the float8-keyed table it finds the disagreement once
-# (one WARNING naming the table, the key types, both buckets and the version; the view
-# picoroute_route_checks says disagreed), sends that table's keyed statements through a coordinator
-# (reads, writes, prepared statements, lookups per outer row, INSERT rows), and every read and write
-# by key returns or changes the right rows. The same float8 table through a server whose
-# picodata_version option gives the cluster's real rule, and an int8-keyed table, agree: no
-# warning, routed to the owners. picoroute.route_check = off routes by picoroute's bucket
-# unchecked. On a push-mode node (versions told by picoroute_apply_events) with room for two
-# verdicts: a third table finds the table full (a WARNING naming the setting; routed unchecked),
-# and a change of the detected version makes the tables be checked again, the old version's
-# entries making room.
+# --wrong-hash double: it hashes double key values by the other release line's rule, 25.5's or
+# 26.1's, where its rows are stored and in what its EXPLAIN says). picoroute asks the cluster to
+# EXPLAIN a keyed statement before it routes keys of a table: for the float8-keyed table it finds
+# the disagreement once (one WARNING naming the table, the key types, both buckets and the
+# version; the view picoroute_route_checks says disagreed), sends that table's keyed statements
+# through a coordinator (reads, writes, prepared statements, lookups per outer row, INSERT rows),
+# and every read and write by key returns or changes the right rows. The same float8 table through
+# a server whose picodata_version option names a release of the cluster's real rule, and an
+# int8-keyed table, agree (both samples of a double, 1 and 1.5, whichever line): no warning,
+# routed to the owners. picoroute.route_check = off routes by picoroute's bucket unchecked. On a
+# push-mode node (versions told by picoroute_apply_events) with room for two verdicts: a third
+# table finds the table full (a WARNING naming the setting; routed unchecked), and a change of the
+# detected version makes the tables be checked again, the old version's entries making room.
 use strict;
 use warnings;
 
@@ -22,12 +22,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_json emu_private_psql emu_table start_emulator start_picoroute_node exec_options
-  wait_for picodata_has);
+  wait_for picodata_has picodata_release_with);
 
 start_emulator(replicasets => 3, replication_factor => 1, wrong_hash => 'double');
 my $status = emu_json('status', '--json');
 is($status->{wrong_hash}, 'double', 'the emulated cluster hashes doubles by the other rule');
-my $release = $status->{picodata_release};
+my $release = $status->{picodata_version};
 emu_table('fl', 'f float8, v text');
 emu_table('il', 'id int8, v text');
 
@@ -36,9 +36,10 @@ ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default
 ok(wait_for($node, 'SELECT picodata_version FROM picoroute_status', $release, 10), "version $release detected");
 
 # picoroute hashes doubles by the detected version's rule; the cluster by the other one.
-my $integral = picodata_has('double_as_integer');
-my ($rule, $cluster_rule) = $integral ? ('integral-as-integer', 'ieee754') : ('ieee754', 'integral-as-integer');
-my $other = $integral ? '25.5' : '26.2';    # a picodata_version option with the cluster's real rule
+my $integral = picodata_has('integral_double_hash');
+my ($rule, $cluster_rule) = $integral ? ('26.1', '25.5') : ('25.5', '26.1');
+# A picodata_version option naming a release of the cluster's real rule.
+my $other = picodata_release_with(integral_double_hash => !$integral);
 my $xo = exec_options();
 $node->safe_psql('postgres', qq{
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (dbname 'picodata', $xo);
@@ -55,12 +56,14 @@ INSERT INTO keys VALUES (1.0), (-3.0), (1.5);
 
 sub bucket_of {
     my ($key, $r) = @_;
-    my $out = `python3 $FindBin::RealBin/../tools/bucket_hash_reference.py --double-rule $r double:$key`;
+    my $out = `python3 $FindBin::RealBin/../tools/bucket_hash_reference.py --rule $r double:$key`;
     chomp $out;
     return $out;
 }
 my ($ours, $theirs) = (bucket_of('1', $rule), bucket_of('1', $cluster_rule));
 isnt($ours, $theirs, "key 1.0: picoroute's bucket $ours, the cluster's $theirs");
+my ($ours15, $theirs15) = (bucket_of('1.5', $rule), bucket_of('1.5', $cluster_rule));
+isnt($ours15, $theirs15, "key 1.5: picoroute's bucket $ours15, the cluster's $theirs15 (no cb header on 26.1)");
 
 # Where the storages hold the row of key $key ("bucket_id@master|v"), read around picoroute.
 sub stored {
@@ -85,10 +88,10 @@ my ($ret, $out, $err) = $node->psql('postgres', "SELECT v FROM fl WHERE f = 1.0"
 is($ret, 0, 'the first keyed read of fl succeeds');
 like($err, qr/WARNING:  picoroute: Picodata \Q$release\E hashes the sharding key \(double\) of foreign table public\.fl differently from picoroute/,
     'one WARNING names the table, the key types and the version');
-like($err, qr/DETAIL:  Key \(1\): Picodata's bucket $theirs \(literal key: buckets = \[$theirs\]\), picoroute's bucket $ours \(doubles by the $rule rule\)\./,
+like($err, qr/DETAIL:  Key \(1\): Picodata's bucket $theirs \(literal key: buckets = \[$theirs\]\), picoroute's bucket $ours \(hashed by the rule of Picodata $rule\)\./,
     "its DETAIL gives both buckets ($theirs, $ours)");
 is($node->safe_psql('postgres', q{
-SELECT key_types || '|' || picodata_version || '|' || double_rule || '|' || state || '|' || sample || '|'
+SELECT key_types || '|' || picodata_version || '|' || hash_rule || '|' || state || '|' || sample || '|'
        || picoroute_bucket || '|' || picodata_bucket || '|' || (checked_at IS NOT NULL)
 FROM picoroute_route_checks WHERE foreign_table = 'public.fl'}),
    "double|$release|$rule|disagreed|(1)|$ours|$theirs|true", 'the view shows the disagreement');
@@ -144,7 +147,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM fl'), '2', 'two rows left'
 is($out, "u1", 'the same table through a server with the cluster\'s rule reads the row');
 unlike($err, qr/WARNING/, 'agreement raises nothing');
 is($node->safe_psql('postgres', q{
-SELECT string_agg(foreign_table || ':' || key_types || ':' || double_rule || ':' || state || ':'
+SELECT string_agg(foreign_table || ':' || key_types || ':' || hash_rule || ':' || state || ':'
                   || picoroute_bucket || ':' || picodata_bucket, ',' ORDER BY foreign_table)
 FROM picoroute_route_checks WHERE foreign_table IN ('public.fl_o', 'public.il')}),
    "public.fl_o:double:$cluster_rule:agreed:$theirs:$theirs,public.il:integer:$rule:agreed:1934:1934",
