@@ -108,7 +108,7 @@ def hash_rule(version, wrong=False):
     the storages' picoemu.hash_rule name it: "26.1" where the version has integral_double_hash, else
     "25.5" (src/core/bucket_hash.h, hash_rule_for). `wrong`: the other rule, for a cluster made with
     `picoemu up --wrong-hash double` (a test device: it hashes doubles unlike the release it claims
-    to be, where its rows are stored, in EXPLAIN and in the forward verdict alike)."""
+    to be, where its rows are stored and in EXPLAIN alike)."""
     rule = "26.1" if has("integral_double_hash", version) else "25.5"
     if wrong:
         rule = "25.5" if rule == "26.1" else "26.1"

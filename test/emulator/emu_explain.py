@@ -54,6 +54,11 @@ CATALOG = frozenset(["_pico_instance", "_pico_peer_address", "_pico_replicaset",
 
 class ExplainError(Exception):
     """What Picodata answers instead of a plan (an XX000 error with this text)."""
+
+
+class NotEmulated(Exception):
+    """An EXPLAIN Picodata answers whose answer the emulator cannot give: the front refuses it (XX000
+    with this text, recorded in the audit), never with an answer of its own making."""
 TEXT_OID = 25
 _UNKNOWN = emu_route._UNKNOWN
 _PICO_TYPES = {"int": "int", "text": "string", "bool": "bool", "double": "double", "decimal": "decimal",
@@ -63,13 +68,19 @@ _CASTS = {"int": ("int", "integer", "bigint", "smallint", "int2", "int4", "int8"
           "text": ("text", "string", "varchar"), "bool": ("bool", "boolean"), "uuid": ("uuid",)}
 
 
-def plain(verdict):
-    """Whether the front answers this statement itself: a plain EXPLAIN (EXPLAIN (RAW ...) runs the
-    statement's parts and goes to the server as before)."""
-    if verdict.kind != "explain":
-        return False
-    toks = dialect.tokenize(verdict.sql)
-    return len(toks) > 1 and toks[1].text != "("
+def answered(verdict):
+    """Whether the front answers this statement itself: every EXPLAIN the dialect accepted (the
+    PostgreSQL server behind it would answer in its own words)."""
+    return verdict.kind == "explain"
+
+
+def options(toks):
+    """EXPLAIN's options as the dialect accepted them (emu_dialect.explain_options): (names
+    lowercased, the index of the statement's first token)."""
+    if len(toks) > 1 and toks[1].text == "(":
+        end = next(k for k in range(2, len(toks)) if toks[k].text == ")")
+        return [t.low for t in toks[2:end] if t.text != ","], end + 1
+    return [], 1
 
 
 def hash_rule(state, version):
@@ -320,25 +331,55 @@ def _header(title):
     return [RULE, (" " + title).ljust(70), RULE]
 
 
+def _facets(names):
+    """The sections an EXPLAIN with these options prints, in Picodata's order (logical, raw, forward,
+    buckets, context: src/sql.rs:531-579@26.2.1-rc1); FMT alone
+    prints what a plain EXPLAIN prints (the default Logical | Buckets, sql-frontend/src/frontend/sql/
+    ast/mod.rs:1897-1899@26.2.1-rc1). RAW runs the statement's parts on the storages and prints their
+    VDBE programs (explain_raw, sql-executor/src/executor.rs:704@26.2.1-rc1; on 25.5.10 and 26.1.6 the
+    only meaning of EXPLAIN (RAW ...)), FORWARD the least forward the coordinator answering would
+    need (explain_forward, :681): neither is emulated."""
+    for name in ("raw", "forward"):
+        if name in names:
+            raise NotEmulated("picoemu: EXPLAIN (%s) is not emulated (Picodata accepts it; the emulator "
+                              "answers EXPLAIN with the facets LOGICAL, BUCKETS and CONTEXT only)"
+                              % name.upper())
+    wanted = [n for n in ("logical", "buckets", "context") if n in names]
+    return wanted or ["logical", "buckets"]
+
+
 def answer(sql, params, state, version, motion_row_max, vdbe_opcode_max):
-    """The lines Picodata sends for the plain EXPLAIN `sql` (its OPTION clause stripped) with bound
-    text `params` (None when not bound), on the emulated `version` of the cluster `state`."""
+    """The lines Picodata sends for the EXPLAIN `sql` (its OPTION clause stripped) with bound text
+    `params` (None when not bound), on the emulated `version` of the cluster `state`."""
     explain = emu_route.statement_tokens(sql)
-    inner = sql[explain[1].pos:] if len(explain) > 1 else ""
+    names, start = options(explain)
+    inner = sql[explain[start].pos:] if len(explain) > start else ""
     toks = emu_route.statement_tokens(inner)
     known = {t["name"] for t in state.get("tables", [])} | CATALOG
     if toks and not emu_route._word(toks[0], "with"):
         for _, name in emu_route.table_refs(toks):
             if name not in known:  # planning fails as the statement itself would (emu_front.picodata_error)
                 raise ExplainError('sbroad: table with name "%s" not found' % name)
+    wanted = _facets(names)
     buckets, count = statement_buckets(toks, state, params, version) if toks else ("any", 0)
     line = "buckets = " + buckets_repr(buckets, count)
-    if emu_caps.has("explain_sections", version):
-        return (_header("# Logical plan") + [""] + _plan(inner, toks, state, True) + [""] +
-                _header("# Buckets") + ["", line])
-    return (_plan(inner, toks, state, False) +
-            ["execution options:", "    sql_vdbe_opcode_max = %d" % vdbe_opcode_max,
-             "    sql_motion_row_max = %d" % motion_row_max, line])
+    if not emu_caps.has("explain_sections", version):
+        # 25.5.x and 26.1.x: EXPLAIN, or on 26.1 EXPLAIN (FMT), "currently" the same
+        # (sql-planner/src/frontend/sql.rs:6992-6998@26.1.6).
+        return (_plan(inner, toks, state, False) +
+                ["execution options:", "    sql_vdbe_opcode_max = %d" % vdbe_opcode_max,
+                 "    sql_motion_row_max = %d" % motion_row_max, line])
+    bodies = {"logical": ("# Logical plan", _plan(inner, toks, state, True)),
+              "buckets": ("# Buckets", [line]),
+              "context": ("# Context", ["sql_vdbe_opcode_max = %d" % vdbe_opcode_max,
+                                        "sql_motion_row_max = %d" % motion_row_max])}
+    if len(wanted) == 1:  # one facet: no header (has_single_facet, sql-ir/src/ir.rs:677@26.2.1-rc1)
+        return bodies[wanted[0]][1]
+    out = []
+    for name in wanted:
+        title, body = bodies[name]
+        out += ([""] if out else []) + _header(title) + [""] + body
+    return out
 
 
 # ---- the messages ----------------------------------------------------------------------------------

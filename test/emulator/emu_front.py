@@ -1022,7 +1022,7 @@ class Session:
         if v.kind in ("tcl", "set"):
             self.synth(msg(b"C", cstr(v.tag)) + msg(b"Z", b"I"))
             return
-        if emu_explain.plain(v):
+        if emu_explain.answered(v):
             self.synth(self.explain(v.sql, v.options, None, b"Q"))
             return
         if v.kind == "deallocate":
@@ -1063,9 +1063,9 @@ class Session:
             self.inject_simple(restore)
 
     def explain(self, sql, opts, params, what, nparams=0):
-        """A plain EXPLAIN, answered here as Picodata answers it (emu_explain): the answer to a simple
+        """An EXPLAIN, answered here as Picodata answers it (emu_explain): the answer to a simple
         Query (b"Q"), to the Describe of a statement (b"S") or a portal (b"P"), or to an Execute
-        (b"E")."""
+        (b"E"). One the emulator cannot answer (EXPLAIN (RAW)) is refused and recorded in the audit."""
         st = self.front.settings
         st.refresh()
         if what in (b"S", b"P"):
@@ -1074,7 +1074,9 @@ class Session:
             lines = emu_explain.answer(sql, params, st.d, st.version, self.motion_limit(opts),
                                        self.vdbe_limit(opts))
         except Exception as exc:  # Picodata's error, or the emulator's own failure (said so)
-            if not isinstance(exc, emu_explain.ExplainError):
+            if isinstance(exc, emu_explain.NotEmulated):
+                self.front.audit.record(self, "explain", "XX000", str(exc), sql)
+            elif not isinstance(exc, emu_explain.ExplainError):
                 log("EXPLAIN not emulated (%r) | %s" % (exc, sql[:200]))
                 exc = "picoemu: EXPLAIN not emulated: %r" % exc
             if what != b"Q":
@@ -1190,7 +1192,7 @@ class Session:
         info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
                 "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen,
                 "route": self.route(v) if v.kind == "query" else None,
-                "explain": v.sql if emu_explain.plain(v) else None, "params": v.params}
+                "explain": v.sql if emu_explain.answered(v) else None, "params": v.params}
         if name:
             log("named statement %s prepared (%d named in this session)"
                 % (name, sum(1 for k in self.stmts if k and k != name) + 1))

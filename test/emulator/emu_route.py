@@ -428,8 +428,7 @@ def forward_verdict(state, instance, version, toks, wanted, params):
     tiers = {t["name"]: t for t in state.get("tiers", [])}
 
     def hash_key(table, vals):
-        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"],
-                                               emu_caps.hash_rule(version, state.get("wrong_hash") == "double"))
+        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"])
 
     def owner(tier, b):
         return next((rs for lo, hi, rs in state.get("buckets", {}).get(tier, []) if lo <= b <= hi), None)

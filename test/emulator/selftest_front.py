@@ -247,6 +247,16 @@ def front_cluster(tc, d, base, emu, status):
     with tc.subTest("explain: a table that does not exist fails as in Picodata"):
         tc.assertEqual(codes(c.query("EXPLAIN SELECT * FROM nope WHERE id = 1")),
                        ['XX000 sbroad: table with name "nope" not found'])
+    # EXPLAIN (RAW) parses in Picodata (it used to be refused by the function rule) and is refused as
+    # not emulated, never sent to the server behind the front; (FMT) alone is a plain EXPLAIN on 26.1.
+    a = c.query("EXPLAIN (RAW, FMT) SELECT id FROM users WHERE id = 1")
+    with tc.subTest("explain: (RAW) is refused as not emulated, XX000, audited"):
+        tc.assertEqual([x.split(" (")[0] for x in codes(a)], ["XX000 picoemu: EXPLAIN"], a)
+        tc.assertIn("EXPLAIN (RAW) is not emulated", codes(a)[0])
+        tc.assertEqual(w.kinds(a)[-1], "Z", a)
+    a = c.query("EXPLAIN (FMT) SELECT id FROM users WHERE id = 1")
+    with tc.subTest("explain: (FMT) alone answers as a plain EXPLAIN"):
+        tc.assertEqual(w.rows(a)[-1], [line], a)
 
     # ---- OPTION, startup options, precedence, GUCs ---------------------------------------------------
     cp = w.Conn(fport, "picoroute", "picoroute", options="read_preference=replica,sql_vdbe_opcode_max=123,nonsense=1")
@@ -346,7 +356,7 @@ def front_cluster(tc, d, base, emu, status):
     kinds = sorted({e["kind"] for e in entries})  # the vdbe refusals are of kind "limit"
     with tc.subTest("audit: refused statements recorded with their client, exit 1"):
         tc.assertEqual(rc, 1, (rc, kinds))
-        tc.assertEqual(kinds, ["bind", "dialect", "limit", "startup"], (rc, kinds))
+        tc.assertEqual(kinds, ["bind", "dialect", "explain", "limit", "startup"], (rc, kinds))
         tc.assertTrue(all(e["application_name"] == "selftest-front" and e["user"] == "picoroute" and e["peer"]
                           for e in entries if e["kind"] == "dialect"), (rc, kinds))
         tc.assertTrue(any("NOT LIKE" in e["statement"] for e in entries), (rc, kinds))

@@ -67,6 +67,44 @@ class FormatTest(unittest.TestCase):
             self.assertIn("  selection ((\"id\" = 1))", lines)
             self.assertNotIn("execution options:", lines)
 
+    def test_options_on_26_1(self):
+        # EXPLAIN (FMT) is EXPLAIN on 26.1.x; RAW (the storages' VDBE programs) is not emulated.
+        sql = 'EXPLAIN %s SELECT "id" FROM "users" WHERE ("id" = 1)'
+        self.assertEqual(ex.answer(sql % "(fmt)", None, STATE, "26.1.6", 4000, 0),
+                         ex.answer(sql % "", None, STATE, "26.1.6", 4000, 0))
+        for opts in ("(raw)", "(raw, fmt)", "(fmt, raw)"):
+            for version in ("25.5.10", "26.1.6", NEW):
+                with self.assertRaisesRegex(ex.NotEmulated, r"^picoemu: EXPLAIN \(RAW\) is not emulated"):
+                    ex.answer(sql % opts, None, STATE, version, 5000, 45000)
+        # A missing table is Picodata's error first.
+        with self.assertRaises(ex.ExplainError):
+            ex.answer("EXPLAIN (raw) SELECT * FROM nope", None, STATE, "26.1.6", 5000, 45000)
+
+    def test_facets_from_26_2_1_rc1(self):
+        sql = 'EXPLAIN %s SELECT "id" FROM "users" WHERE ("id" = 1)'
+        plain = ex.answer(sql % "", None, STATE, NEW, 5000, 45000)
+        for opts in ("(fmt)", "(logical, buckets)", "(buckets, logical)", "(BUCKETS, LOGICAL, fmt)"):
+            self.assertEqual(ex.answer(sql % opts, None, STATE, NEW, 5000, 45000), plain, opts)
+        # One facet: its lines alone, no header.
+        self.assertEqual(ex.answer(sql % "(buckets)", None, STATE, NEW, 5000, 45000), ["buckets = [1934]"])
+        self.assertEqual(ex.answer(sql % "(context)", None, STATE, NEW, 4000, 7),
+                         ["sql_vdbe_opcode_max = 7", "sql_motion_row_max = 4000"])
+        logical = ex.answer(sql % "(logical)", None, STATE, NEW, 5000, 45000)
+        self.assertEqual(logical, plain[4:plain.index("", 4)])  # the plan between its header and the blank
+        # Several: sections in Picodata's order (logical, buckets, context), a blank row between.
+        rule = "\u2500" * 70
+        both = ex.answer(sql % "(context, buckets)", None, STATE, NEW, 4000, 7)
+        self.assertEqual(both, [rule, " # Buckets".ljust(70), rule, "", "buckets = [1934]", "",
+                                rule, " # Context".ljust(70), rule, "", "sql_vdbe_opcode_max = 7",
+                                "sql_motion_row_max = 4000"])
+        with self.assertRaisesRegex(ex.NotEmulated, r"EXPLAIN \(FORWARD\) is not emulated"):
+            ex.answer(sql % "(forward, buckets)", None, STATE, NEW, 5000, 45000)
+
+    def test_every_explain_is_answered_here(self):
+        for sql in ("EXPLAIN SELECT 1", "EXPLAIN (raw) SELECT 1", "EXPLAIN (buckets) SELECT 1"):
+            self.assertTrue(ex.answered(dialect.validate(sql, NEW)), sql)
+        self.assertFalse(ex.answered(dialect.validate("SELECT 1", NEW)))
+
     def test_column_name_and_messages(self):
         old, new = ex.row_description(OLD), ex.row_description(NEW)
         self.assertIn(b"QUERY PLAN\0", old)
@@ -78,11 +116,6 @@ class FormatTest(unittest.TestCase):
         self.assertTrue(ex.describe(NEW, True, 2).startswith(b"t" + struct.pack("!IH", 14, 2)))
         self.assertTrue(ex.describe(NEW, False, 2).startswith(b"T"))
         self.assertTrue(ex.simple(NEW, ["x"]).endswith(b"Z\0\0\0\5I"))
-
-    def test_only_plain_explain_is_answered(self):
-        self.assertTrue(ex.plain(dialect.validate("EXPLAIN SELECT 1", NEW)))
-        self.assertFalse(ex.plain(dialect.Verdict("explain", "EXPLAIN (RAW) SELECT 1")))
-        self.assertFalse(ex.plain(dialect.validate("SELECT 1", NEW)))
 
 
 class BucketsTest(unittest.TestCase):
