@@ -68,6 +68,11 @@ SELECT * FROM explain_v($$SELECT id FROM users WHERE f = 1.5 AND f < 1e20 AND f 
 SELECT * FROM explain_v($$SELECT id FROM users WHERE f <> 'NaN' AND ts > '2025-02-01 10:00:00+00'$$);
 -- Functions, casts and real stay local.
 SELECT * FROM explain_v($$SELECT id FROM users WHERE abs(v) = 1 AND v::text = '1' AND f::real = 1$$);
+-- Every operator in parentheses, its operands too: nothing relies on Picodata's precedence, which
+-- differs from PostgreSQL's (|| binds with * / % before 26.2.1-rc2, below + - in PostgreSQL).
+-- || goes to Picodata on two texts; on a text and another type, or a parameter, it stays local.
+SELECT * FROM explain_v($$SELECT id FROM users WHERE name || 'x' || name = 'axa' AND (v + 1) * 2 > v - 3$$);
+SELECT * FROM explain_v($$SELECT id FROM users WHERE name || v = 'a1'$$);
 
 -- Sharding keys of type double and numeric(10,2): hashed as the column stores them.
 SELECT picoroute_bucket_id('dt', 1.5::float8) AS f15, picoroute_bucket_id('dt', 1.00::numeric) AS n100,

@@ -127,6 +127,19 @@ const std::vector<CapabilityRow> &capability_table() {
         // src/sql.rs at 26.1.2, 26.1.6, 26.2.1-rc1 and 26.3.0; absent at 26.1.1 and 26.2.0, where
         // such a write fails with tarantool's "Can't modify data on a read-only instance".
         {Capability::SwitchoverRefusal, "switchover_refusal", {"26.1.2", "26.2.1-rc1"}},
+        // TableOption::Unlogged in src/schema.rs (the column _pico_table.opts with it) and the
+        // refusal of non-leader reads of such tables in src/sql/dispatch.rs, at the 26.1.0 tag;
+        // absent at 25.6.0 and 25.5.10 (no opts column in _pico_table there).
+        {Capability::UnloggedTables, "unlogged_tables", {"26.1.0"}},
+        // ConcatInfixOp on a Pratt tier of its own between the comparisons and + -: commit
+        // 1505d6ea7 in 26.2.1-rc2 (crates/sql-frontend/.../expression_parser.rs:117), 27cbad323 =
+        // 26.3.0-49 on master; at 26.2.1-rc1 and the 26.3.0 tag it shares the tier of * / %.
+        {Capability::ConcatBelowAdditive, "concat_below_additive", {"26.2.1-rc2", "26.3.0-49"}},
+        // "scalar aggregate with empty buckets set": commit 14c819875 in 26.2.1-rc2, 9f9068217 =
+        // 26.3.0-114 on master (src/sql/router.rs bucket_dispatch runs the plan on any node);
+        // before, the reduce stage sums nothing and count(*) answers NULL (test/int/sql/
+        // eliminate_motion.sql, scalar-agg-1, at 26.1.6, 26.2.1-rc1 and 26.3.0).
+        {Capability::EmptySetAggregate, "empty_set_aggregate", {"26.2.1-rc2", "26.3.0-114"}},
     };
     return table;
 }

@@ -36,14 +36,17 @@ std::string to_string(const Version &v);
 std::optional<std::string> lowest_version(const std::vector<std::string> &versions);
 
 enum class Capability {
-    PruneByBucketId,     // bucket_id = N / IN (...) restricts a statement to the owners
-    Forward,             // session option forward (off: refuse statements owned elsewhere)
-    StmtInvalidation,    // startup option pico_stmt_invalidation (42999 on stale statements)
-    ReadPreference,      // read_preference as startup option and in OPTION (...)
-    LocalExecution,      // a single-bucket statement at its owner runs there (no second hop)
-    IntegralDoubleHash,  // a double equal to an integer hashes as that integer
-    DnfChainLimit,       // above kDnfChainLimit OR-of-AND chains a statement goes everywhere
-    SwitchoverRefusal,   // a write reaching a demoted master is refused with "retry is required"
+    PruneByBucketId,      // bucket_id = N / IN (...) restricts a statement to the owners
+    Forward,              // session option forward (off: refuse statements owned elsewhere)
+    StmtInvalidation,     // startup option pico_stmt_invalidation (42999 on stale statements)
+    ReadPreference,       // read_preference as startup option and in OPTION (...)
+    LocalExecution,       // a single-bucket statement at its owner runs there (no second hop)
+    IntegralDoubleHash,   // a double equal to an integer hashes as that integer
+    DnfChainLimit,        // above kDnfChainLimit OR-of-AND chains a statement goes everywhere
+    SwitchoverRefusal,    // a write reaching a demoted master is refused with "retry is required"
+    UnloggedTables,       // CREATE UNLOGGED TABLE, _pico_table.opts; leader-only reads of them
+    ConcatBelowAdditive,  // || binds below + and - (as in PostgreSQL), not with * / %
+    EmptySetAggregate,    // a scalar aggregate over an empty bucket set runs (count gives 0)
 };
 inline constexpr size_t kDnfChainLimit = 512;
 

@@ -137,6 +137,29 @@ TEST(CapabilitiesTest, SwitchoverRefusalFrom26_1_2And26_2_1_rc1) {
     EXPECT_TRUE(has("26.3.0", Capability::SwitchoverRefusal));
 }
 
+TEST(CapabilitiesTest, UnloggedTablesFrom26_1) {
+    EXPECT_FALSE(has("25.5.10", Capability::UnloggedTables));
+    EXPECT_FALSE(has("25.6.0-40-gabc", Capability::UnloggedTables));
+    EXPECT_TRUE(has("26.1.0", Capability::UnloggedTables));
+    EXPECT_TRUE(has("26.1.6", Capability::UnloggedTables));
+    EXPECT_TRUE(has("26.3.0", Capability::UnloggedTables));
+}
+
+TEST(CapabilitiesTest, ConcatPrecedenceAndEmptySetAggregatesFrom26_2_1_rc2AndMaster) {
+    for (Capability c : {Capability::ConcatBelowAdditive, Capability::EmptySetAggregate}) {
+        EXPECT_FALSE(has("26.1.6", c)) << capability_name(c);
+        EXPECT_FALSE(has("26.2.1-rc1", c)) << capability_name(c);
+        EXPECT_TRUE(has("26.2.1-rc2", c)) << capability_name(c);
+        EXPECT_TRUE(has("26.2.1", c)) << capability_name(c);
+        EXPECT_FALSE(has("26.3.0", c)) << capability_name(c);  // the tag came before the fixes
+        EXPECT_TRUE(has("26.3.0-142-g812716f7e", c)) << capability_name(c);
+    }
+    EXPECT_FALSE(has("26.3.0-48-gabc", Capability::ConcatBelowAdditive));
+    EXPECT_TRUE(has("26.3.0-49-g27cbad323", Capability::ConcatBelowAdditive));
+    EXPECT_FALSE(has("26.3.0-113-gabc", Capability::EmptySetAggregate));
+    EXPECT_TRUE(has("26.3.0-114-g9f9068217", Capability::EmptySetAggregate));
+}
+
 TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {
     for (const CapabilityRow &row : capability_table()) {
         EXPECT_FALSE(has("", row.capability)) << row.name;

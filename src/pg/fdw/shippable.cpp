@@ -6,7 +6,8 @@
 // columns of the foreign table, constants, parameters, comparisons (= <> < <= > >=; on text the
 // ordering ones only under a byte-order collation, as Picodata orders strings by bytes), LIKE,
 // ILIKE (byte-order collation), NOT LIKE / NOT ILIKE written NOT (a LIKE b), + - * on numbers,
-// unary minus on integers and numerics written (0 - x), IN / NOT IN lists (= ANY / <> ALL over a
+// || on two texts (no parameter operand), unary minus on integers and numerics written (0 - x),
+// IN / NOT IN lists (= ANY / <> ALL over a
 // constant array or an ARRAY[...] of constants and parameters), IS [NOT] NULL, AND / OR / NOT,
 // for the types Picodata knows (integers, double precision, numeric, text, varchar, boolean,
 // uuid, timestamptz). Everything else (functions, casts, COLLATE, real, other types, a
@@ -52,7 +53,8 @@ RemoteOp remote_operator(Oid opno, int nargs) {
     HeapTuple tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
     if (!HeapTupleIsValid(tuple))
         return out;
-    const char *name = NameStr(((Form_pg_operator)GETSTRUCT(tuple))->oprname);
+    Form_pg_operator form = (Form_pg_operator)GETSTRUCT(tuple);
+    const char *name = NameStr(form->oprname);
     if (nargs == 2) {
         static const char *const compare[] = {"=", "<>"};
         static const char *const order[] = {"<", "<=", ">", ">="};
@@ -74,6 +76,10 @@ RemoteOp remote_operator(Oid opno, int nargs) {
             out = {OpKind::ILike, "ILIKE"};
         else if (strcmp(name, "!~~*") == 0)
             out = {OpKind::NotILike, "ILIKE"};
+        // text || text only (the name also concatenates arrays, bytea, jsonb, a text with any
+        // value): Picodata's || joins two strings, NULL giving NULL, as PostgreSQL's textcat.
+        else if (strcmp(name, "||") == 0 && form->oprleft == TEXTOID && form->oprright == TEXTOID)
+            out = {OpKind::Concat, "||"};
     } else if (nargs == 1 && strcmp(name, "-") == 0) {
         out = {OpKind::Negate, "-"};
     }
@@ -210,6 +216,14 @@ bool shippable_opexpr(OpExpr *op, RelOptInfo *rel) {
         case OpKind::Negate:
             // Written (0 - x); -0.0 has no such form, so doubles stay local.
             if (!is_number_type(argtype) || argtype == FLOAT8OID)
+                return false;
+            break;
+        case OpKind::Concat:
+            // Written ("a" || "b"), every operand parenthesised by deparse: Picodata's precedence
+            // of || differs from PostgreSQL's before 26.2.1-rc2 (with * / %, above + -). A
+            // parameter operand is not sent: nothing around it would fix its type.
+            if (param_like(first, rel->relid) ||
+                param_like(static_cast<Node *>(lsecond(op->args)), rel->relid))
                 return false;
             break;
         default:
