@@ -54,6 +54,11 @@ FWD_NOT_LOCAL = ('sbroad: invalid option: cannot satisfy "forward = off": bucket
                  'current node, try using "forward = ro_to_rw" instead')
 
 
+def unset(rows):
+    """Rows of PROBE with "" (a setting restored to nothing) read as NULL."""
+    return [[None if v == "" else v for v in r] for r in rows]
+
+
 def codes(a):
     return [e.get("C") + " " + e.get("M") for e in w.errors(a)]
 
@@ -81,6 +86,37 @@ def forward_by_bucket_set(tc, c, ch, replica_front):
         tc.assertEqual(w.rows(rc.query("SELECT id FROM users WHERE id = 7 OPTION (forward = ro_to_rw)")), [["7"]])
         tc.assertEqual(w.rows(rc.query("SELECT count(*) FROM _pico_tier")), [["1"]])
     rc.close()
+
+
+def leader_only_reads(tc, d, emu, c, fport):
+    """26.1+: reads of an unlogged table, and every read of a sharded table while sql_preemption is on,
+    must be leader reads (src/sql/dispatch.rs, effective_read_preference); OPTION (read_preference)
+    is for reads only (validate_options_usage)."""
+    unlogged = "XX000 sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged tables"
+    preemption = ("XX000 sbroad: invalid option: read_preference must be set to 'leader' when sql_preemption "
+                  "is enabled")
+    emu(d, "create-table", "scratch", "--columns", "id int8, name text", "--unlogged")
+    emu(d, "insert", "scratch", "--values", "[1, \"one\"]")
+    cr = w.Conn(fport, "picoroute", "picoroute", options="read_preference=replica")
+    with tc.subTest("leader-only: a read of an unlogged table that is not a leader read is refused"):
+        tc.assertEqual(codes(cr.query("SELECT * FROM scratch")), [unlogged])
+        tc.assertEqual(codes(w.extended(cr, "SELECT name FROM scratch WHERE id = $1", [1])), [unlogged])
+        tc.assertEqual(codes(c.query("SELECT * FROM scratch OPTION (read_preference = any)")), [unlogged])
+    with tc.subTest("leader-only: a leader read of it is answered"):
+        tc.assertEqual(w.rows(c.query("SELECT name FROM scratch")), [["one"]])
+        tc.assertEqual(w.rows(cr.query("SELECT name FROM scratch OPTION (read_preference = leader)")), [["one"]])
+    set_setting(emu, d, "sql_preemption", "true")
+    with tc.subTest("leader-only: with sql_preemption on, a read of a sharded table that is not a leader read"):
+        tc.assertEqual(codes(cr.query("SELECT count(*) FROM users WHERE id = 7")), [preemption])
+        tc.assertEqual(w.rows(cr.query("SELECT count(*) FROM _pico_tier")), [["1"]])  # runs on the instance
+        tc.assertEqual(w.rows(c.query("SELECT count(*) FROM users WHERE id = 7")), [["1"]])
+    set_setting(emu, d, "sql_preemption", "false")
+    with tc.subTest("leader-only: OPTION (read_preference) on a write is refused"):
+        tc.assertEqual(codes(c.query("DELETE FROM scratch WHERE id = 2 OPTION (read_preference = leader)")),
+                       ["XX000 sbroad: invalid OptionSpec: read_preference option is supported only for DQL "
+                        "queries"])
+    cr.close()
+    emu(d, "drop-table", "scratch")
 
 
 def front_cluster(tc, d, base, emu, status):
@@ -214,15 +250,16 @@ def front_cluster(tc, d, base, emu, status):
     with tc.subTest("options: a failed statement with OPTION does not leak its values"):
         tc.assertEqual(w.rows(w.extended(cp, PROBE)), [["replica", None, "123"]])
     cp.close()
+    # (unset: NULL, or "" once a statement's value was restored; the storage reads both as unset)
     with tc.subTest("options: cluster sql_vdbe_opcode_max when nothing overrides it"):
-        tc.assertEqual(w.rows(c.query(PROBE)), [[None, None, "0"]])
+        tc.assertEqual(unset(w.rows(c.query(PROBE))), [[None, None, "0"]])
     set_version(d, "25.5")
     a = c.query(PROBE + " OPTION (read_preference = replica)")
     with tc.subTest("version 25.5: OPTION (read_preference) is a parse error"):
         tc.assertEqual(w.kinds(a), "EZ")
     set_version(d, "head")
     with tc.subTest("version head: OPTION (forward = off) sets picoemu.strict"):
-        tc.assertEqual(w.rows(c.query(PROBE + " OPTION (forward = off)")), [[None, "on", "0"]])
+        tc.assertEqual(unset(w.rows(c.query(PROBE + " OPTION (forward = off)"))), [[None, "on", "0"]])
     ch = w.Conn(fport, "picoroute", "picoroute", options="forward=off")
     with tc.subTest("version head: startup forward=off"):
         tc.assertEqual(w.rows(ch.query(PROBE)), [[None, "on", "0"]])
@@ -238,6 +275,7 @@ def front_cluster(tc, d, base, emu, status):
         a = c.query("SELECT id FROM users WHERE v >= 0 OPTION (sql_vdbe_opcode_max = 10, sql_motion_row_max = 0)")
         tc.assertEqual(codes(a), ["XX000 " + tag + "Reached a limit on max executed vdbe opcodes. Limit: 10"])
     ch.close()
+    leader_only_reads(tc, d, emu, c, fport)
     set_version(d, "26.2")
 
     # ---- sql_vdbe_opcode_max, approximated by rows examined in the receiving instance's storage ------

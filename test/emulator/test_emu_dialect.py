@@ -301,6 +301,11 @@ class CapabilitiesTest(unittest.TestCase):
         ("local_execution", ["26.1.1", "26.2.0", "26.1"], ["25.5.10", "26.1.0"]),
         ("integral_double_hash", ["26.1.0", "26.1.1", "head"], ["25.5.10", "25.6.0"]),
         ("dnf_chain_limit", ["26.1.6", "26.2.1-rc1", "26.3.0"], ["25.5.10", "26.1.5", "26.2.0"]),
+        ("unlogged_tables", ["26.1.0", "26.1.6", "26.3.0"], ["25.5.10", "25.6.0-40-gabc"]),
+        ("concat_below_additive", ["26.2.1-rc2", "26.2.1", "26.3.0-49-g27cbad323", "head"],
+         ["26.1.6", "26.2.1-rc1", "26.3.0", "26.3.0-48-gabc"]),
+        ("empty_set_aggregate", ["26.2.1-rc2", "26.2.1", "26.3.0-114-g9f9068217", "head"],
+         ["26.1.6", "26.2.1-rc1", "26.3.0", "26.3.0-113-gabc"]),
     ]
 
     def test_boundaries(self):
@@ -489,6 +494,82 @@ class ForwardTest(unittest.TestCase):
     def test_joins_and_subqueries_ask_everyone(self):
         self.assertEqual(self.verdict("SELECT * FROM t a JOIN t b ON a.id = b.id WHERE a.id = 2"), SPAN)
         self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (SELECT id FROM g)"), SPAN)
+
+
+class LeaderReadTest(unittest.TestCase):
+    """Reads that must be leader reads (effective_read_preference, src/sql/dispatch.rs, 26.1.1+)."""
+    UNLOGGED = "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged tables"
+    PREEMPTION = ("sbroad: invalid option: read_preference must be set to 'leader' when sql_preemption "
+                  "is enabled")
+
+    def refusal(self, sql, **settings):
+        import emu_route
+        state = dict(STATE, tables=STATE["tables"] + [
+            {"name": "u", "global": False, "tier": "default", "sharding_key": ["id"], "unlogged": True,
+             "columns": [{"name": "id", "cls": "int"}]}], **settings)
+        return emu_route.leader_read_refusal(state, emu_route.statement_tokens(sql))
+
+    def test_unlogged_tables_then_preemption(self):
+        self.assertEqual(self.refusal("SELECT * FROM u WHERE id = 1"), self.UNLOGGED)
+        self.assertEqual(self.refusal("SELECT * FROM t JOIN u ON t.id = u.id"), self.UNLOGGED)
+        self.assertEqual(self.refusal("SELECT * FROM u", sql_preemption=True), self.UNLOGGED)
+        self.assertIsNone(self.refusal("SELECT * FROM t WHERE id = 1"))
+        self.assertEqual(self.refusal("SELECT * FROM t WHERE id = 1", sql_preemption=True), self.PREEMPTION)
+
+    def test_reads_of_global_tables_only_are_not_dispatched(self):
+        for sql in ("SELECT * FROM g", "SELECT name FROM _pico_table", "SELECT 1"):
+            self.assertIsNone(self.refusal(sql, sql_preemption=True), sql)
+
+
+class EmptyBucketSetTest(unittest.TestCase):
+    """A scalar aggregate whose key equalities contradict each other has no bucket: before 26.2.1-rc2
+    Picodata answers NULL for it (test/int/sql/eliminate_motion.sql, scalar-agg-1)."""
+
+    def empty(self, sql, params=None, version="26.2.1-rc1"):
+        import emu_route
+        return emu_route.empty_set_aggregate(STATE, version, emu_route.statement_tokens(sql), params)
+
+    def test_contradicting_keys_have_no_bucket(self):
+        self.assertTrue(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2"))
+        self.assertTrue(self.empty('SELECT count(*), sum("id") FROM "t" WHERE "id" = $1 AND "id" = $2',
+                                   params=["1", "2"]))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 1"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2 OR id = 3"))
+
+    def test_only_scalar_aggregates_before_the_fix(self):
+        self.assertFalse(self.empty("SELECT id FROM t WHERE id = 1 AND id = 2"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2 GROUP BY b"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2", version="26.2.1-rc2"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2",
+                                    version="26.3.0-114-g9f9068217"))
+        self.assertTrue(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2", version="26.3.0"))
+
+
+class ConcatPrecedenceTest(unittest.TestCase):
+    """|| binds with * / % before 26.2.1-rc2 and master 26.3.0-49, below + - (as in PostgreSQL) after:
+    where the meanings differ, the front refuses a || next to an arithmetic operator."""
+
+    def rule(self, sql, version):
+        try:
+            d.validate(sql, version)
+        except d.Reject as rej:
+            return rej.rule
+        return None
+
+    def test_mixed_without_parentheses_before_the_fix(self):
+        for sql in ("SELECT a || b + c FROM t", "SELECT a || b * c FROM t", "SELECT a + b || c FROM t",
+                    "SELECT * FROM t WHERE b || 'x' || id - 1 = 'y'"):
+            # the dialect knows versions as (major, minor, patch): 26.2.1 is the release after rc2
+            for before in ("26.1", "26.2", (26, 1, 6), (26, 3, 0)):
+                self.assertEqual(self.rule(sql, before), "concat_precedence", (sql, before))
+            for after in ("head", (26, 2, 1), (26, 3, 1)):
+                self.assertIsNone(self.rule(sql, after), (sql, after))
+
+    def test_parenthesised_operands_mean_the_same_everywhere(self):
+        for sql in ("SELECT (a || b) + c FROM t", "SELECT a || (b + c) FROM t", "SELECT a + 1, b || c FROM t",
+                    'SELECT * FROM t WHERE (("b" || \'x\') || "c") = (1 + 2)', "SELECT a::text || 'x' FROM t"):
+            self.assertIsNone(self.rule(sql, "26.2"), sql)
 
 
 class ErrorTextTest(unittest.TestCase):
