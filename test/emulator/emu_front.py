@@ -1053,6 +1053,8 @@ class Session:
         picoemu.read_preference (_picoemu.read_part())."""
         if not write or not dialect.has_read_preference(self.front.settings.version):
             return opts
+        if self.effective_option({}, "read_preference", "read_preference") == "leader":
+            return opts  # the session reads on the leaders already: nothing to set
         return dict(opts, read_preference="leader")
 
     def empty_set_aggregate(self, r, params):
