@@ -1,10 +1,11 @@
 """What Picodata's router concludes from a statement's text, for the fronts (pure, no I/O):
 
 * the OR-of-AND chains a WHERE clause expands into (`chains`), the quantity of the DNF limit:
-  from 26.1.6 and 26.2.1-rc1 (capability `dnf_chain_limit`) Picodata gives up above 512 chains
-  (MAX_DNF_CHAINS in sql-ir/src/ir/transformation/dnf.rs at 26.2.1-rc1 and 26.3.0,
-  sql-planner/src/ir/transformation/dnf.rs at 26.1.6): `get_dnf_chains` returns None and the
-  expression stays as written, so bucket discovery finds no key and asks every replicaset. `IN`
+  from 26.1.6 and 26.2.1-rc1 (capability `dnf_chain_limit`) Picodata gives up above 513 chains
+  (MAX_DNF_CHAINS = 512, checked after a pop so that a clause of 513 chains still expands:
+  sql-ir/src/ir/transformation/dnf.rs:90 and 218-221 at 26.2.1-rc1, crates/sql-ir/... at 26.2.1-rc2,
+  sql-planner/src/ir/transformation/dnf.rs at 26.1.6; emu_caps.dnf_most_chains): `get_dnf_chains`
+  returns None and the expression stays as written, so bucket discovery finds no key and asks every replicaset. `IN`
   lists count as ORs (they are rewritten to ORs before the DNF). The count mirrors picoroute's
   (src/pg/fdw/keys.cpp, dnf_chains_of: NOT turns an OR into an AND and back);
 * the statement's bucket set (`bucket_set`): "any" (no sharded table: global tables, the catalog,
@@ -371,7 +372,7 @@ def bucket_set(toks, tables, params, prune, hash_key):
     spans = where_spans(toks)
     if not spans:
         return "all"
-    chain_list = _expand(parse_where(toks[spans[0][0]:spans[0][1]]), emu_caps.dnf_chain_limit())
+    chain_list = _expand(parse_where(toks[spans[0][0]:spans[0][1]]), emu_caps.dnf_most_chains())
     if chain_list is None:
         return "all"  # over the DNF limit: every replicaset
     out = set()
@@ -428,6 +429,13 @@ def statement_tokens(sql):
     return dialect.merge_signs(dialect._split_statements(dialect.tokenize(sql)))
 
 
+def hash_rule(version):
+    """The hashing rule of `version`'s release line, as bucket_hash_reference names it (State.hash_rule):
+    26.1's where the version has integral_double_hash, else 25.5's."""
+    return (bucket_hash_reference.RULE_26_1 if emu_caps.has("integral_double_hash", version)
+            else bucket_hash_reference.RULE_25_5)
+
+
 def forward_verdict(state, instance, version, toks, wanted, params):
     """Picodata's refusal text for a statement under `forward = wanted` at `instance` (state: the
     state.json document), or None when it runs (or its bucket set is not known here)."""
@@ -437,7 +445,7 @@ def forward_verdict(state, instance, version, toks, wanted, params):
     tiers = {t["name"]: t for t in state.get("tiers", [])}
 
     def hash_key(table, vals):
-        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"])
+        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"], hash_rule(version))
 
     def owner(tier, b):
         return next((rs for lo, hi, rs in state.get("buckets", {}).get(tier, []) if lo <= b <= hi), None)
@@ -497,8 +505,8 @@ def scalar_aggregate(toks):
 
 def empty_set_aggregate(state, version, toks, params):
     """Whether Picodata answers this read with a row of NULLs: a scalar aggregate whose bucket set is
-    empty (its key equalities contradict each other) on a version before the fix of 26.2.1-rc2 and
-    master (capability empty_set_aggregate): the reduce stage sums the answers of no storage
+    empty (its key equalities contradict each other) on a version before the fix of 26.2.1-rc2
+    (capability empty_set_aggregate): the reduce stage sums the answers of no storage
     (`sum(count_1)` over an empty virtual table), so count(*) is NULL, not 0
     (test/int/sql/eliminate_motion.sql scalar-agg-1 expects null at 26.1.6, 26.2.1-rc1 and 26.3.0,
     0 at 26.2.1-rc2; src/sql/router.rs bucket_dispatch at 26.2.1-rc2)."""
@@ -508,6 +516,6 @@ def empty_set_aggregate(state, version, toks, params):
     tiers = {t["name"]: t for t in state.get("tiers", [])}
 
     def hash_key(table, vals):
-        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"])
+        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"], hash_rule(version))
 
     return bucket_set(toks, tables, params, emu_caps.has("prune_by_bucket_id", version), hash_key) == set()

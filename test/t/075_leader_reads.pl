@@ -1,6 +1,6 @@
 # Reads that must run on the leaders, against the emulator's read_preference model.
 #
-# From 26.1 a Picodata session that names no read_preference takes the cluster's setting, which may
+# From 26.1.1 a Picodata session that names no read_preference takes the cluster's setting, which may
 # be replica or any (src/config/mod.rs, src/pgproto/backend.rs:110-113): picoroute names it on every
 # connection. With the cluster's default set to replica: a session that names none reads its
 # master's part on a replica (the emulator's model, so the test can fail); picoroute's reads of a
@@ -52,7 +52,7 @@ sub touched {
 
 SKIP: {
     skip 'replicas serve no reads before 26.1: there is no read_preference', 1
-      unless picodata_has('replica_reads');
+      unless picodata_has('read_preference');
 
     emu('set', 'read_preference', 'replica');
     # The emulator: a session that names no read_preference takes the cluster's (what a client that
@@ -143,7 +143,7 @@ SKIP: {
 
 SKIP: {
     skip 'replicas serve no reads before 26.1: there is no read_preference', 1
-      unless picodata_has('replica_reads');
+      unless picodata_has('read_preference');
 
     # sql_preemption: every read that is not a leader read is refused; picoroute reads on the leaders
     # from then on, for that server, in that session.
@@ -159,9 +159,10 @@ SKIP: {
 }
 
 # ---- SQL semantics pushdown relies on ----------------------------------------------------------------
-# A scalar aggregate whose key conditions contradict each other has no bucket: before 26.2.1-rc2
-# (and master 26.3.0-114) Picodata answers NULL for count (test/int/sql/eliminate_motion.sql,
-# scalar-agg-1); the emulator answers as the version does. picoroute answers as PostgreSQL does.
+# A scalar aggregate whose key conditions contradict each other has no bucket: without the capability
+# empty_set_aggregate (up to 26.2.1-rc1) Picodata answers NULL for count
+# (test/int/sql/eliminate_motion.sql, scalar-agg-1); the emulator answers as the version does.
+# picoroute answers as PostgreSQL does.
 {
     my $master1 = $status->{replicasets}[0]{master};
     my ($ret, $raw) = $node->psql('postgres', 'SELECT count(*) FROM users WHERE id = 1 AND id = 2',

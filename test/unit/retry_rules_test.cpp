@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+using picoroute::retry::closed_at_startup;
 using picoroute::retry::needs_leader_read;
 using picoroute::retry::Outcome;
 using picoroute::retry::outcome_of;
@@ -121,4 +122,52 @@ TEST(RetryRulesTest, TheOutcomeOfAWriteIsToldOnlyWhereItIsKnown) {
     EXPECT_EQ(outcome_of("XX000", "could not connect to server \"picoemu_default_2\""),
               Outcome::Failed);
     EXPECT_EQ(outcome_of("", ""), Outcome::Failed);
+}
+
+TEST(RetryRulesTest, AConnectionClosedAtStartupIsToldApart) {
+    // libpq's message when Picodata closes the connection unanswered (bad startup options).
+    EXPECT_TRUE(closed_at_startup(
+        "connection to server at \"127.0.0.1\", port 4327 failed: server closed the connection "
+        "unexpectedly\n\tThis probably means the server terminated abnormally\n\tbefore or while "
+        "processing the request."));
+    // An instance that does not listen, a timeout, a refused login are other failures.
+    EXPECT_FALSE(closed_at_startup(
+        "connection to server at \"127.0.0.1\", port 4327 failed: Connection refused\n\tIs the "
+        "server running on that host and accepting TCP/IP connections?"));
+    EXPECT_FALSE(
+        closed_at_startup("timeout after 5 s (picoroute.connect_timeout) while connecting"));
+    EXPECT_FALSE(closed_at_startup(
+        "connection to server at \"127.0.0.1\", port 4327 failed: FATAL:  28P01: password "
+        "authentication failed for user \"u\""));
+}
+
+// The texts as the emulator writes them (Picodata's, with the coordinator's "sbroad: " in front
+// and tarantool's "box error: ProcLua: " inside a storage's answer): the rules read them as they
+// read the bare texts.
+TEST(RetryRulesTest, PrefixedTextsAreJudgedAsTheBareOnes) {
+    const char *storage_ref =
+        "sbroad: Failed to add a storage reference: box error: ProcLua: vshard error: Timeout "
+        "exceeded (type: ClientError, code: 78, name: TIMEOUT)";
+    EXPECT_TRUE(refused_before_running(storage_ref));
+    EXPECT_TRUE(read_retryable(storage_ref));
+    EXPECT_EQ(outcome_of("XX000", storage_ref), Outcome::NotRun);
+    for (const char *text :
+         {"sbroad: retry is required: DML was sent to the replica during master switchover",
+          "sbroad: Can't modify data on a read-only instance - box.cfg.read_only is true"}) {
+        EXPECT_TRUE(refused_before_running(text)) << text;
+        EXPECT_EQ(outcome_of("XX000", text), Outcome::NotRun) << text;
+    }
+    const char *unlogged =
+        "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged "
+        "tables";
+    EXPECT_TRUE(needs_leader_read(unlogged));
+    EXPECT_EQ(outcome_of("XX000", unlogged), Outcome::NotRun);
+    EXPECT_EQ(outcome_of("XX000", "sbroad: rule parsing error: expected Expr"), Outcome::NotRun);
+    // The statement's own errors, prefixed: not sent again, nothing claimed.
+    const char *rows = "sbroad: Exceeded maximum number of rows (5000) in virtual table: 5001";
+    EXPECT_FALSE(read_retryable(rows));
+    EXPECT_EQ(outcome_of("XX000", rows), Outcome::Failed);
+    const char *vdbe = "sbroad: Reached a limit on max executed vdbe opcodes. Limit: 45000";
+    EXPECT_FALSE(read_retryable(vdbe));
+    EXPECT_EQ(outcome_of("XX000", vdbe), Outcome::Failed);
 }

@@ -39,20 +39,24 @@ struct PushedState {
     Oid *ioparams;
     Oid *types;
     int32 *typmods;
-    bool *zero_if_null;  // a count of a scalar aggregate, before 26.2.1-rc2 (count_columns)
+    bool *zero_if_null;  // a count of a scalar aggregate (count_columns)
     MemoryContext tuple_cxt;
+    // Picodata's answer exceeded the row bound: the rows come from the local plan below
+    // (outerPlanState), planned by upper.cpp for this case.
+    bool fallback;
+    bool fallback_used;  // by some execution (EXPLAIN ANALYZE)
 };
 
-// The columns of a scalar aggregate (no GROUP BY: every column an aggregate) that are counts, on a
-// version where a scalar aggregate over an empty bucket set (key conditions that contradict each
-// other) answers NULL, not 0: the reduce stage sums the answers of no storage
-// (test/int/sql/eliminate_motion.sql scalar-agg-1 at 26.1.6, 26.2.1-rc1 and 26.3.0; fixed in
-// 26.2.1-rc2 and master 26.3.0-114, capability EmptySetAggregate). PostgreSQL's count is never
-// NULL: such a NULL is read as 0. sum, avg, min and max over no row are NULL in both.
-bool *count_columns(ForeignScan *plan, const TableInfo *table, int natts) {
+// The columns of a scalar aggregate (no GROUP BY: every column an aggregate) that are counts.
+// Before 26.2.1-rc2 a scalar aggregate over an empty bucket set (key conditions that contradict
+// each other) answers NULL, not 0: the reduce stage sums the answers of no storage
+// (test/int/sql/eliminate_motion.sql:671@26.1.6 and :839@26.2.1-rc1 expect null, :836@26.2.1-rc2
+// expects 0; capability EmptySetAggregate). PostgreSQL's count is never NULL, so such a NULL is
+// read as 0 on every version (the master builds 26.3.0 to 26.3.0-113 answer NULL too, and the
+// capability rule gives them the fix). sum, avg, min and max over no row are NULL in both.
+bool *count_columns(ForeignScan *plan, int natts) {
     bool *out = static_cast<bool *>(palloc0(sizeof(bool) * (natts + 1)));
-    if (table->capabilities.has(caps::Capability::EmptySetAggregate) ||
-        list_length(plan->fdw_scan_tlist) != natts)
+    if (list_length(plan->fdw_scan_tlist) != natts)
         return out;
     ListCell *lc;
     foreach (lc, plan->fdw_scan_tlist)
@@ -65,6 +69,32 @@ bool *count_columns(ForeignScan *plan, const TableInfo *table, int natts) {
         out[i++] = name != nullptr && strcmp(name, "count") == 0;
     }
     return out;
+}
+
+// The next row of the local plan, copied into the scan slot (its first natts columns are the
+// remote select list; a sort key computed there may follow).
+TupleTableSlot *fallback_next(ForeignScanState *node, PushedState *us) {
+    TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+    for (;;) {
+        // The executor calls IterateForeignScan in the per-tuple context, reset for each row: the
+        // plan below runs in the query's context, as any node (its Sort keeps its state there).
+        MemoryContext old = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+        TupleTableSlot *row = ExecProcNode(outerPlanState(node));
+        MemoryContextSwitchTo(old);
+        if (TupIsNull(row))
+            return ExecClearTuple(slot);
+        if (us->skipped < us->offset) {
+            us->skipped++;
+            continue;
+        }
+        slot_getsomeattrs(row, us->natts);
+        ExecClearTuple(slot);
+        for (int i = 0; i < us->natts; i++) {
+            slot->tts_values[i] = row->tts_values[i];
+            slot->tts_isnull[i] = row->tts_isnull[i];
+        }
+        return ExecStoreVirtualTuple(slot);
+    }
 }
 
 // A value Picodata returned, in the local result type. Integers may come back as decimals
@@ -137,9 +167,10 @@ void pushed_begin(ForeignScanState *node, int eflags) {
         us->types[i] = attr->atttypid;
         us->typmods[i] = attr->atttypmod;
     }
-    us->zero_if_null = count_columns(plan, table, desc->natts);
+    us->zero_if_null = count_columns(plan, desc->natts);
     us->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
+    us->st->row_limit_fallback = outerPlanState(node) != nullptr;
     node->fdw_state = us;
 }
 
@@ -153,6 +184,8 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
         us->cur_result = 0;
         us->cur_row = 0;
         us->skipped = 0;
+        us->fallback = st->row_limit_exceeded;
+        us->fallback_used = us->fallback_used || us->fallback;
         for (int i = 0; i < st->nresults; i++) {
             PGresult *res = st->results[i];
             if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != us->natts)
@@ -163,6 +196,8 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
                                 errcontext("remote SQL: %s%s", st->sql, st->tail)));
         }
     }
+    if (us->fallback)
+        return fallback_next(node, us);
     for (;;) {
         while (us->cur_result < st->nresults &&
                us->cur_row >= PQntuples(st->results[us->cur_result])) {
@@ -221,6 +256,11 @@ void pushed_explain(ForeignScanState *node, ExplainState *es) {
     explain_remote(st, node, es, psprintf("%s%s", st->sql, st->tail));
     if (us->offset > 0)
         ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
+    if (outerPlanState(node) != nullptr)
+        ExplainPropertyText("Over the Row Bound",
+                            us->fallback_used ? "computed here by the plan below (it was)"
+                                              : "computed here by the plan below",
+                            es);
 }
 
 }  // namespace picoroute::pg::fdw
