@@ -305,8 +305,8 @@ TEST(BucketHashRulesTest, RuleOfEachRelease) {
     // build of the 26.1.0 tag, which already hashes by 26.1's rule, is taken for 25.5.10 (a hop).
     for (const char *v : {"25.5.1", "25.5.10", "25.6.0", "26.1.0", "picodata 25.5.10"})
         EXPECT_EQ(rule_of(v), HashRule::Picodata25_5) << v;
-    for (const char *v : {"26.1.1", "26.1.6", "26.2.1-rc1", "26.2.1rc1", "26.2.1-rc2",
-                          "26.3.0", "26.3.0-142-g812716f7e", "picodata 26.1.1"})
+    for (const char *v : {"26.1.1", "26.1.6", "26.2.1-rc1", "26.2.1rc1", "26.2.1-rc2", "26.3.0",
+                          "26.3.0-142-g812716f7e", "picodata 26.1.1"})
         EXPECT_EQ(rule_of(v), HashRule::Picodata26_1) << v;
     EXPECT_EQ(rule_of("not a version"), HashRule::Picodata25_5);
     EXPECT_EQ(kNewestHashRule, HashRule::Picodata26_1);
