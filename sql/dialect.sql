@@ -68,6 +68,11 @@ SELECT * FROM explain_v($$SELECT id FROM users WHERE f = 1.5 AND f < 1e20 AND f 
 SELECT * FROM explain_v($$SELECT id FROM users WHERE f <> 'NaN' AND ts > '2025-02-01 10:00:00+00'$$);
 -- Functions, casts and real stay local.
 SELECT * FROM explain_v($$SELECT id FROM users WHERE abs(v) = 1 AND v::text = '1' AND f::real = 1$$);
+-- Every operator in parentheses, its operands too: nothing relies on Picodata's precedence, which
+-- differs from PostgreSQL's (|| binds with * / % before 26.2.1-rc2, below + - in PostgreSQL).
+-- || goes to Picodata on two texts; on a text and another type it stays local.
+SELECT * FROM explain_v($$SELECT id FROM users WHERE name || 'x' || name = 'axa' AND (v + 1) * 2 > v - 3$$);
+SELECT * FROM explain_v($$SELECT id FROM users WHERE name || v = 'a1'$$);
 -- Operators Picodata evaluates as PostgreSQL does: || on text, / and % on integers, / on
 -- doubles, coalesce over one type; an UPDATE or DELETE with them is one remote statement.
 SELECT * FROM explain_v($$UPDATE users SET name = name || 'x', v = v % 3 + v / 7, f = f / 3 WHERE id = 1$$);

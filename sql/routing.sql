@@ -40,6 +40,8 @@ CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (distribution 'replica
 CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (distribution 'global', sharding_key 'id');
 CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (sharding_key '');
 CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (tier 'rt');
+-- unlogged: true or false (an unlogged Picodata table is read on the leaders).
+CREATE FOREIGN TABLE rt_bad (id bigint) SERVER rt OPTIONS (sharding_key 'id', unlogged 'yes');
 
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER rt OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE users_m (id bigint, name text, v bigint) SERVER rt_m

@@ -26,9 +26,9 @@ TAP_JOBS=${PICOROUTE_TAP_JOBS:-3}
 RUN_USER=${PICOROUTE_TEST_USER:-postgres}
 # The emulated builds (test/emulator/emu_caps.py BUILDS) and their capabilities (src/core/
 # capabilities.json): 25.5.10 has none; 26.1.6 adds stmt_invalidation, read_preference,
-# local_execution, integral_double_hash, dnf_chain_limit, switchover_refusal and
+# local_execution, integral_double_hash, dnf_chain_limit, switchover_refusal, unlogged_tables and
 # explain_insert_buckets; 26.2.1-rc1 adds forward and explain_sections; 26.2.1-rc2 adds
-# prune_by_bucket_id. So the newest has every capability and the oldest
+# prune_by_bucket_id, concat_below_additive and empty_set_aggregate. So the newest has every capability and the oldest
 # none: every file runs on the newest, and the version-dependent ones also on the oldest, which sees
 # each capability absent. The builds between only combine the same capabilities otherwise, and each
 # would run every version-dependent file once more, which the time budget (the whole command under

@@ -127,8 +127,11 @@ const std::vector<Release> &releases() {
     return table;
 }
 
-const std::vector<CapabilityRow> &capability_table() {
-    static const std::vector<CapabilityRow> table = {
+namespace {
+
+// How statements are routed and sessions opened.
+std::vector<CapabilityRow> routing_rows() {
+    return {
         {Capability::PruneByBucketId,
          "prune_by_bucket_id",
          {{"26.2.1-rc2", "26.2.1-rc2",
@@ -200,6 +203,48 @@ const std::vector<CapabilityRow> &capability_table() {
            "sql-executor/src/executor/bucket_discovery.rs:130@26.2.1-rc1, "
            "crates/sql-executor/src/executor/bucket_discovery.rs:147@26.2.1-rc2"}}},
     };
+}
+
+// What tables and statements mean there.
+std::vector<CapabilityRow> sql_rows() {
+    return {
+        {Capability::UnloggedTables,
+         "unlogged_tables",
+         {{"26.1.1", "26.1.6",
+           "TableOption::Unlogged, src/schema.rs:86@26.1.1 to :86@26.1.6; non-leader reads of them "
+           "refused, src/sql/dispatch.rs:752@26.1.1 to :761@26.1.6; absent at 25.5.10 (no "
+           "_pico_table.opts)"},
+          {"26.2.1-rc1", "26.2.1-rc2",
+           "src/schema.rs:86@26.2.1-rc1 and :86@26.2.1-rc2, src/sql/dispatch.rs:737@26.2.1-rc1 "
+           "and :737@26.2.1-rc2"}}},
+        {Capability::ConcatBelowAdditive,
+         "concat_below_additive",
+         {{"26.2.1-rc2", "26.2.1-rc2",
+           "ConcatInfixOp on a tier of its own below + -, crates/sql-frontend/src/frontend/sql/"
+           "ast/ir_populator/expression_parser.rs:117@26.2.1-rc2 (commit 1505d6ea7, "
+           "CHANGELOG.md:39@26.2.1-rc2); with * / % at expression_parser.rs:118@26.2.1-rc1, "
+           "sql-planner/src/frontend/sql.rs:2788@26.1.6 and :2343@25.5.10, and at the "
+           "development tag 26.3.0 (master has it from commit 27cbad323, 26.3.0-49)"}}},
+        {Capability::EmptySetAggregate,
+         "empty_set_aggregate",
+         {{"26.2.1-rc2", "26.2.1-rc2",
+           "emits_row_from_empty_input, src/sql/router.rs:1054@26.2.1-rc2 (commit 14c819875, "
+           "CHANGELOG.md:35@26.2.1-rc2); count(*) over an empty bucket set is null at "
+           "test/int/sql/eliminate_motion.sql:671@26.1.6 and :839@26.2.1-rc1, 0 at "
+           ":836@26.2.1-rc2; absent at the development tag 26.3.0 (master has it from commit "
+           "9f9068217, 26.3.0-114)"}}},
+    };
+}
+
+}  // namespace
+
+const std::vector<CapabilityRow> &capability_table() {
+    static const std::vector<CapabilityRow> table = [] {
+        std::vector<CapabilityRow> rows = routing_rows();
+        for (CapabilityRow &row : sql_rows())
+            rows.push_back(std::move(row));
+        return rows;
+    }();
     return table;
 }
 
@@ -311,7 +356,7 @@ CapabilitySet::CapabilitySet(std::string_view version) {
     std::optional<Version> v = parse_version(version);
     if (!v)
         return;
-    static_assert(static_cast<uint32_t>(Capability::ExplainInsertBuckets) < 32,
+    static_assert(static_cast<uint32_t>(Capability::EmptySetAggregate) < 32,
                   "a CapabilitySet holds 32 capabilities");
     for (const CapabilityRow &row : capability_table())
         if (caps::has(*v, row.capability))

@@ -47,6 +47,9 @@ enum class Capability {
     SwitchoverRefusal,     // a write reaching a demoted master is refused with "retry is required"
     ExplainSections,       // plain EXPLAIN prints "# Logical plan" / "# Buckets" sections
     ExplainInsertBuckets,  // EXPLAIN of an INSERT ... VALUES names the buckets of its rows
+    UnloggedTables,        // CREATE UNLOGGED TABLE, _pico_table.opts; leader-only reads of them
+    ConcatBelowAdditive,   // || binds below + and - (as in PostgreSQL), not with * / %
+    EmptySetAggregate,     // a scalar aggregate over an empty bucket set runs (count gives 0)
 };
 
 // Picodata's MAX_DNF_CHAINS (sql-planner/src/ir/transformation/dnf.rs:90@26.1.6,
@@ -90,8 +93,8 @@ const char *capability_name(Capability capability);
 
 // Whether `version` has `capability`: whether its governing_release() lies in one of the
 // capability's ranges. A version before every release has none. Why this rule is safe where it
-// guesses (a build between tags, a release newer than the table): picoroute acts on three
-// capabilities, and a wrong "has" of any of them costs work, never an answer:
+// guesses (a build between tags, a release newer than the table): picoroute acts on five
+// capabilities; a wrong "has" of the first four costs work, never an answer:
 // - PruneByBucketId lets scatter 'masters' send each master a statement restricted to its own
 //   bucket_id ranges; where Picodata does not prune, each master runs its statement over the whole
 //   cluster, filtered by the same bucket_id ranges: the same rows, N x N storage queries.
@@ -102,6 +105,18 @@ const char *capability_name(Capability capability);
 //   at or after 26.1.1, and every release since has it.
 // ExplainSections and ExplainInsertBuckets shape the emulator's EXPLAIN only: picoroute's route
 // check reads every format and judges an answer it cannot use as inconclusive (route_check.h).
+// - ReadPreference lets a connection name its read_preference in the startup options; a version
+//   without the option logs "unknown option" and ignores it (src/pgproto/client/startup.rs:70-77
+//   @25.5.10), reading on the leaders as it always does.
+// - EmptySetAggregate lets a HAVING over a scalar aggregate (no GROUP BY) be pushed down (a count
+//   that comes back NULL is read as 0 on every version, pushed_scan.cpp). The rule gives it to the
+//   master builds 26.3.0 to 26.3.0-113 (governed by 26.2.1-rc2), which do not have it (commit
+//   9f9068217 is 26.3.0-114): there a HAVING over a scalar aggregate whose key conditions
+//   contradict each other is judged on NULL (no row where PostgreSQL gives one). Such a build's
+//   server can be given picodata_version '26.2.1-rc1' (what it costs: no bucket_id pruning).
+// ConcatBelowAdditive, UnloggedTables and the others describe Picodata for the emulator:
+// picoroute writes every operand of an operator in parentheses and learns whether a table is
+// unlogged from _pico_table.opts, whatever the version.
 // The rule takes nothing away from a later build that Picodata may add, so a capability that a
 // future release drops would be assumed there: the table must then get that release.
 bool has(const Version &version, Capability capability);

@@ -11,20 +11,76 @@ constexpr std::string_view kRefusals[] = {
     "Failed to add a storage reference",
     "Failed to use a storage reference",
     "vshard storage is not configured",
+    "failed to add local bucket reference: ",
+    "failed to use local bucket reference: ",
+    "failed to switch user for add local bucket reference",
+    "failed to switch user for use local bucket reference",
     "cannot satisfy \"forward = off\": buckets are not present on the current node,",
 };
+
+// A coordinator's connection to a replicaset that failed: after "Error on replicaset <uuid>: ".
+constexpr std::string_view kTransportFailures[] = {
+    "Peer closed",
+    "Connection is not established",
+};
+
+constexpr std::string_view kOnReplicaset = "Error on replicaset ";
+
+// The codes pgproto answers with before a statement runs (src/pgproto/error.rs).
+constexpr std::string_view kBeforeRunningCodes[] = {"22P02", "22P03", "0A000", "42P03",
+                                                    "42P05", "42999", "08P01"};
+
+bool contains(std::string_view text, std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+}
+
+// The text after "Error on replicaset <uuid>: ", or "" when `message` has no such part.
+std::string_view replicaset_failure(std::string_view message) {
+    size_t at = message.find(kOnReplicaset);
+    if (at == std::string_view::npos)
+        return {};
+    size_t colon = message.find(": ", at + kOnReplicaset.size());
+    return colon == std::string_view::npos ? std::string_view() : message.substr(colon + 2);
+}
 
 }  // namespace
 
 bool refused_before_running(std::string_view message) {
     for (std::string_view refusal : kRefusals)
-        if (message.find(refusal) != std::string_view::npos)
+        if (contains(message, refusal))
             return true;
     return false;
 }
 
-bool read_retryable(std::string_view sqlstate, std::string_view message) {
-    return refused_before_running(message) || sqlstate.substr(0, 2) == "08";
+bool read_retryable(std::string_view message) {
+    if (refused_before_running(message))
+        return true;
+    std::string_view failure = replicaset_failure(message);
+    for (std::string_view transport : kTransportFailures)
+        if (failure.substr(0, transport.size()) == transport)
+            return true;
+    return false;
+}
+
+bool needs_leader_read(std::string_view message) {
+    return contains(message,
+                    "read_preference must be set to 'leader' when querying unlogged "
+                    "tables") ||
+           contains(message,
+                    "read_preference must be set to 'leader' when sql_preemption is "
+                    "enabled");
+}
+
+Outcome outcome_of(std::string_view sqlstate, std::string_view message) {
+    if (refused_before_running(message) || needs_leader_read(message) ||
+        contains(message, "rule parsing error"))
+        return Outcome::NotRun;
+    for (std::string_view code : kBeforeRunningCodes)
+        if (sqlstate == code)
+            return Outcome::NotRun;
+    if (contains(message, kOnReplicaset) || contains(message, "dql timeout exceeded"))
+        return Outcome::Unknown;
+    return Outcome::Failed;
 }
 
 bool closed_at_startup(std::string_view libpq_message) {

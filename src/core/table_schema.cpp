@@ -189,4 +189,23 @@ TableSchema parse_table_schema(const std::string &name, const std::string &distr
     return out;
 }
 
+bool parse_table_unlogged(const std::string &name, const std::string &opts) {
+    if (opts.empty())
+        return false;
+    json value = parse_column(name, "opts", opts);
+    if (value.is_null())
+        return false;
+    if (!value.is_array())
+        bad_row(name, "opts is not a json array");
+    for (const json &option : value) {
+        if (!option.is_object() || !option.contains("unlogged"))
+            continue;
+        // Encoded as a one-element array (a tuple variant), accepted bare too.
+        const json &flag = option["unlogged"];
+        if (flag == json(true) || flag == json::array({true}))
+            return true;
+    }
+    return false;
+}
+
 }  // namespace picoroute

@@ -35,6 +35,14 @@ struct TableSchema {
 TableSchema parse_table_schema(const std::string &name, const std::string &distribution,
                                const std::string &format, size_t max_name_bytes);
 
+// Whether `_pico_table.opts` (26.1.1+: a json array of one-key objects, e.g.
+// `[{"unlogged":[true]}]`, test/int/test_unlogged.py at 26.1.1 and 26.3.0; `[]` or NULL for
+// other tables) marks the table unlogged: TableOption::Unlogged(true) in src/schema.rs:77-93
+// (26.1.1). Other options (pk_contains_bucket_id, synchronous from 26.2.1-rc1) are ignored.
+// `opts` "" (NULL, or a version without the column) is not unlogged. Throws like
+// parse_table_schema for malformed json or a shape that is not an array.
+bool parse_table_unlogged(const std::string &name, const std::string &opts);
+
 // `text` with every byte that is not printable ASCII (and a backslash) written as \xNN, to name a
 // table in an error whatever bytes its name holds.
 std::string printable_name(const std::string &text);

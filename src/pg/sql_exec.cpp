@@ -28,7 +28,10 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
+#include "core/capabilities.h"
+#include "core/session_options.h"
 #include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_exec.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -338,13 +341,40 @@ ExecArgs exec_args(FunctionCallInfo fcinfo, const char *function,
     return args;
 }
 
+// The credentials of picoroute.conninfo, with a startup read_preference where the cluster's
+// version has one (a session that names none takes the cluster's setting, which may be replica):
+// "leader", or "any" for a `read_only` call (the replica it is sent to serves it, or the master
+// when there is no replica), unless this session learned that reads must be leader reads
+// (leader_reads.h). A read_preference in picoroute.conninfo's options is replaced. While no version
+// is detected it is named too: a version without the option only logs it as unknown
+// (src/pgproto/client/startup.rs:70-77@25.5.10), and one with it may otherwise read on a replica.
+ConnParams exec_params(bool read_only) {
+    ConnParams params = conninfo_params();
+    std::optional<std::string> version = current_map().view->cluster_version();
+    if (version && !caps::has(*version, caps::Capability::ReadPreference))
+        return params;
+    params.read_preference = read_only && !leader_reads_learned("") ? "any" : "leader";
+    bool found = false;
+    for (auto &[keyword, value] : params.options)
+        if (keyword == "options") {
+            value = with_read_preference(value, params.read_preference);
+            found = true;
+        }
+    if (!found)
+        params.options.emplace_back("options", startup_options(params.read_preference, false));
+    return params;
+}
+
 // Runs the query on the owner of `bucket` (see picoroute_exec) and stores the rows.
 void exec_on_bucket(FunctionCallInfo fcinfo, const ExecArgs &args, int32 bucket, bool read_only) {
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     int32_t tier = require_tier(view, map.generation, args.tier);
     uint32_t bucket_id = require_bucket_in_range(view, tier, bucket);
-    ReadPref pref = read_only ? ReadPref::Replica : ReadPref::Leader;
+    ConnParams params = exec_params(read_only);
+    ReadPref pref = params.read_preference == "any" || (read_only && params.read_preference.empty())
+                        ? ReadPref::Replica
+                        : ReadPref::Leader;
     std::vector<Job> jobs(1);
     if (!bucket_target(view, tier, bucket_id, pref, &jobs[0].target))
         jobs[0].target = coordinator_target(view);
@@ -352,7 +382,7 @@ void exec_on_bucket(FunctionCallInfo fcinfo, const ExecArgs &args, int32 bucket,
     jobs[0].sql = args.query;
     jobs[0].values = value_pointers(args.values);
     WriteLog log;
-    run_jobs(jobs, conninfo_params(), args.tier, pref, read_only ? Retry::Read : Retry::Write,
+    run_jobs(jobs, params, args.tier, pref, read_only ? Retry::Read : Retry::Write,
              read_only ? nullptr : &log);
     store_results(fcinfo, jobs);
 }
@@ -376,7 +406,7 @@ void exec_on_masters(FunctionCallInfo fcinfo, const ExecArgs &args,
         job.values = value_pointers(args.values);
         jobs.push_back(std::move(job));
     }
-    run_jobs(jobs, conninfo_params(), args.tier, ReadPref::Leader, Retry::Never);
+    run_jobs(jobs, exec_params(false), args.tier, ReadPref::Leader, Retry::Never);
     store_results(fcinfo, jobs);
 }
 

@@ -272,7 +272,7 @@ class Cluster:
         try:
             pg.wait_ready(port, "template server")
             pg.psql(port, "CREATE DATABASE %s" % DB_NAME, dbname="postgres", what="template server")
-            pg.psql(port, sqlgen.static_schema_sql(self.st.d["auth"]), what="template server",
+            pg.psql(port, sqlgen.static_schema_sql(self.st.d["auth"], self.st.version), what="template server",
                     single_transaction=True)
         finally:
             pg.pg_stop(data, self.dir)
@@ -325,6 +325,15 @@ class Cluster:
         not read from a replica."""
         return self.st.master(rs_name)["port"]
 
+    def replica_port(self, rs_name):
+        """The private port of the replica the master of rs_name reads its own part from when a
+        session asks for replica reads (the first member that is not the master, running or not:
+        while it is stopped such reads fail, as Picodata's wait for a replica times out), or None
+        when the replicaset has no replica."""
+        master = self.st.replicaset(rs_name)["master"]
+        return next((i["port"] for i in self.st.members(rs_name) if i["name"] != master and not i["expelled"]),
+                    None)
+
     def write_catalog_files(self):
         """Writes picoemu_catalog.json into the data directory of every instance that is not expelled,
         running or not, standbys included: the catalog views of every instance read it."""
@@ -353,7 +362,7 @@ class Cluster:
             m = st.master(r["name"])
             if not self.running(m):
                 continue
-            ddl = sqlgen.ddl_sql(st, r["name"], ports)
+            ddl = sqlgen.ddl_sql(st, r["name"], ports, self.replica_port(r["name"]))
             h = sqlgen.ddl_hash(ddl)
             what = "master %s" % m["name"]
             cur = pg.psql_value(m["port"], "SELECT value FROM _picoemu.meta WHERE key = 'ddl_hash'", what=what)

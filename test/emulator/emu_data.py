@@ -9,6 +9,7 @@ import os
 import sys
 import uuid
 
+import emu_caps
 import emu_pg as pg
 import emu_sql as sqlgen
 from emu_state import EmuError, expand
@@ -28,8 +29,13 @@ def reference():
     return bucket_hash_reference
 
 
-def create_table(cl, name, columns, primary_key=None, sharding_key=None, is_global=False, tier=None):
+def create_table(cl, name, columns, primary_key=None, sharding_key=None, is_global=False, tier=None,
+                 unlogged=False):
     st = cl.require()
+    if unlogged and not emu_caps.has("unlogged_tables", st.version):
+        raise EmuError("unlogged tables do not exist in Picodata %s (from 26.1)" % st.version)
+    if unlogged and is_global:  # sql-planner/src/frontend/sql.rs:1275-1278 at 26.1.1
+        raise EmuError("Global tables can't be unlogged.")
     if not sqlgen.NAME_RE.match(name) or name.startswith("_pico"):
         raise EmuError("bad table name %r (lower-case identifier not starting with _pico)" % name)
     if any(t["name"] == name for t in st.tables):
@@ -56,7 +62,7 @@ def create_table(cl, name, columns, primary_key=None, sharding_key=None, is_glob
     st.d["schema_version"] += 1
     table = {"name": name, "id": st.d["next_table_id"], "columns": cols, "primary_key": pk,
              "sharding_key": [] if is_global else sk, "global": bool(is_global), "tier": tier_name,
-             "schema_version": st.d["schema_version"]}
+             "schema_version": st.d["schema_version"], "unlogged": bool(unlogged)}
     st.d["next_table_id"] += 1
     st.tables.append(table)
     cl.save()

@@ -499,6 +499,52 @@ def r_operators(toks, depth, v, kw):
                          "/ %% || ::)" % t.text)
 
 
+_ARITH = frozenset(["+", "-", "*", "/", "%"])
+
+
+def _concat_neighbour_ops(toks, depth, i, kw):
+    """The infix operators next to the || at i, in the same parenthesis level, as far as its operands
+    and the operators chained with it reach (a comparison, a comma, a keyword or the end of the
+    level stops the walk; `::` and parenthesised groups belong to an operand)."""
+    found = []
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(toks) and depth[j] >= depth[i]:
+            t = toks[j]
+            if depth[j] == depth[i]:
+                if t.kind == "op" and t.text not in ("||", "::"):
+                    if t.text not in _ARITH:
+                        break
+                    found.append(t.text)
+                elif t.kind == "punct" and t.text not in "()[]":
+                    break
+                elif t.kind == "ident" and t.low in kw and not (
+                        j + 1 < len(toks) and toks[j + 1].text == "("):
+                    break
+            j += step
+    return found
+
+
+def r_concat_precedence(toks, depth, v, kw):
+    """Up to 26.2.1-rc1 `||` shares the precedence of * / % and binds tighter than + and - (the Pratt
+    table: sql-planner/src/frontend/sql.rs:2343@25.5.10 and :2788@26.1.6, sql-frontend/src/frontend/
+    sql/ast/ir_populator/expression_parser.rs:118@26.2.1-rc1, the same at the development tag 26.3.0),
+    where PostgreSQL binds it below them: `a || b + c` is (a || b) + c there, a || (b + c) here, and
+    `a || b * c` differs too. PostgreSQL, which runs the statement behind the front, would give it
+    another meaning than Picodata: such a statement is refused, so that a client that relies on either
+    precedence is caught. From 26.2.1-rc2 (capability concat_below_additive: its own tier below + -,
+    crates/sql-frontend/.../expression_parser.rs:117@26.2.1-rc2, commit 1505d6ea7) the two agree."""
+    if emu_caps.has("concat_below_additive", v):
+        return
+    for i, t in enumerate(toks):
+        if t.kind == "op" and t.text == "||":
+            ops = _concat_neighbour_ops(toks, depth, i, kw)
+            if ops:
+                raise Reject("concat_precedence", "|| next to %s without parentheses: Picodata %s binds || with "
+                             "* / %% (tighter than + -), PostgreSQL below + -; parenthesise each operand"
+                             % (ops[0], v))
+
+
 def _type_at(toks, i):
     t = toks[i] if i < len(toks) else None
     if t is None or t.kind != "ident" or t.low not in CAST_TYPES:
@@ -618,6 +664,8 @@ RULES = [
     ("any_array", "D1.8, line 22 (= ANY(ARRAY[...]), typed arrays before 26.2.1-rc1)", r_any_array),
     ("option_name", "D1.9, line 23 (OPTION read_preference on 25.5.x); D4, lines 81-85; G:DqlOption", None),  # _strip_option
     ("operator", "D1 'Accepted everywhere', lines 31-36 (= <> < <= > >= + - * /); G:ExprInfixOpNoSep", r_operators),
+    ("concat_precedence", "D7 (|| below + - from 26.2.1-rc2 / master); the Pratt table of the expression "
+     "parser", r_concat_precedence),
     ("cast_type", "D1, line 33 (CAST(x AS t) and x::t); G:Type", r_cast_types),
     ("limit", "D1, line 34 (LIMIT n); G:Limit = Unsigned | ALL", r_limit),
     ("unsupported_clause", "G:Query (no RETURNING, FOR UPDATE, IS DISTINCT FROM, RIGHT/FULL JOIN, "

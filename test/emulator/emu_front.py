@@ -270,6 +270,12 @@ def error_field(m, code):
     return b""
 
 
+def null_data_row(m):
+    """A DataRow with the columns of m, every value NULL."""
+    n = int.from_bytes(m[5:7], "big")
+    return msg(b"D", m[5:7] + b"\xff\xff\xff\xff" * n)
+
+
 def read_cstr(body, pos):
     end = body.index(b"\0", pos)
     return body[pos:end].decode("utf-8", "replace"), end + 1
@@ -373,6 +379,11 @@ class Settings:
         return int(self.d.get("sql_vdbe_opcode_max", DEFAULT_VDBE_OPCODE_MAX))
 
     @property
+    def read_preference(self):
+        """The cluster's read_preference (picoemu set read_preference; 26.1+)."""
+        return self.d.get("read_preference", "leader")
+
+    @property
     def statement_max(self):
         return int(self.d.get("pg_statement_max", emu_stmts.DEFAULT_STATEMENT_MAX))
 
@@ -429,7 +440,8 @@ class Audit:
 class Entry:
     """One expected server response (or one answer of the front) in the ordered response queue."""
     __slots__ = ("kind", "ends", "data", "limit", "rows", "held", "exceeded", "done", "capture",
-                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay", "bind")
+                 "on_done", "simple", "tag", "batch", "completed", "vdbe", "deferred", "muted", "replay", "bind",
+                 "null_rows")
 
     def __init__(self, kind, ends=(), data=b"", limit=0, simple=False, on_done=None, capture=None):
         self.kind = kind            # fwd | swallow | synth | sync
@@ -451,6 +463,7 @@ class Entry:
         self.muted = False          # vdbe: the statement already failed; say nothing more
         self.bind = False           # fwd: a Bind (its parameter errors keep Picodata's codes)
         self.replay = None          # fwd: how to run this write again (Session.hold_retry)
+        self.null_rows = False      # fwd: every value of its rows NULL (emu_route.empty_set_aggregate)
 
 
 class Session:
@@ -621,6 +634,8 @@ class Session:
                 self.complete(e, out)
             return
         # fwd or sync
+        if typ == b"D" and e.null_rows:
+            m = null_data_row(m)
         if typ == b"D" and e.limit:
             e.rows += 1
             if e.exceeded:
@@ -1032,12 +1047,16 @@ class Session:
             text = row_limit_text(limit, v.insert_rows, self.front.settings.version, values=True)
             self.refuse("limit", "XX000", text, sql, extended=False)
             return
+        if self.refuse_option_use(v, sql, extended=False):
+            return
         r = self.route(v) if v.kind == "query" else None
         if r is not None and self.refuse_forward(v.options, r, None, sql, extended=False):
             return
+        if r is not None and v.reads and self.refuse_non_leader_read(v.options, r, sql, extended=False):
+            return
         self.count_dnf(r, sql)
         sent = r["sql"] if r is not None else v.sql
-        sets, restore = self.statement_gucs(v.options)
+        sets, restore = self.statement_gucs(self.write_options(v.options, v.kind == "query" and not v.reads))
         if sets:
             self.inject_simple(sets)
         vdbe = self.vdbe_limit(v.options) if v.kind == "query" else 0
@@ -1046,6 +1065,7 @@ class Session:
             self.push(Entry("swallow", ends=(b"C",), simple=True))
         e = Entry("fwd", ends=(b"C", b"I") if vdbe else (b"Z",), limit=limit if v.reads else 0, simple=True)
         e.tag = sql
+        e.null_rows = v.reads and self.empty_set_aggregate(r, None)
         if v.kind == "query" and not v.reads:  # a write: may run again (hold_retry)
             e.replay = rec or {"kind": "simple", "sql": sql, "raw": raw, "tries": 0, "t0": time.monotonic()}
         self.push(e)
@@ -1143,6 +1163,65 @@ class Session:
             self.skip_until_sync = True
         return True
 
+    # ---- read_preference (26.1+) --------------------------------------------------------------------
+    def refuse_option_use(self, v, statement, extended):
+        """OPTION (read_preference = ...) on a statement that is not a read: Picodata's planner refuses
+        it (validate_options_usage, sql-planner/src/ir/options.rs:428-439 at 26.1.1,
+        sql-ir/src/ir/options.rs:479 at 26.2.1-rc1 and 26.3.0; SbroadError::Invalid of
+        Entity::OptionSpec behind "sbroad: "). Recorded in the audit (kind dialect). True when
+        refused."""
+        if "read_preference" not in v.options or v.kind != "query" or v.reads:
+            return False
+        self.refuse("dialect", "XX000", "sbroad: invalid OptionSpec: read_preference option is supported "
+                    "only for DQL queries", statement, extended)
+        return True
+
+    def refuse_non_leader_read(self, opts, r, statement, extended):
+        """A read whose read_preference (its OPTION, else the startup option, else the cluster's
+        setting) is not leader, of an unlogged table or while the cluster has sql_preemption on:
+        refused before it runs with Picodata's text (emu_route.leader_read_refusal). Not a dialect
+        refusal: logged in front.log, not in the audit. True when refused."""
+        st = self.front.settings
+        if r.get("toks") is None or not dialect.has_read_preference(st.version):
+            return False
+        if self.effective_option(opts, "read_preference", "read_preference") == "leader":
+            return False
+        text = emu_route.leader_read_refusal(st.d, r["toks"])
+        if text is None:
+            return False
+        self.front.leader_refused += 1
+        log("read_preference: refused (%d so far): %s | %s" % (self.front.leader_refused, text, statement[:300]))
+        self.synth(error_msg("XX000", text) + (b"" if extended else msg(b"Z", b"I")))
+        if extended:
+            self.skip_until_sync = True
+        return True
+
+    def write_options(self, opts, write):
+        """A write reads its rows on the leaders whatever the session's read_preference: Picodata's
+        DML runs on the masters' storages (it takes no read_preference: validate_options_usage,
+        sql-planner/src/ir/options.rs:428-439 at 26.1.1; single_plan_dispatch_dml, src/sql/
+        dispatch.rs), while the emulator's write reads the view, whose branches follow
+        picoemu.read_preference (_picoemu.read_part())."""
+        if not write or not dialect.has_read_preference(self.front.settings.version):
+            return opts
+        if self.effective_option({}, "read_preference", "read_preference") == "leader":
+            return opts  # the session reads on the leaders already: nothing to set
+        return dict(opts, read_preference="leader")
+
+    def empty_set_aggregate(self, r, params):
+        """Whether the read's rows come back all NULL (emu_route.empty_set_aggregate)."""
+        if r is None or r.get("toks") is None:
+            return False
+        st = self.front.settings
+        try:
+            empty = emu_route.empty_set_aggregate(st.d, st.version, r["toks"], params)
+        except Exception as exc:  # the emulator's reading failed: answered as PostgreSQL answers
+            log("aggregate: statement not judged (%r)" % exc)
+            return False
+        if empty:
+            log("a scalar aggregate over an empty bucket set: NULL, as Picodata %s answers" % st.version)
+        return empty
+
     def inject_simple(self, pairs):
         q = "SELECT " + ", ".join("set_config('%s', '%s', false)" % (k, v.replace("'", "''")) for k, v in pairs)
         self.push(Entry("swallow", ends=(b"Z",), simple=True))
@@ -1186,6 +1265,8 @@ class Session:
         oids = list(struct.unpack("!%dI" % n, body[pos + 2:pos + 2 + 4 * n])) if n else []
         v = self.judge(sql, extended=True)
         if v is None:
+            return
+        if self.refuse_option_use(v, sql, extended=True):
             return
         if not self.statement_room(sql):
             return
@@ -1242,11 +1323,23 @@ class Session:
                 return
         if info is not None and self.invalidated(stmt, info):
             return
+        # Picodata refuses such a read when it dispatches it; here before the Bind, whose planning
+        # on a standby would already open an unlogged table the standby cannot read
+        if info is not None and info.get("route") is not None and info["reads"] and \
+                self.refuse_non_leader_read(info["options"], info["route"], info["sql"], extended=True):
+            return
         self.portals[portal] = info
         if info is not None and (info["kind"] in ("tcl", "set") or info.get("explain") is not None):
             self.portal_params[portal] = bind_values(body, pos)
             self.synth(msg(b"2"))
             return
+        if info is not None and info["kind"] == "query":
+            # the statement's settings (its OPTION, a write's leader reads) before the Bind, which
+            # plans it: the storage folds _picoemu.read_part() when it plans (run_execute sets them
+            # again before the Execute and restores the connection's values after it)
+            sets, _ = self.statement_gucs(self.write_options(info["options"], not info["reads"]))
+            if sets:
+                self.inject_extended(sets)
         self.inject_bind_params(body)
         self.portal_params[portal] = bind_values(body, pos)
         e = Entry("fwd", ends=(b"2",))
@@ -1312,7 +1405,8 @@ class Session:
             return
         if info is not None:
             self.count_dnf(info.get("route"), info["sql"])
-        sets, restore = self.statement_gucs(opts)
+        sets, restore = self.statement_gucs(self.write_options(
+            opts, info is not None and info["kind"] == "query" and not info["reads"]))
         if sets:
             self.inject_extended(sets)
         vdbe = self.vdbe_limit(opts) if (info is None or info["kind"] == "query") else 0
@@ -1320,6 +1414,8 @@ class Session:
             self.inject_vdbe_base()
         e = Entry("fwd", ends=(b"C", b"s", b"I"), limit=limit if (info is None or info["reads"]) else 0)
         e.tag = info["sql"] if info else ""
+        e.null_rows = info is not None and info["reads"] and self.empty_set_aggregate(
+            info.get("route"), self.portal_params.get(portal))
         if info is not None and info["kind"] == "query" and not info["reads"] and self.batch_rec is not None:
             e.replay = self.batch_rec  # a write: may run again (hold_retry)
         self.push(e)
@@ -1673,6 +1769,7 @@ class Front:
         self.move_reruns = 0  # their runs again
         self.routes = {}  # (statement text, version) -> what emu_route reads in it (see Session.route)
         self.forward_refused = 0  # statements refused under forward (Session.refuse_forward)
+        self.leader_refused = 0  # reads refused for not being leader reads (Session.refuse_non_leader_read)
         self.dnf_over = 0  # statements run over the DNF chain limit, not routed (dnf_text)
 
     async def handle(self, reader, writer):

@@ -21,6 +21,7 @@
   EXPLAIN does not dispatch.
 """
 
+import itertools
 import os
 import re
 import sys
@@ -294,8 +295,14 @@ def _expand(node, limit):
     return [[Node("leaf")]]
 
 
+_EMPTY = object()  # a chain whose key equalities contradict each other: no bucket
+
+
 def _chain_buckets(chain, table, params, prune, hash_key):
-    """The bucket a chain fixes, "all" when it fixes none, _UNKNOWN when it cannot be hashed here."""
+    """The bucket a chain fixes, "all" when it fixes none, _EMPTY when its equalities on the key
+    give different buckets (Picodata intersects the bucket sets of the terms of a chain:
+    `a = 1 AND a = 2` has none, test/int/sql/eliminate_motion.sql "buckets = []" at 26.2.1-rc2),
+    _UNKNOWN when it cannot be hashed here."""
     cols = {c["name"]: c for c in table["columns"]}
     fixed, bucket = {}, None
     for term in chain:
@@ -303,16 +310,17 @@ def _chain_buckets(chain, table, params, prune, hash_key):
             continue
         for a, b in ((term.lhs, term.vals[0]), (term.vals[0], term.lhs)):
             col = _column(a)
-            if col in table["sharding_key"] and col not in fixed:
-                fixed[col] = _value(b, cols[col]["cls"], params)
+            if col in table["sharding_key"]:
+                fixed.setdefault(col, []).append(_value(b, cols[col]["cls"], params))
             elif col == "bucket_id" and prune and bucket is None:
                 v = _value(b, "int", params)
                 bucket = v if v is not _UNKNOWN else bucket
     if all(k in fixed for k in table["sharding_key"]):
-        vals = [fixed[k] for k in table["sharding_key"]]
-        if any(v is _UNKNOWN for v in vals):
+        lists = [fixed[k] for k in table["sharding_key"]]
+        if any(v is _UNKNOWN for vals in lists for v in vals):
             return _UNKNOWN
-        return hash_key(table, vals)
+        buckets = {hash_key(table, list(combo)) for combo in itertools.product(*lists)}
+        return buckets.pop() if len(buckets) == 1 else _EMPTY
     return bucket if bucket is not None else "all"
 
 
@@ -372,6 +380,8 @@ def bucket_set(toks, tables, params, prune, hash_key):
         b = _chain_buckets(chain, table, params, prune, hash_key)
         if b is _UNKNOWN:
             return None
+        if b is _EMPTY:
+            continue
         if b == "all":
             return "all"
         out.add((tier, b))
@@ -419,6 +429,13 @@ def statement_tokens(sql):
     return dialect.merge_signs(dialect._split_statements(dialect.tokenize(sql)))
 
 
+def hash_rule(version):
+    """The hashing rule of `version`'s release line, as bucket_hash_reference names it (State.hash_rule):
+    26.1's where the version has integral_double_hash, else 25.5's."""
+    return (bucket_hash_reference.RULE_26_1 if emu_caps.has("integral_double_hash", version)
+            else bucket_hash_reference.RULE_25_5)
+
+
 def forward_verdict(state, instance, version, toks, wanted, params):
     """Picodata's refusal text for a statement under `forward = wanted` at `instance` (state: the
     state.json document), or None when it runs (or its bucket set is not known here)."""
@@ -428,7 +445,7 @@ def forward_verdict(state, instance, version, toks, wanted, params):
     tiers = {t["name"]: t for t in state.get("tiers", [])}
 
     def hash_key(table, vals):
-        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"])
+        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"], hash_rule(version))
 
     def owner(tier, b):
         return next((rs for lo, hi, rs in state.get("buckets", {}).get(tier, []) if lo <= b <= hi), None)
@@ -439,3 +456,66 @@ def forward_verdict(state, instance, version, toks, wanted, params):
     inst = next(i for i in state["instances"] if i["name"] == instance)
     rs = next(r for r in state["replicasets"] if r["name"] == inst["replicaset"])
     return forward_refusal(wanted, possible_forward(buckets, owner, rs["name"], rs.get("master") != instance))
+
+
+# ---- reads that must be leader reads (26.1.1+) -----------------------------------------------------
+
+def leader_read_refusal(state, toks):
+    """Picodata's refusal of a read whose read_preference is not leader (the caller checked that), or
+    None: effective_read_preference in src/sql/dispatch.rs:741-770 at 26.1.1, 750-779 at 26.1.6,
+    726-755 at 26.2.1-rc1 to 26.3.0, called for the reads that dispatch by buckets (reads of a
+    sharded table; a read of global tables only runs on the instance itself, exec_ir_on_any_node,
+    src/sql/router.rs:573 at 26.1.1): an unlogged table among the statement's tables first, then the
+    cluster's sql_preemption. SbroadError::Invalid of Entity::Option ("invalid option: ...") behind
+    traft's "sbroad: " (src/traft/error.rs:139)."""
+    tables = {t["name"]: t for t in state.get("tables", [])}
+    named = [tables[n] for _, n in table_refs(toks) if n in tables]
+    if not any(not t["global"] for t in named):
+        return None
+    if any(t.get("unlogged") for t in named):
+        return "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged tables"
+    if state.get("sql_preemption"):
+        return "sbroad: invalid option: read_preference must be set to 'leader' when sql_preemption is enabled"
+    return None
+
+
+# ---- a scalar aggregate over an empty bucket set (before 26.2.1-rc2) -------------------------------
+
+AGGREGATES = frozenset(["count", "sum", "avg", "min", "max", "total", "group_concat", "string_agg"])
+
+
+def scalar_aggregate(toks):
+    """Whether the statement is SELECT <aggregates> FROM ... without GROUP BY: an aggregate call in
+    the top-level select list, and no GROUP BY at the top level."""
+    if not toks or not _word(toks[0], "select"):
+        return False
+    depth, agg = 0, False
+    for i, t in enumerate(toks):
+        if t.text == "(":
+            depth += 1
+        elif t.text == ")":
+            depth -= 1
+        elif depth == 0 and _word(t, "group") and i + 1 < len(toks) and _word(toks[i + 1], "by"):
+            return False
+        elif (depth == 0 and t.kind == "ident" and t.low in AGGREGATES and i + 1 < len(toks)
+              and toks[i + 1].text == "("):
+            agg = True
+    return agg
+
+
+def empty_set_aggregate(state, version, toks, params):
+    """Whether Picodata answers this read with a row of NULLs: a scalar aggregate whose bucket set is
+    empty (its key equalities contradict each other) on a version before the fix of 26.2.1-rc2
+    (capability empty_set_aggregate): the reduce stage sums the answers of no storage
+    (`sum(count_1)` over an empty virtual table), so count(*) is NULL, not 0
+    (test/int/sql/eliminate_motion.sql scalar-agg-1 expects null at 26.1.6, 26.2.1-rc1 and 26.3.0,
+    0 at 26.2.1-rc2; src/sql/router.rs bucket_dispatch at 26.2.1-rc2)."""
+    if emu_caps.has("empty_set_aggregate", version) or not scalar_aggregate(toks):
+        return False
+    tables = {t["name"]: t for t in state.get("tables", [])}
+    tiers = {t["name"]: t for t in state.get("tiers", [])}
+
+    def hash_key(table, vals):
+        return bucket_hash_reference.bucket_id(vals, tiers[table["tier"]]["bucket_count"], hash_rule(version))
+
+    return bucket_set(toks, tables, params, emu_caps.has("prune_by_bucket_id", version), hash_key) == set()

@@ -11,6 +11,7 @@ import json
 import os
 import re
 
+import emu_caps
 from emu_state import (ADMIN_PASSWORD, ADMIN_USER, CLIENT_PASSWORD, CLIENT_USER,
                        DB_NAME, EmuError, compact_json)
 
@@ -110,6 +111,14 @@ def distribution_json(table):
     return compact_json({"ShardedImplicitly": [table["sharding_key"], "murmur3", table["tier"]]})
 
 
+def opts_json(table):
+    """_pico_table.opts (26.1.1+, a column only there: schema.sql): TableDef.opts, a list of
+    TableOption, each a one-key map whose value is the variant's fields, [true] (src/schema.rs:77-93
+    at 26.1.1; test/int/test_unlogged.py: [{"unlogged": [True]}]); [] for a table created without
+    options (src/sql.rs:1569-1575 at 26.1.1)."""
+    return [{"unlogged": [True]}] if table.get("unlogged") else []
+
+
 def format_json(table):
     fields = [{"name": c["name"], "field_type": c["pico"],
                "is_nullable": not (c["not_null"] or c["name"] in table["primary_key"])}
@@ -157,12 +166,14 @@ def sql_file(file_name, /, **values):
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
 
-def static_schema_sql(auth):
+def static_schema_sql(auth, version):
     """Run once on the template server (database DB_NAME), copied into every master: the roles, the
-    catalog views, the emulator's tables, the hash functions, strict mode and routing by key."""
+    catalog views, the emulator's tables, the hash functions, strict mode and routing by key.
+    `version`: the emulated version (_pico_table has the column opts from 26.1)."""
+    opts = ", opts json" if emu_caps.has("unlogged_tables", version) else ""
     schema = sql_file("schema.sql", password_encryption=lit("md5" if auth == "md5" else "scram-sha-256"),
                       admin=ident(ADMIN_USER), admin_pw=lit(ADMIN_PASSWORD),
-                      client=ident(CLIENT_USER), client_pw=lit(CLIENT_PASSWORD))
+                      client=ident(CLIENT_USER), client_pw=lit(CLIENT_PASSWORD), table_opts=opts)
     return "\n".join([schema, sql_file("hash.sql"), sql_file("strict.sql"), sql_file("key_route.sql"),
                       sql_file("truncate.sql"), sql_file("part.sql")])
 
@@ -209,7 +220,7 @@ def catalog_doc(st):
               "target_bucket_state_version": t["bucket_state_version"]} for t in st.tiers]
     tables = [{"id": t["id"], "name": t["name"], "distribution": json.loads(distribution_json(t)),
                "format": json.loads(format_json(t)), "schema_version": t["schema_version"], "operable": True,
-               "engine": "memtx", "owner": 1, "description": ""} for t in st.tables]
+               "engine": "memtx", "owner": 1, "description": "", "opts": opts_json(t)} for t in st.tables]
     indexes = [primary_index(t) for t in st.tables]
     buckets = [{"tier": tier, "bucket_start": a, "bucket_end": b, "replicaset_name": rs,
                 "replicaset_uuid": rs_by_name[rs]["uuid"]}
@@ -233,6 +244,10 @@ def catalog_sql(st):
                 "replicaset_uuid) VALUES\n%s;\n" % _values(range_rows))
     out += ("INSERT INTO _picoemu.setting VALUES ('strict', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;\n" % lit("on" if st.d["strict"] else "off"))
+    # the cluster's read_preference (picoemu set read_preference): a session that names none takes
+    # it (_picoemu.read_part(), strict.sql)
+    out += ("INSERT INTO _picoemu.setting VALUES ('read_preference', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;\n" % lit(st.d.get("read_preference", "leader")))
     return out
 
 
@@ -301,9 +316,10 @@ def _or_changed(t):
                   "the statement is run again" % t["name"]))
 
 
-def table_ddl(st, t, self_rs, peers):
+def table_ddl(st, t, self_rs, peers, has_replica=False):
     """Objects of one user table on the master of replicaset self_rs. peers: [rs_name] of the other
-    live replicasets that have a foreign server."""
+    live replicasets that have a foreign server; has_replica: self_rs has a replica (the foreign
+    server picoemu_replica)."""
     name = ident(t["name"])
     cols = t["columns"]
     cnames = [c["name"] for c in cols]
@@ -316,8 +332,12 @@ def table_ddl(st, t, self_rs, peers):
         # _bucket repeats bucket_id: the views restrict each branch by _bucket, so that only an
         # equality on bucket_id (through the equivalence bucket_id = _bucket) can prune a branch, never
         # a range such as bucket_id BETWEEN a AND b (see _branch_pred)
-        out.append("CREATE TABLE IF NOT EXISTS %s (%s, bucket_id bigint NOT NULL, _bucket bigint GENERATED "
-                   "ALWAYS AS (bucket_id) STORED, PRIMARY KEY (%s));" % (LOCAL % name, col_defs, pk))
+        # an unlogged table (26.1+) is a PostgreSQL UNLOGGED table: not replicated to the standbys
+        # (which cannot read it) and empty on a promoted standby, as Picodata's (data-temporary
+        # spaces, truncated when an instance becomes read-only: src/schema.rs:77-86 at 26.1.1)
+        out.append("CREATE %sTABLE IF NOT EXISTS %s (%s, bucket_id bigint NOT NULL, _bucket bigint GENERATED "
+                   "ALWAYS AS (bucket_id) STORED, PRIMARY KEY (%s));"
+                   % ("UNLOGGED " if t.get("unlogged") else "", LOCAL % name, col_defs, pk))
         out.append("CREATE INDEX IF NOT EXISTS %s ON %s (bucket_id);"
                    % (ident(t["name"] + "_bucket_id"), LOCAL % name))
     else:
@@ -333,9 +353,10 @@ def table_ddl(st, t, self_rs, peers):
         out.append("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name '_picoemu_local', "
                    "table_name %s);" % (remote_rel(t, rs), ft_cols, ident(server_name(rs)), lit(t["name"])))
     if sharded:
-        out.append("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name '_picoemu_local', "
-                   "table_name %s);" % (remote_rel(t, "self"), ft_cols, ident(server_name("self")),
-                                        lit(t["name"])))
+        for part in ["self"] + (["replica"] if has_replica else []):
+            out.append("CREATE FOREIGN TABLE %s (%s) SERVER %s OPTIONS (schema_name '_picoemu_local', "
+                       "table_name %s);" % (remote_rel(t, part), ft_cols, ident(server_name(part)),
+                                            lit(t["name"])))
     tname = lit(t["name"])
     if sharded:
         n = tier["bucket_count"]
@@ -348,8 +369,9 @@ def table_ddl(st, t, self_rs, peers):
             ranges.setdefault(rs, []).append((a, b))
         prune = st.cap("prune_by_bucket_id")
         own = _branch_pred(ranges.get(self_rs, []), prune)
-        # this replicaset's part: the local storage, or its master through picoemu_self (a standby
-        # without read_preference, or a version without local execution); see _picoemu.read_local()
+        # this replicaset's part: the local storage, its master through picoemu_self (a standby
+        # without read_preference, or a version without local execution), or a replica through
+        # picoemu_replica (a master asked for replica reads); see _picoemu.read_part()
         # routing by the sharding key (every version): a branch runs only if the statement does
         # not fix the key to a literal of a bucket another replicaset owns (_picoemu.asked, a
         # one-time filter evaluated before the branch's scan starts)
@@ -359,10 +381,13 @@ def table_ddl(st, t, self_rs, peers):
             ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n,
             ", ".join("%d, %d" % r for r in ranges.get(rs, [])),
             "true" if prune else "false") + " AND _picoemu.in_part(%s)" % lit(rs)
-        branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_local() AND %s"
+        branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_part() = 'local' AND %s"
                     % (sel, LOCAL % name, own, asked(self_rs)),
-                    "SELECT %s FROM %s WHERE %s AND NOT _picoemu.read_local() AND %s"
+                    "SELECT %s FROM %s WHERE %s AND _picoemu.read_part() = 'self' AND %s"
                     % (sel, remote_rel(t, "self"), own, asked(self_rs))]
+        if has_replica:  # without one, read_part() refuses to answer 'replica' (strict.sql)
+            branches.append("SELECT %s FROM %s WHERE %s AND _picoemu.read_part() = 'replica' AND %s"
+                            % (sel, remote_rel(t, "replica"), own, asked(self_rs)))
         for rs in peers:
             if not ranges.get(rs):
                 continue
@@ -414,16 +439,19 @@ def table_ddl(st, t, self_rs, peers):
     return "\n".join(out)
 
 
-def ddl_sql(st, self_rs, serving_ports):
+def ddl_sql(st, self_rs, serving_ports, replica_port=None):
     """Objects that depend on the topology, for the master of self_rs. serving_ports: rs -> port of
-    the instance the other replicasets reach (its master, stopped or not)."""
+    the instance the other replicasets reach (its master, stopped or not); replica_port: the port of
+    the replica of self_rs its master reads its part from when asked for replica reads (None when
+    it has none)."""
     out = []
     # The views are locked first: a writer locks the view before the foreign tables and storage behind
     # it, so taking them in the same order cannot deadlock with writes in flight (they are waited for).
     out.append(sql_file("drop_topology.sql"))
     peers = [r["name"] for r in st.replicasets if r["state"] != "expelled" and r["name"] != self_rs]
-    for rs in peers + ["self"]:
-        port = serving_ports[self_rs if rs == "self" else rs]
+    parts = peers + ["self"] + (["replica"] if replica_port is not None else [])
+    for rs in parts:
+        port = replica_port if rs == "replica" else serving_ports[self_rs if rs == "self" else rs]
         out.append("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', "
                    "port %s, dbname %s, fetch_size '10000', connect_timeout '5', "
                    "application_name %s);" % (ident(server_name(rs)), lit(str(port)),
@@ -431,7 +459,7 @@ def ddl_sql(st, self_rs, serving_ports):
         out.append("CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (user %s, password %s);"
                    % (ident(server_name(rs)), lit(ADMIN_USER), lit(ADMIN_PASSWORD)))
     for t in st.tables:
-        out.append(table_ddl(st, t, self_rs, peers))
+        out.append(table_ddl(st, t, self_rs, peers, has_replica=replica_port is not None))
     out.append("DELETE FROM _picoemu.guard;")
     for t in st.tiers:
         if t["bucket_count"] > 0:

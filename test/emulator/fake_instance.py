@@ -23,6 +23,7 @@ change them as it goes) come before those of --rule:
   unknown       a message type the protocol does not have
   big-error     an ErrorResponse of 4 MB with a raw 0xFF byte, SQLSTATE XX000
   bad-byte      a short ErrorResponse whose message and detail hold a raw 0xFF byte, SQLSTATE XX000
+  error:C:TEXT  an ErrorResponse with SQLSTATE C and message TEXT (which holds no "=")
   rows:A,B,...  one text column, one row per value ("" gives no row at all)
   ok            CommandComplete only (statements with no result rows)
 Without a matching rule, --default applies (default: ok).
@@ -152,6 +153,10 @@ class Session:
         if action == "big-error":
             text = b"remote failure: " + b"x" * (4 * 1024 * 1024) + b"\xff end"
             self.sock.sendall(msg(b"E", error_body("XX000", text)))
+            return True
+        if action.startswith("error:"):  # error:SQLSTATE:TEXT, an error Picodata sends
+            _, code, text = action.split(":", 2)
+            self.sock.sendall(msg(b"E", error_body(code, text)))
             return True
         if action == "bad-byte":
             body = (b"SERROR\0VERROR\0CXX000\0Mremote failure: bad \xff byte\0"

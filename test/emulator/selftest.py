@@ -481,6 +481,34 @@ def main_cluster(tc, d):
     with tc.subTest("read_preference: a bad value is refused"):
         tc.assertIn("invalid read_preference", qerr(
             p2, "SELECT count(*) FROM users", "picoroute", options="-c picoemu.read_preference=nearest"))
+    t = touched([p1, p2, p3, p4], lambda: pg.psql(p1, "SET picoemu.read_preference = replica; "
+                                                     "SELECT * FROM users WHERE bucket_id = 5",
+                                                 user="picoroute", password="picoroute"))
+    with tc.subTest("cluster read_preference: a master asked for replica reads its part on its replica"):
+        tc.assertEqual(t, [p2], str(t))
+    emu(d, "set", "read_preference", "replica")
+    t = touched([p1, p2, p3, p4], lambda: q(p1, "SELECT * FROM users WHERE bucket_id = 5", "picoroute"))
+    with tc.subTest("cluster read_preference: a session that names no read_preference takes the cluster's (replica)"):
+        tc.assertEqual(t, [p2], str(t))
+    t = touched([p1, p2, p3, p4], lambda: pg.psql(p1, "SET picoemu.read_preference = leader; "
+                                                     "SELECT * FROM users WHERE bucket_id = 5",
+                                                 user="picoroute", password="picoroute"))
+    with tc.subTest("cluster read_preference: a session that names leader reads on its master, whatever the cluster says"):
+        tc.assertEqual(t, [p1], str(t))
+    emu(d, "set", "read_preference", "leader")
+    with tc.subTest("cluster read_preference: status --json shows it"):
+        tc.assertEqual(json.loads(emu(d, "status", "--json").stdout)["settings"]["read_preference"], "leader")
+    emu(d, "create-table", "scratch", "--columns", "id int8, name text", "--unlogged")
+    with tc.subTest("unlogged: a table opts in _pico_table, an UNLOGGED storage"):
+        tc.assertEqual(q1(p2, "SELECT opts::text FROM _pico_table WHERE name = 'scratch'"), '[{"unlogged":[true]}]')
+        tc.assertEqual(q1(p2, "SELECT opts::text FROM _pico_table WHERE name = 'users'"), "[]")
+        tc.assertEqual(q1(p1, "SELECT relpersistence FROM pg_class WHERE oid = '_picoemu_local.scratch'::regclass"),
+                       "u")
+    with tc.subTest("unlogged: a global table cannot be"):
+        tc.assertIn("Global tables can't be unlogged.",
+                    emu(d, "create-table", "gscratch", "--columns", "id int8", "--global", "--unlogged",
+                        expect_ok=False).stderr)
+    emu(d, "drop-table", "scratch")
 
     in_flight(tc, s, p3)
 
@@ -797,6 +825,11 @@ def old_version_cluster(tc, d):
         tc.assertEqual(t, [p1, p3], str(t))
     with tc.subTest("25.5: rows read through the hops"):
         tc.assertEqual(q1(p2, "SELECT count(*) FROM users", "picoroute"), "500")
+    with tc.subTest("25.5: read_preference is no cluster setting, there are no unlogged tables nor opts"):
+        tc.assertIn("not a cluster setting", emu(d, "set", "read_preference", "replica", expect_ok=False).stderr)
+        tc.assertIn("do not exist", emu(d, "create-table", "scratch", "--columns", "id int8", "--unlogged",
+                                        expect_ok=False).stderr)
+        tc.assertIn("opts", qerr(p1, "SELECT opts FROM _pico_table"))
     move_race(tc, d, [s["instances"][0]["front_port"], s["instances"][2]["front_port"]], p2)
 
 

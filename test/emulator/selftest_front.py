@@ -67,6 +67,11 @@ FWD_NOT_LOCAL = ('sbroad: invalid option: cannot satisfy "forward = off": bucket
                  'current node, try using "forward = ro_to_rw" instead')
 
 
+def unset(rows):
+    """Rows of PROBE with "" (a setting restored to nothing) read as NULL."""
+    return [[None if v == "" else v for v in r] for r in rows]
+
+
 def codes(a):
     return [e.get("C") + " " + e.get("M") for e in w.errors(a)]
 
@@ -94,6 +99,37 @@ def forward_by_bucket_set(tc, c, ch, replica_front):
         tc.assertEqual(w.rows(rc.query("SELECT id FROM users WHERE id = 7 OPTION (forward = ro_to_rw)")), [["7"]])
         tc.assertEqual(w.rows(rc.query("SELECT count(*) FROM _pico_tier")), [["1"]])
     rc.close()
+
+
+def leader_only_reads(tc, d, emu, c, fport):
+    """26.1+: reads of an unlogged table, and every read of a sharded table while sql_preemption is on,
+    must be leader reads (src/sql/dispatch.rs, effective_read_preference); OPTION (read_preference)
+    is for reads only (validate_options_usage)."""
+    unlogged = "XX000 sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged tables"
+    preemption = ("XX000 sbroad: invalid option: read_preference must be set to 'leader' when sql_preemption "
+                  "is enabled")
+    emu(d, "create-table", "scratch", "--columns", "id int8, name text", "--unlogged")
+    emu(d, "insert", "scratch", "--values", "[1, \"one\"]")
+    cr = w.Conn(fport, "picoroute", "picoroute", options="read_preference=replica")
+    with tc.subTest("leader-only: a read of an unlogged table that is not a leader read is refused"):
+        tc.assertEqual(codes(cr.query("SELECT * FROM scratch")), [unlogged])
+        tc.assertEqual(codes(w.extended(cr, "SELECT name FROM scratch WHERE id = $1", [1])), [unlogged])
+        tc.assertEqual(codes(c.query("SELECT * FROM scratch OPTION (read_preference = any)")), [unlogged])
+    with tc.subTest("leader-only: a leader read of it is answered"):
+        tc.assertEqual(w.rows(c.query("SELECT name FROM scratch")), [["one"]])
+        tc.assertEqual(w.rows(cr.query("SELECT name FROM scratch OPTION (read_preference = leader)")), [["one"]])
+    set_setting(emu, d, "sql_preemption", "true")
+    with tc.subTest("leader-only: with sql_preemption on, a read of a sharded table that is not a leader read"):
+        tc.assertEqual(codes(cr.query("SELECT count(*) FROM users WHERE id = 7")), [preemption])
+        tc.assertEqual(w.rows(cr.query("SELECT count(*) FROM _pico_tier")), [["1"]])  # runs on the instance
+        tc.assertEqual(w.rows(c.query("SELECT count(*) FROM users WHERE id = 7")), [["1"]])
+    set_setting(emu, d, "sql_preemption", "false")
+    with tc.subTest("leader-only: OPTION (read_preference) on a write is refused"):
+        tc.assertEqual(codes(c.query("DELETE FROM scratch WHERE id = 2 OPTION (read_preference = leader)")),
+                       ["XX000 sbroad: invalid OptionSpec: read_preference option is supported only for DQL "
+                        "queries"])
+    cr.close()
+    emu(d, "drop-table", "scratch")
 
 
 def startup_refusals(tc, fport):
@@ -274,8 +310,9 @@ def front_cluster(tc, d, base, emu, status):
     with tc.subTest("options: a failed statement with OPTION does not leak its values"):
         tc.assertEqual(w.rows(w.extended(cp, PROBE)), [["replica", None, "123"]])
     cp.close()
+    # (unset: NULL, or "" once a statement's value was restored; the storage reads both as unset)
     with tc.subTest("options: cluster sql_vdbe_opcode_max when nothing overrides it"):
-        tc.assertEqual(w.rows(c.query(PROBE)), [[None, None, "0"]])
+        tc.assertEqual(unset(w.rows(c.query(PROBE))), [[None, None, "0"]])
     startup_refusals(tc, fport)
     set_version(d, NO_READ_PREFERENCE)
     a = c.query(PROBE + " OPTION (read_preference = replica)")
@@ -283,7 +320,7 @@ def front_cluster(tc, d, base, emu, status):
         tc.assertEqual(w.kinds(a), "EZ")
     set_version(d, FORWARD)
     with tc.subTest("version with forward: OPTION (forward = off) sets picoemu.strict"):
-        tc.assertEqual(w.rows(c.query(PROBE + " OPTION (forward = off)")), [[None, "on", "0"]])
+        tc.assertEqual(unset(w.rows(c.query(PROBE + " OPTION (forward = off)"))), [[None, "on", "0"]])
     ch = w.Conn(fport, "picoroute", "picoroute", options="forward=off")
     with tc.subTest("version with forward: startup forward=off"):
         tc.assertEqual(w.rows(ch.query(PROBE)), [[None, "on", "0"]])
@@ -299,6 +336,7 @@ def front_cluster(tc, d, base, emu, status):
         a = c.query("SELECT id FROM users WHERE v >= 0 OPTION (sql_vdbe_opcode_max = 10, sql_motion_row_max = 0)")
         tc.assertEqual(codes(a), ["XX000 " + tag + "Reached a limit on max executed vdbe opcodes. Limit: 10"])
     ch.close()
+    leader_only_reads(tc, d, emu, c, fport)  # at FORWARD, which has unlogged tables
     set_version(d, PLAIN)
 
     # ---- sql_vdbe_opcode_max, approximated by rows examined in the receiving instance's storage ------

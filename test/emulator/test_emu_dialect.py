@@ -349,6 +349,9 @@ class CapabilitiesTest(unittest.TestCase):
         "switchover_refusal": ["26.1.%d" % i for i in range(2, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
         "explain_sections": ["26.2.1-rc1", "26.2.1-rc2"],
         "explain_insert_buckets": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "unlogged_tables": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "concat_below_additive": ["26.2.1-rc2"],
+        "empty_set_aggregate": ["26.2.1-rc2"],
     }
 
     def test_every_capability_at_every_release(self):
@@ -574,6 +577,89 @@ class ForwardTest(unittest.TestCase):
     def test_joins_and_subqueries_ask_everyone(self):
         self.assertEqual(self.verdict("SELECT * FROM t a JOIN t b ON a.id = b.id WHERE a.id = 2"), SPAN)
         self.assertEqual(self.verdict("SELECT * FROM t WHERE id IN (SELECT id FROM g)"), SPAN)
+
+
+class LeaderReadTest(unittest.TestCase):
+    """Reads that must be leader reads (effective_read_preference, src/sql/dispatch.rs, 26.1.1+)."""
+    UNLOGGED = "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged tables"
+    PREEMPTION = ("sbroad: invalid option: read_preference must be set to 'leader' when sql_preemption "
+                  "is enabled")
+
+    def refusal(self, sql, **settings):
+        import emu_route
+        state = dict(STATE, tables=STATE["tables"] + [
+            {"name": "u", "global": False, "tier": "default", "sharding_key": ["id"], "unlogged": True,
+             "columns": [{"name": "id", "cls": "int"}]}], **settings)
+        return emu_route.leader_read_refusal(state, emu_route.statement_tokens(sql))
+
+    def test_unlogged_tables_then_preemption(self):
+        self.assertEqual(self.refusal("SELECT * FROM u WHERE id = 1"), self.UNLOGGED)
+        self.assertEqual(self.refusal("SELECT * FROM t JOIN u ON t.id = u.id"), self.UNLOGGED)
+        self.assertEqual(self.refusal("SELECT * FROM u", sql_preemption=True), self.UNLOGGED)
+        self.assertIsNone(self.refusal("SELECT * FROM t WHERE id = 1"))
+        self.assertEqual(self.refusal("SELECT * FROM t WHERE id = 1", sql_preemption=True), self.PREEMPTION)
+
+    def test_reads_of_global_tables_only_are_not_dispatched(self):
+        for sql in ("SELECT * FROM g", "SELECT name FROM _pico_table", "SELECT 1"):
+            self.assertIsNone(self.refusal(sql, sql_preemption=True), sql)
+
+
+class EmptyBucketSetTest(unittest.TestCase):
+    """A scalar aggregate whose key equalities contradict each other has no bucket: before 26.2.1-rc2
+    Picodata answers NULL for it (test/int/sql/eliminate_motion.sql, scalar-agg-1)."""
+
+    def empty(self, sql, params=None, version="26.2.1-rc1"):
+        import emu_route
+        return emu_route.empty_set_aggregate(STATE, version, emu_route.statement_tokens(sql), params)
+
+    def test_contradicting_keys_have_no_bucket(self):
+        self.assertTrue(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2"))
+        self.assertTrue(self.empty('SELECT count(*), sum("id") FROM "t" WHERE "id" = $1 AND "id" = $2',
+                                   params=["1", "2"]))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 1"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2 OR id = 3"))
+
+    def test_only_scalar_aggregates_before_the_fix(self):
+        self.assertFalse(self.empty("SELECT id FROM t WHERE id = 1 AND id = 2"))
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2 GROUP BY b"))
+        for version in ("25.5.10", "26.1.6", "26.2.1-rc1"):
+            self.assertTrue(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2", version=version), version)
+        self.assertFalse(self.empty("SELECT count(*) FROM t WHERE id = 1 AND id = 2", version="26.2.1-rc2"))
+
+
+class RouteHashRuleTest(unittest.TestCase):
+    """The fronts' bucket sets (forward, empty sets) hash keys by the version's line, as the storages."""
+
+    def test_rule_by_line(self):
+        import emu_route
+        self.assertEqual([emu_route.hash_rule(v) for v in ("25.5.10", "26.1.6", "26.2.1-rc2")],
+                         ["25.5", "26.1", "26.1"])
+
+
+class ConcatPrecedenceTest(unittest.TestCase):
+    """|| binds with * / % up to 26.2.1-rc1, below + - (as in PostgreSQL) from 26.2.1-rc2: where the
+    meanings differ, the front refuses a || next to an arithmetic operator."""
+
+    def rule(self, sql, version):
+        try:
+            d.validate(sql, version)
+        except d.Reject as rej:
+            return rej.rule
+        return None
+
+    def test_mixed_without_parentheses_before_the_fix(self):
+        for sql in ("SELECT a || b + c FROM t", "SELECT a || b * c FROM t", "SELECT a + b || c FROM t",
+                    "SELECT * FROM t WHERE b || 'x' || id - 1 = 'y'"):
+            for before in ("25.5.10", "26.1.6", "26.2.1-rc1"):
+                self.assertEqual(self.rule(sql, before), "concat_precedence", (sql, before))
+            for after in ("26.2.1-rc2", "26.2.1"):
+                self.assertIsNone(self.rule(sql, after), (sql, after))
+
+    def test_parenthesised_operands_mean_the_same_everywhere(self):
+        for sql in ("SELECT (a || b) + c FROM t", "SELECT a || (b + c) FROM t", "SELECT a + 1, b || c FROM t",
+                    'SELECT * FROM t WHERE (("b" || \'x\') || "c") = (1 + 2)', "SELECT a::text || 'x' FROM t"):
+            self.assertIsNone(self.rule(sql, "26.2.1-rc1"), sql)
 
 
 class ErrorTextTest(unittest.TestCase):

@@ -25,10 +25,21 @@ my $fake = start_fake_instance('--rules-file', $rules,
     '--rule', 'unknown_t=unknown',
     '--rule', 'bigerr_t=big-error',
     '--rule', 'badbyte_t=bad-byte',
-    '--rule', 'SELECT .* FROM "quiet_t"=rows:');
+    '--rule', 'SELECT .* FROM "quiet_t"=rows:',
+    # Errors as Picodata words them (core/retry_rules.h), behind its prefixes.
+    '--rule', 'dqltimeout_t=error:XX000:sbroad: dql timeout exceeded',
+    '--rule', 'onrs_t=error:XX000:sbroad: Error on replicaset r1: Duplicate key exists in unique index',
+    '--rule', 'localref_t=error:XX000:sbroad: failed to add local bucket reference: Timeout exceeded',
+    '--rule', 'own_t=error:XX000:sbroad: Duplicate key exists in unique index',
+    '--rule', 'peer_t=error:XX000:sbroad: Error on replicaset r1: Peer closed',
+    '--rule', 'vdbe_t=error:XX000:sbroad: Error on replicaset r1: Reached a limit on max executed vdbe opcodes');
 my $port = $fake->{port};
 
 sub logged { return fake_log($fake); }
+sub executions_like {
+    my ($re) = @_;
+    return scalar grep { ($_->{event} // '') =~ /^(query|execute)$/ && $_->{sql} =~ $re } @{ logged() };
+}
 sub statements_like {
     my ($re) = @_;
     return scalar grep { ($_->{event} // '') =~ /^(query|parse)$/ && $_->{sql} =~ $re } @{ logged() };
@@ -131,6 +142,34 @@ like($err, qr/ERROR:  unexpected response from server.*CONTEXT:  remote SQL on P
     'an unknown message type: an error naming the instance');
 ok($secs < 8, "an unknown message type: no spin (${secs}s)");
 backend_usable('after an unknown message');
+
+# ---- what the DETAIL of a failed write says: only what Picodata's error proves ---------------------
+$node->safe_psql('postgres', join("\n", map {
+    "CREATE FOREIGN TABLE ${_}_t (id bigint, name text) SERVER pico OPTIONS (sharding_key 'id');" }
+    qw(dqltimeout onrs localref own peer vdbe)));
+my %detail = (
+    dqltimeout => qr/failed on instance 127\.0\.0\.1:$port after it was sent on to a storage: it may have been applied there\./,
+    onrs => qr/failed on instance 127\.0\.0\.1:$port after it was sent on to a storage: it may have been applied there\./,
+    # A refusal before running is sent again; here no other instance can take it.
+    localref => qr/instance 127\.0\.0\.1:$port refused the statement before running it \(sbroad: failed to add local bucket reference/,
+    own => qr/DETAIL:  The statement failed on instance 127\.0\.0\.1:$port\.\s*(\n|$)/,
+);
+for my $t (sort keys %detail) {
+    my ($ret, $out, $e) = $node->psql('postgres',
+        "SET picoroute.failover_wait = 0; UPDATE ${t}_t SET name = 'x' WHERE id = 1");
+    like($e, $detail{$t}, "a write answered like ${t}_t: its DETAIL says what is known");
+    unlike($e, qr/not applied there/, "a write answered like ${t}_t: it claims nothing more");
+}
+# A read is sent again after the coordinator lost its connection to a replicaset, not after a
+# storage's own error behind the same prefix.
+my $before = executions_like(qr/FROM "peer_t"/);
+$node->psql('postgres', "SET picoroute.failover_wait = '1s'; SELECT * FROM peer_t WHERE id = 1");
+cmp_ok(executions_like(qr/FROM "peer_t"/) - $before, '>=', 2,
+       'a read answered "Error on replicaset ...: Peer closed" is sent again');
+$before = executions_like(qr/FROM "vdbe_t"/);
+$node->psql('postgres', "SET picoroute.failover_wait = '1s'; SELECT * FROM vdbe_t WHERE id = 1");
+is(executions_like(qr/FROM "vdbe_t"/) - $before, 1, "a read answered with a storage's own error is not");
+backend_usable('after the remote errors');
 
 # ---- a 4 MB error text with a raw 0xFF byte ---------------------------------------------------------
 # The message is cut to 8 kB at a character boundary and made valid UTF-8 before it reaches the

@@ -144,6 +144,10 @@ TEST(CapabilitiesTest, EveryCapabilityAtEveryRelease) {
         {Capability::ExplainSections, {"26.2.1-rc1", "26.2.1-rc2"}},
         {Capability::ExplainInsertBuckets,
          {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::UnloggedTables,
+         {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::ConcatBelowAdditive, {"26.2.1-rc2"}},
+        {Capability::EmptySetAggregate, {"26.2.1-rc2"}},
     };
     ASSERT_EQ(expected.size(), capability_table().size());
     for (const Expect &e : expected)
@@ -195,6 +199,34 @@ TEST(CapabilitiesTest, ExplainFormatsBetweenReleases) {
     EXPECT_FALSE(has("25.6.0-40-gabc", Capability::ExplainInsertBuckets));
     EXPECT_TRUE(has("26.1.1-3-gabc", Capability::ExplainInsertBuckets));
     EXPECT_TRUE(has("26.3.0", Capability::ExplainInsertBuckets));
+}
+
+TEST(CapabilitiesTest, UnloggedTablesFrom26_1) {
+    EXPECT_FALSE(has("25.5.10", Capability::UnloggedTables));
+    EXPECT_FALSE(has("25.6.0-40-gabc", Capability::UnloggedTables));
+    EXPECT_FALSE(has("26.1.0", Capability::UnloggedTables));  // a development tag: as 25.5.10
+    EXPECT_TRUE(has("26.1.1", Capability::UnloggedTables));
+    EXPECT_TRUE(has("26.1.7", Capability::UnloggedTables));
+    EXPECT_TRUE(has("26.3.0", Capability::UnloggedTables));
+}
+
+// || below + - and the scalar aggregate over an empty bucket set came with 26.2.1-rc2. The master
+// builds follow rc2 in version order and get what it has, though the development tag 26.3.0 and
+// the builds before commits 27cbad323 (26.3.0-49) and 9f9068217 (26.3.0-114) lack them: picoroute
+// parenthesises every operand and reads a NULL count as 0 whatever the version, and only a HAVING
+// over a scalar aggregate relies on EmptySetAggregate (capabilities.h).
+TEST(CapabilitiesTest, ConcatPrecedenceAndEmptySetAggregatesFrom26_2_1_rc2) {
+    for (Capability c : {Capability::ConcatBelowAdditive, Capability::EmptySetAggregate}) {
+        EXPECT_FALSE(has("25.5.10", c)) << capability_name(c);
+        EXPECT_FALSE(has("26.1.6", c)) << capability_name(c);
+        EXPECT_FALSE(has("26.2.1-rc1", c)) << capability_name(c);
+        EXPECT_FALSE(has("26.2.1-rc1-7-gabc", c)) << capability_name(c);
+        EXPECT_TRUE(has("26.2.1-rc2", c)) << capability_name(c);
+        EXPECT_TRUE(has("26.2.1", c)) << capability_name(c);
+        EXPECT_TRUE(has("26.3.0", c)) << capability_name(c);  // the rule, not the tag's truth
+        EXPECT_TRUE(has("26.3.0-48-gabc", c)) << capability_name(c);
+        EXPECT_TRUE(has("26.3.0-142-g812716f7e", c)) << capability_name(c);
+    }
 }
 
 TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 using picoroute::retry::closed_at_startup;
+using picoroute::retry::needs_leader_read;
+using picoroute::retry::Outcome;
+using picoroute::retry::outcome_of;
 using picoroute::retry::read_retryable;
 using picoroute::retry::refused_before_running;
 
@@ -23,6 +26,20 @@ TEST(RetryRulesTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
     EXPECT_TRUE(refused_before_running(
         "sbroad: invalid option: cannot satisfy \"forward = off\": buckets are not present on the "
         "current node, try using \"forward = ro_to_rw\" instead"));
+    // The 26.1.1+ local fast path (with_admin_su / with_local_bucket_ref, src/sql/dispatch.rs),
+    // behind the coordinator's "sbroad: "; "use" is wrapped twice there.
+    EXPECT_TRUE(
+        refused_before_running("sbroad: failed to add local bucket reference: Timeout exceeded"));
+    EXPECT_TRUE(refused_before_running(
+        "sbroad: failed to use local bucket reference: failed to use local bucket reference: "
+        "expired"));
+    EXPECT_TRUE(refused_before_running(
+        "sbroad: failed to switch user for add local bucket reference: no such user"));
+    // A storage's refusal reaches the client behind the coordinator's dispatch prefix.
+    EXPECT_TRUE(refused_before_running(
+        "sbroad: Error on replicaset 1e02f2a4-9c11-4a1e-8a0b-58cfa1b1f0d2: Failed to add a storage "
+        "reference: box error: ProcLua: vshard error: Timeout exceeded (type: ClientError, code: "
+        "78, name: TIMEOUT)"));
 }
 
 TEST(RetryRulesTest, AForwardRefusalNoInstanceCanSatisfyIsNotSentAgain) {
@@ -45,16 +62,66 @@ TEST(RetryRulesTest, FailuresDuringOrAfterRunningAreNot) {
     // Near misses of the texts above.
     EXPECT_FALSE(refused_before_running("cannot satisfy forward"));
     EXPECT_FALSE(refused_before_running("the instance is read-only"));
+    // After running: the reference is removed once the statement ran.
+    EXPECT_FALSE(refused_before_running("failed to delete local bucket reference: x"));
+    EXPECT_FALSE(refused_before_running("sbroad: failed to remove local bucket reference: x"));
 }
 
-TEST(RetryRulesTest, AReadIsSentAgainAfterAConnectionFailureOnTheWay) {
-    EXPECT_TRUE(read_retryable("08001", "could not connect to server \"x\""));
-    EXPECT_TRUE(read_retryable("08006", "server closed the connection unexpectedly"));
-    EXPECT_TRUE(read_retryable("XX000", "Failed to get replicaset from bucket 3: no route"));
-    EXPECT_FALSE(read_retryable("42601", "syntax error at or near \"x\""));
-    EXPECT_FALSE(
-        read_retryable("XX000", "Exceeded maximum number of rows (5000) in virtual table"));
-    EXPECT_FALSE(read_retryable("", ""));
+TEST(RetryRulesTest, AReadIsSentAgainOnlyWhenThatIsSafeAndUseful) {
+    EXPECT_TRUE(read_retryable("sbroad: Failed to get replicaset from bucket 3: no route"));
+    EXPECT_TRUE(read_retryable("sbroad: failed to add local bucket reference: timeout"));
+    // The coordinator lost its connection to a replicaset (a switchover): a read changes nothing.
+    EXPECT_TRUE(read_retryable("sbroad: Error on replicaset 9f1c: Peer closed"));
+    EXPECT_TRUE(read_retryable("Error on replicaset 9f1c: Connection is not established"));
+    // The storage's own error behind the same prefix fails again: not retried.
+    EXPECT_FALSE(read_retryable(
+        "sbroad: Error on replicaset 9f1c: Reached a limit on max executed vdbe opcodes"));
+    EXPECT_FALSE(read_retryable("sbroad: Error on replicaset 9f1c: duplicate key Peer closed"));
+    // The deadline is spent: another try would wait as long again.
+    EXPECT_FALSE(read_retryable("sbroad: dql timeout exceeded"));
+    EXPECT_FALSE(read_retryable("Exceeded maximum number of rows (5000) in virtual table"));
+    EXPECT_FALSE(read_retryable("could not connect to server \"x\""));
+    EXPECT_FALSE(read_retryable(""));
+}
+
+TEST(RetryRulesTest, ALeaderOnlyRefusalIsRecognisedWithItsPrefix) {
+    EXPECT_TRUE(needs_leader_read(
+        "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged "
+        "tables"));
+    EXPECT_TRUE(needs_leader_read(
+        "sbroad: invalid option: read_preference must be set to 'leader' when sql_preemption is "
+        "enabled"));
+    EXPECT_FALSE(needs_leader_read(
+        "sbroad: invalid OptionSpec: read_preference option is supported only for DQL queries"));
+    EXPECT_FALSE(needs_leader_read("read_preference must be set"));
+    // Not a generic refusal: sent again as it was, it would be refused again.
+    EXPECT_FALSE(refused_before_running(
+        "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged "
+        "tables"));
+}
+
+TEST(RetryRulesTest, TheOutcomeOfAWriteIsToldOnlyWhereItIsKnown) {
+    EXPECT_EQ(outcome_of("XX000", "sbroad: failed to add local bucket reference: timeout"),
+              Outcome::NotRun);
+    EXPECT_EQ(outcome_of("XX000",
+                         "Error on replicaset 9f1c: retry is required: DML was sent to "
+                         "the replica during master switchover"),
+              Outcome::NotRun);
+    EXPECT_EQ(outcome_of("XX000", "rule parsing error: expected Expr"), Outcome::NotRun);
+    EXPECT_EQ(outcome_of("22P02", "failed to decode parameter"), Outcome::NotRun);
+    EXPECT_EQ(outcome_of("42999", "prepared statement s1 has been invalidated"), Outcome::NotRun);
+    // Sent on and not answered, or answered after it ran: it may have been applied.
+    EXPECT_EQ(outcome_of("XX000", "sbroad: dql timeout exceeded"), Outcome::Unknown);
+    EXPECT_EQ(outcome_of("XX000", "sbroad: Error on replicaset 9f1c: Peer closed"),
+              Outcome::Unknown);
+    EXPECT_EQ(outcome_of("XX000", "Error on replicaset 9f1c: Duplicate key exists"),
+              Outcome::Unknown);
+    // The statement's own error: nothing is claimed.
+    EXPECT_EQ(outcome_of("XX000", "duplicate key value violates unique constraint"),
+              Outcome::Failed);
+    EXPECT_EQ(outcome_of("XX000", "could not connect to server \"picoemu_default_2\""),
+              Outcome::Failed);
+    EXPECT_EQ(outcome_of("", ""), Outcome::Failed);
 }
 
 TEST(RetryRulesTest, AConnectionClosedAtStartupIsToldApart) {
@@ -72,4 +139,35 @@ TEST(RetryRulesTest, AConnectionClosedAtStartupIsToldApart) {
     EXPECT_FALSE(closed_at_startup(
         "connection to server at \"127.0.0.1\", port 4327 failed: FATAL:  28P01: password "
         "authentication failed for user \"u\""));
+}
+
+// The texts as the emulator writes them (Picodata's, with the coordinator's "sbroad: " in front
+// and tarantool's "box error: ProcLua: " inside a storage's answer): the rules read them as they
+// read the bare texts.
+TEST(RetryRulesTest, PrefixedTextsAreJudgedAsTheBareOnes) {
+    const char *storage_ref =
+        "sbroad: Failed to add a storage reference: box error: ProcLua: vshard error: Timeout "
+        "exceeded (type: ClientError, code: 78, name: TIMEOUT)";
+    EXPECT_TRUE(refused_before_running(storage_ref));
+    EXPECT_TRUE(read_retryable(storage_ref));
+    EXPECT_EQ(outcome_of("XX000", storage_ref), Outcome::NotRun);
+    for (const char *text :
+         {"sbroad: retry is required: DML was sent to the replica during master switchover",
+          "sbroad: Can't modify data on a read-only instance - box.cfg.read_only is true"}) {
+        EXPECT_TRUE(refused_before_running(text)) << text;
+        EXPECT_EQ(outcome_of("XX000", text), Outcome::NotRun) << text;
+    }
+    const char *unlogged =
+        "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged "
+        "tables";
+    EXPECT_TRUE(needs_leader_read(unlogged));
+    EXPECT_EQ(outcome_of("XX000", unlogged), Outcome::NotRun);
+    EXPECT_EQ(outcome_of("XX000", "sbroad: rule parsing error: expected Expr"), Outcome::NotRun);
+    // The statement's own errors, prefixed: not sent again, nothing claimed.
+    const char *rows = "sbroad: Exceeded maximum number of rows (5000) in virtual table: 5001";
+    EXPECT_FALSE(read_retryable(rows));
+    EXPECT_EQ(outcome_of("XX000", rows), Outcome::Failed);
+    const char *vdbe = "sbroad: Reached a limit on max executed vdbe opcodes. Limit: 45000";
+    EXPECT_FALSE(read_retryable(vdbe));
+    EXPECT_EQ(outcome_of("XX000", vdbe), Outcome::Failed);
 }

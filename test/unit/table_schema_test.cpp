@@ -104,3 +104,19 @@ TEST(TableSchema, Utf8Validation) {
 
 }  // namespace
 }  // namespace picoroute
+
+TEST(TableSchemaTest, OptsMarkAnUnloggedTable) {
+    using picoroute::parse_table_unlogged;
+    EXPECT_TRUE(parse_table_unlogged("t", "[{\"unlogged\":[true]}]"));
+    EXPECT_TRUE(parse_table_unlogged(
+        "t",
+        "[{\"pk_contains_bucket_id\":[true]},{\"unlogged\":[true]},{\"synchronous\":[true]}]"));
+    EXPECT_TRUE(parse_table_unlogged("t", "[{\"unlogged\":true}]"));
+    EXPECT_FALSE(parse_table_unlogged("t", "[{\"unlogged\":[false]}]"));
+    EXPECT_FALSE(parse_table_unlogged("t", "[]"));
+    EXPECT_FALSE(parse_table_unlogged("t", "null"));
+    EXPECT_FALSE(parse_table_unlogged("t", ""));
+    EXPECT_FALSE(parse_table_unlogged("t", "[{\"synchronous\":[true]}, 7]"));
+    EXPECT_THROW(parse_table_unlogged("t", "{\"unlogged\":[true]}"), picoroute::Error);
+    EXPECT_THROW(parse_table_unlogged("t", "[{"), picoroute::Error);
+}

@@ -204,7 +204,8 @@ int gather(Relation rel, TableInfo *table, HeapTuple *rows, int targrows, Sample
     int32_t tier = require_tier(view, map.generation, table->tier);
     uint32_t bucket_count = view.tier(tier).bucket_count;
     Target coordinator = coordinator_target(view);
-    ConnParams params = conn_params_for(table->serverid, GetUserId());
+    // The table's reads: its server's read_preference, the leaders for an unlogged table.
+    ConnParams params = read_conn_params(table, GetUserId());
 
     ResultPtr counted = run_one(coordinator, "SELECT count(*)" + from + option, params, tier_name);
     if (PQntuples(counted.get()) != 1 || PQnfields(counted.get()) != 1 ||

@@ -265,9 +265,8 @@ ChunkedRead *new_chunked_read(const RoutedStatement *st, const std::vector<const
     for (const Job *job : jobs)
         parts.push_back(part_for(st, *job, limits.bucket_count));
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
-    return new ChunkedRead(std::move(parts), std::move(limits),
-                           conn_params_for(t->serverid, userid), t->tier,
-                           static_cast<ReadPref>(t->read_pref), retry, ncols,
+    return new ChunkedRead(std::move(parts), std::move(limits), read_conn_params(t, userid),
+                           t->tier, table_read_pref(t), retry, ncols,
                            GetMemoryChunkContext(const_cast<RoutedStatement *>(st)));
 }
 

@@ -7,6 +7,9 @@
 // column name, on one online instance of the table's tier. At first use a check that cannot run
 // (no instance reachable, no privilege on `_pico_table`, a table Picodata does not have) lets the
 // statement go on and fail, if it must, with its own error; the function reports it.
+//
+// The check also learns whether the table is unlogged (`_pico_table.opts`, 26.1+): the reads of
+// such a table go to the leaders (TableInfo.unlogged).
 extern "C" {
 #include "postgres.h"
 
@@ -19,6 +22,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+#include "core/table_schema.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -64,6 +68,7 @@ struct Remote {
     std::string tier;
     std::vector<std::string> key;
     std::map<std::string, std::string> types;  // column -> Picodata type
+    bool unlogged = false;                     // opts (26.1+) says so: leader-only reads
 };
 
 // The PostgreSQL type a Picodata key column type needs (nullptr when it cannot be a key), and
@@ -143,16 +148,27 @@ Remote read_remote(const Declared &d, Oid serverid, Oid userid) {
         jobs[0].target = tier != kNone ? spread_target(*map.view, tier, ReadPref::Leader, false)
                                        : coordinator_target(*map.view);
     }
-    jobs[0].sql = "SELECT \"distribution\", \"format\" FROM \"_pico_table\" WHERE \"name\" = $1";
+    // Every column, read by name: `opts` exists from 26.1 only.
+    jobs[0].sql = "SELECT * FROM \"_pico_table\" WHERE \"name\" = $1";
     jobs[0].values.push_back(d.remote.c_str());
     run_jobs(jobs, params, "", ReadPref::Leader, Retry::Never);
     const PGresult *res = jobs[0].result.get();
     if (PQntuples(res) == 0)
         return r;
+    int distribution_col = PQfnumber(res, "distribution"), format_col = PQfnumber(res, "format"),
+        opts_col = PQfnumber(res, "opts");
+    if (distribution_col < 0 || format_col < 0)
+        throw SqlError(ERRCODE_FDW_INVALID_DATA_TYPE,
+                       "picoroute: _pico_table has no column distribution or format");
     r.found = true;
     try {
-        nlohmann::json distribution = nlohmann::json::parse(PQgetvalue(res, 0, 0));
-        nlohmann::json format = nlohmann::json::parse(PQgetvalue(res, 0, 1));
+        r.unlogged = opts_col >= 0 && parse_table_unlogged(d.remote, PQgetvalue(res, 0, opts_col));
+    } catch (const Error &e) {
+        throw SqlError(ERRCODE_FDW_INVALID_DATA_TYPE, e.what());
+    }
+    try {
+        nlohmann::json distribution = nlohmann::json::parse(PQgetvalue(res, 0, distribution_col));
+        nlohmann::json format = nlohmann::json::parse(PQgetvalue(res, 0, format_col));
         if (distribution.contains("Global")) {
             r.global = true;
         } else if (distribution.contains("ShardedImplicitly")) {
@@ -269,6 +285,16 @@ void compare(const Declared &d, const Remote &r, Oid relid) {
 
 // relid -> map generation of the last check that passed (or could not run) in this session.
 std::map<Oid, uint64_t> checked;
+// The tables whose last check found them unlogged in _pico_table.opts.
+std::set<Oid> unlogged_tables;
+
+// Records what the check read of the table being unlogged.
+void note_unlogged(Oid relid, bool unlogged) {
+    if (unlogged)
+        unlogged_tables.insert(relid);
+    else
+        unlogged_tables.erase(relid);
+}
 
 }  // namespace
 
@@ -278,8 +304,10 @@ void check_declaration_at_first_use(TableInfo *table, Oid userid) {
     uint64_t generation = 0;
     guarded([&] { generation = current_map().generation; });
     auto it = checked.find(table->relid);
-    if (it != checked.end() && it->second == generation)
+    if (it != checked.end() && it->second == generation) {
+        table->unlogged = table->unlogged || unlogged_tables.count(table->relid) > 0;
         return;
+    }
     guarded([&] {
         Declared d = read_declared(table->relid, table);
         Remote r;
@@ -301,6 +329,8 @@ void check_declaration_at_first_use(TableInfo *table, Oid userid) {
         }
         if (r.found)
             compare(d, r, table->relid);
+        note_unlogged(table->relid, r.unlogged);
+        table->unlogged = table->unlogged || r.unlogged;
         checked[table->relid] = generation;
     });
 }
@@ -329,6 +359,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_check_foreign_table) {
                            d.table + "\")",
                        {}, "Set the table option table_name, or use IMPORT FOREIGN SCHEMA.");
     compare(d, r, InvalidOid);  // asked for: every warning
+    note_unlogged(relid, r.unlogged);
     checked[relid] = current_map().generation;
     PG_RETURN_BOOL(true);
 }

@@ -259,7 +259,9 @@ void deparse_opexpr(OpExpr *op, Context *cx) {
     if (rop.kind == OpKind::Compare && sent_as_param(l, cx) && !sent_as_param(r, cx))
         std::swap(l, r);  // "id" = $1 (= and <> are symmetric), as a reader expects
     bool negated = rop.kind == OpKind::NotLike || rop.kind == OpKind::NotILike;
-    // Picodata's LIKE has no NOT flag.
+    // Picodata's LIKE has no NOT flag. Every binary operator is written in parentheses, its
+    // operands too when they are operators: nothing relies on Picodata's precedence, which differs
+    // from PostgreSQL's (|| binds with * / % before 26.2.1-rc2, capability ConcatBelowAdditive).
     appendStringInfoString(cx->buf, negated ? "(NOT (" : "(");
     deparse_value(l, numeric_column_typmod(r), cx);
     appendStringInfo(cx->buf, " %s ", rop.spelling);

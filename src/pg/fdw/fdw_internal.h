@@ -22,6 +22,7 @@ extern "C" {
 
 #include "core/capabilities.h"
 #include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_exec.h"
 #include "pg/key_datum.h"
 #include "pg/sql_common.h"
@@ -53,6 +54,9 @@ struct TableInfo {
     int read_pref;       // ReadPref
     char *remote_table;  // table_name or the foreign table's name
     bool global;         // distribution 'global'
+    // An unlogged Picodata table (not replicated: only the leaders have its rows): the table
+    // option unlogged 'true', or _pico_table.opts said so at the first use (declcheck.cpp).
+    bool unlogged;
     int batch_size;
     // The version capabilities are looked up for (core/capabilities.h): the server option
     // picodata_version when given (an override), else the cluster's detected version (the lowest
@@ -113,11 +117,15 @@ TableInfo *build_table_info(Oid relid);
 // default (_pico_tier.is_default, from the map), else "default". C++ context (reads the map).
 std::string server_tier_name(const char *option);
 // The startup "options" value for a server (Picodata syntax name=value,...), "" for none.
-// `picodata_version`: the server option (nullptr: the detected version); where the version has the
-// capability, the connection asks for errors on invalidated prepared statements
-// (pico_stmt_invalidation=true).
+// `picodata_version`: the server option (nullptr: the detected version); where the version has
+// them, the connection names its read_preference (the server's, leader when unset: from 26.1 a
+// session that names none takes the cluster's setting) and asks for errors on invalidated
+// prepared statements (pico_stmt_invalidation=true). Nothing with execution_options 'off'.
 std::string startup_options(const char *execution_options, const char *read_preference,
                             const char *picodata_version);
+// The read_preference those options name, "" for none.
+std::string startup_read_preference(const char *execution_options, const char *read_preference,
+                                    const char *picodata_version);
 // Refuses (ereport) a remote table or column name that Picodata cannot take quoted: one that
 // contains a double quote. `what` names the kind of object in the message.
 void check_remote_name(const char *name, const char *what);
@@ -166,6 +174,13 @@ void refuse_json_value(Relation rel, AttrNumber attnum);
 ConnParams conn_params_for(Oid serverid, Oid userid);
 // The same read from the catalogs and the map, uncached (options.cpp). C++: inside guarded().
 ConnParams build_conn_params(Oid serverid, Oid userid);
+// Where the reads of `table` go now: the server's read_preference, or the leaders when the table
+// is unlogged, the session learned that its server's reads must be leader reads, or the current
+// transaction wrote through its server (remote/leader_reads.h).
+ReadPref table_read_pref(const TableInfo *table);
+// The connection parameters of those reads: conn_params_for, saying read_preference=leader when
+// table_read_pref is the leader and the server names another. C++: inside guarded().
+ConnParams read_conn_params(const TableInfo *table, Oid userid);
 
 // ---- what Picodata can evaluate (shippable.cpp): plain C style -------------------------------
 // True when `expr` can be evaluated by Picodata (columns of `rel`, constants, parameters, values

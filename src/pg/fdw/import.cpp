@@ -2,7 +2,8 @@
 // (system tables, whose names start with "_pico", are skipped), with columns and types from
 // `format`, and the sharding key and distribution from `distribution`. The remote schema name is
 // ignored (Picodata has none); LIMIT TO / EXCEPT apply to table names. Tables sharded in another
-// tier than the server's `tier` option are skipped.
+// tier than the server's `tier` option are skipped. An unlogged table (`opts`, 26.1+:
+// core/table_schema.h) gets the table option unlogged 'true': its reads go to the leaders.
 //
 // Types: integer, unsigned -> bigint; string -> text; double -> double precision; decimal ->
 // numeric; uuid -> uuid; datetime -> timestamp with time zone; boolean -> boolean; any, map, array
@@ -99,16 +100,26 @@ List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid) {
         MapRef map = current_map();
         std::vector<Job> jobs(1);
         jobs[0].target = coordinator_target(*map.view);
-        jobs[0].sql = "SELECT \"name\", \"distribution\", \"format\" FROM \"_pico_table\"";
+        // Every column, read by name: `opts` exists from 26.1 only.
+        jobs[0].sql = "SELECT * FROM \"_pico_table\"";
         run_jobs(jobs, conn_params_for(serverOid, userid), "", ReadPref::Leader, Retry::Read);
         const PGresult *res = jobs[0].result.get();
+        int name_col = PQfnumber(res, "name"), distribution_col = PQfnumber(res, "distribution"),
+            format_col = PQfnumber(res, "format"), opts_col = PQfnumber(res, "opts");
+        if (name_col < 0 || distribution_col < 0 || format_col < 0)
+            throw SqlError(ERRCODE_FDW_ERROR,
+                           "picoroute: _pico_table has no column name, distribution or format", {},
+                           {});
         std::vector<std::string> statements;
         for (int r = 0; r < PQntuples(res); r++) {
-            std::string name = PQgetvalue(res, r, 0);
-            if (PQgetisnull(res, r, 0) || name.compare(0, 5, "_pico") == 0 || !wanted(stmt, name))
+            std::string name = PQgetvalue(res, r, name_col);
+            if (PQgetisnull(res, r, name_col) || name.compare(0, 5, "_pico") == 0 ||
+                !wanted(stmt, name))
                 continue;
-            TableSchema table = parse_table_schema(name, PQgetvalue(res, r, 1),
-                                                   PQgetvalue(res, r, 2), NAMEDATALEN - 1);
+            TableSchema table = parse_table_schema(name, PQgetvalue(res, r, distribution_col),
+                                                   PQgetvalue(res, r, format_col), NAMEDATALEN - 1);
+            bool unlogged =
+                opts_col >= 0 && parse_table_unlogged(name, PQgetvalue(res, r, opts_col));
             bool global = table.global;
             const std::vector<std::string> &key = table.sharding_key;
             if (!global && table.tier != server_tier)
@@ -132,6 +143,9 @@ List *import_foreign_schema(ImportForeignSchemaStmt *stmt, Oid serverOid) {
                 sql += ", distribution 'global'";
             else
                 sql += ", distribution 'sharded', sharding_key " + quote_literal(key_list(key));
+            // Reads of an unlogged table go to the leaders (the replicas do not have its rows).
+            if (unlogged)
+                sql += ", unlogged 'true'";
             sql += ")";
             statements.push_back(sql);
         }

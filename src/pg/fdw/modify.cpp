@@ -313,6 +313,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             job.may_span = !t->global && !one_replicaset(job.target, t->tier);
             jobs.push_back(std::move(job));
         }
+        note_server_write(t->server_name);  // later reads go to the leaders
         run_jobs(jobs, conn_params_for(t->serverid, s->userid), t->tier, ReadPref::Leader,
                  Retry::Write, s->log);
     });

@@ -13,7 +13,8 @@
 //   foreign table: table_name, sharding_key ('a, b': columns in hashing order), primary_key
 //                  ('a, b': the identity of a row written row by row, else read from _pico_index),
 //                  distribution (sharded | global), batch_size, sql_motion_row_max,
-//                  sql_vdbe_opcode_max, pushdown_aggregates
+//                  sql_vdbe_opcode_max, pushdown_aggregates, unlogged (true | false: reads go
+//                  to the leaders)
 //
 // Host and port never come from options: they come from the topology map.
 extern "C" {
@@ -36,6 +37,7 @@ PG_FUNCTION_INFO_V1(picoroute_fdw_validator);
 }
 
 #include "core/capabilities.h"
+#include "core/session_options.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -77,6 +79,7 @@ const OptionDef kOptions[] = {
     {"sql_motion_row_max", ForeignTableRelationId},
     {"sql_vdbe_opcode_max", ForeignTableRelationId},
     {"pushdown_aggregates", ForeignTableRelationId},
+    {"unlogged", ForeignTableRelationId},
 };
 
 bool valid_option(const char *name, Oid context) {
@@ -139,6 +142,7 @@ void validate(List *options, Oid catalog) {
     static const char *const pref_values[] = {"leader", "replica", "any", nullptr};
     static const char *const dist_values[] = {"sharded", "global", nullptr};
     static const char *const onoff_values[] = {"on", "off", nullptr};
+    static const char *const bool_values[] = {"true", "false", nullptr};
     bool has_key = false, is_global = false;
     ListCell *lc;
     foreach (lc, options) {
@@ -180,6 +184,8 @@ void validate(List *options, Oid catalog) {
             check_remote_name(defGetString(def), "table");
         } else if (strcmp(def->defname, "picodata_version") == 0) {
             check_release(def);
+        } else if (strcmp(def->defname, "unlogged") == 0) {
+            check_enum(def, bool_values);
         } else if (strcmp(def->defname, "execution_options") == 0 ||
                    strcmp(def->defname, "pushdown_aggregates") == 0) {
             check_enum(def, onoff_values);
@@ -305,6 +311,8 @@ TableInfo *build_table_info(Oid relid) {
     t->remote_table = pstrdup(table_name ? table_name : get_rel_name(relid));
     const char *distribution = option_value(ft->options, "distribution");
     t->global = distribution && strcmp(distribution, "global") == 0;
+    const char *unlogged = option_value(ft->options, "unlogged");
+    t->unlogged = unlogged != nullptr && strcmp(unlogged, "true") == 0;
     t->batch_size = 100;
     const char *batch = option_value(server->options, "batch_size");
     const char *table_batch = option_value(ft->options, "batch_size");
@@ -351,18 +359,24 @@ TableInfo *build_table_info(Oid relid) {
     return t;
 }
 
+std::string startup_read_preference(const char *execution_options, const char *read_preference,
+                                    const char *picodata_version) {
+    if (execution_options != nullptr && strcmp(execution_options, "off") == 0)
+        return {};
+    if (!caps::has(server_version(picodata_version), caps::Capability::ReadPreference))
+        return {};
+    return read_preference != nullptr ? read_preference : "leader";
+}
+
 std::string startup_options(const char *execution_options, const char *read_preference,
                             const char *picodata_version) {
     if (execution_options != nullptr && strcmp(execution_options, "off") == 0)
         return {};
-    std::string out;
-    if (read_preference != nullptr && strcmp(read_preference, "leader") != 0)
-        out = std::string("read_preference=") + read_preference;
     // Picodata reports a named statement invalidated by DDL (SQLSTATE 42999) only when the client
     // asks; versions without the option ignore it with a warning in their log.
-    if (caps::has(server_version(picodata_version), caps::Capability::StmtInvalidation))
-        out += std::string(out.empty() ? "" : ",") + "pico_stmt_invalidation=true";
-    return out;
+    return picoroute::startup_options(
+        startup_read_preference(execution_options, read_preference, picodata_version),
+        caps::has(server_version(picodata_version), caps::Capability::StmtInvalidation));
 }
 
 ConnParams build_conn_params(Oid serverid, Oid userid) {
@@ -393,11 +407,13 @@ ConnParams build_conn_params(Oid serverid, Oid userid) {
             version = strVal(def->arg);
     }
     // Picodata reads its session options from the startup packet's "options" field, in its own
-    // syntax (name=value,name=value). read_preference goes there: it parses on every version,
-    // while OPTION (read_preference = ...) does not parse on 25.5. pico_stmt_invalidation too.
+    // syntax (name=value,name=value; core/session_options.h). read_preference goes there, leader
+    // included (from 26.1 a session that names none takes the cluster's setting, which may be
+    // replica), and so does pico_stmt_invalidation.
     std::string startup = startup_options(exec_options, read_preference, version);
     if (!startup.empty())
         params.options.emplace_back("options", startup);
+    params.read_preference = startup_read_preference(exec_options, read_preference, version);
     params.stmt_invalidation =
         (exec_options == nullptr || strcmp(exec_options, "off") != 0) &&
         caps::has(server_version(version), caps::Capability::StmtInvalidation);

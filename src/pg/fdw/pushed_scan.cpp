@@ -39,12 +39,37 @@ struct PushedState {
     Oid *ioparams;
     Oid *types;
     int32 *typmods;
+    bool *zero_if_null;  // a count of a scalar aggregate (count_columns)
     MemoryContext tuple_cxt;
     // Picodata's answer exceeded the row bound: the rows come from the local plan below
     // (outerPlanState), planned by upper.cpp for this case.
     bool fallback;
     bool fallback_used;  // by some execution (EXPLAIN ANALYZE)
 };
+
+// The columns of a scalar aggregate (no GROUP BY: every column an aggregate) that are counts.
+// Before 26.2.1-rc2 a scalar aggregate over an empty bucket set (key conditions that contradict
+// each other) answers NULL, not 0: the reduce stage sums the answers of no storage
+// (test/int/sql/eliminate_motion.sql:671@26.1.6 and :839@26.2.1-rc1 expect null, :836@26.2.1-rc2
+// expects 0; capability EmptySetAggregate). PostgreSQL's count is never NULL, so such a NULL is
+// read as 0 on every version (the master builds 26.3.0 to 26.3.0-113 answer NULL too, and the
+// capability rule gives them the fix). sum, avg, min and max over no row are NULL in both.
+bool *count_columns(ForeignScan *plan, int natts) {
+    bool *out = static_cast<bool *>(palloc0(sizeof(bool) * (natts + 1)));
+    if (list_length(plan->fdw_scan_tlist) != natts)
+        return out;
+    ListCell *lc;
+    foreach (lc, plan->fdw_scan_tlist)
+        if (!IsA(lfirst_node(TargetEntry, lc)->expr, Aggref))
+            return out;
+    int i = 0;
+    foreach (lc, plan->fdw_scan_tlist) {
+        Aggref *agg = reinterpret_cast<Aggref *>(lfirst_node(TargetEntry, lc)->expr);
+        char *name = get_func_name(agg->aggfnoid);
+        out[i++] = name != nullptr && strcmp(name, "count") == 0;
+    }
+    return out;
+}
 
 // The next row of the local plan, copied into the scan slot (its first natts columns are the
 // remote select list; a sort key computed there may follow).
@@ -107,13 +132,16 @@ void pushed_begin(ForeignScanState *node, int eflags) {
     RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
     Oid userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) {
-        // Every table of a join is checked against the cluster at its first use.
+        // Every table of a join is checked against the cluster at its first use; the join is a
+        // leader read when one of them is unlogged.
         for (int m = bms_next_member(plan->fs_relids, -1); m >= 0;
-             m = bms_next_member(plan->fs_relids, m))
-            check_declaration_at_first_use(m == static_cast<int>(rtindex)
-                                               ? table
-                                               : get_table_info(exec_rt_fetch(m, estate)->relid),
-                                           userid);
+             m = bms_next_member(plan->fs_relids, m)) {
+            TableInfo *member = m == static_cast<int>(rtindex)
+                                    ? table
+                                    : get_table_info(exec_rt_fetch(m, estate)->relid);
+            check_declaration_at_first_use(member, userid);
+            table->unlogged = table->unlogged || member->unlogged;
+        }
     }
     PushedState *us = static_cast<PushedState *>(palloc0(sizeof(PushedState)));
     us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
@@ -139,6 +167,7 @@ void pushed_begin(ForeignScanState *node, int eflags) {
         us->types[i] = attr->atttypid;
         us->typmods[i] = attr->atttypmod;
     }
+    us->zero_if_null = count_columns(plan, desc->natts);
     us->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
     us->st->row_limit_fallback = outerPlanState(node) != nullptr;
@@ -189,6 +218,11 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
     MemoryContext old = MemoryContextSwitchTo(us->tuple_cxt);
     for (int i = 0; i < us->natts; i++) {
         bool isnull = PQgetisnull(res, us->cur_row, i);
+        if (isnull && us->zero_if_null[i]) {  // count over an empty bucket set: 0
+            slot->tts_isnull[i] = false;
+            slot->tts_values[i] = read_value(us, i, const_cast<char *>("0"));
+            continue;
+        }
         slot->tts_isnull[i] = isnull;
         slot->tts_values[i] =
             isnull ? (Datum)0 : read_value(us, i, PQgetvalue(res, us->cur_row, i));

@@ -123,7 +123,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     route::StatementInfo info;
     info.global = t->global;
     info.write = st->is_write;
-    info.read_pref = static_cast<ReadPref>(t->read_pref);
+    info.read_pref = table_read_pref(t);
     info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
     info.prune_by_bucket_id = t->capabilities.has(caps::Capability::PruneByBucketId);
     info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
@@ -287,8 +287,8 @@ int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys
                                  " instances, by the key's bucket");
         if (jobs.empty())
             return 0;
-        run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier,
-                 static_cast<ReadPref>(st->table->read_pref), Retry::Read);
+        run_jobs(jobs, read_conn_params(st->table, userid), st->table->tier,
+                 table_read_pref(st->table), Retry::Read);
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
             if (st->results != nullptr)
@@ -410,11 +410,14 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         if (jobs.empty())
             return;
         WriteLog log;
-        ReadPref pref =
-            st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
+        ReadPref pref = st->is_write ? ReadPref::Leader : table_read_pref(st->table);
+        if (st->is_write)
+            note_server_write(st->table->server_name);  // later reads go to the leaders
         try {
-            run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref,
-                     retry, st->is_write ? &log : nullptr, &st->sent_again);
+            run_jobs(jobs,
+                     st->is_write ? conn_params_for(st->table->serverid, userid)
+                                  : read_conn_params(st->table, userid),
+                     st->table->tier, pref, retry, st->is_write ? &log : nullptr, &st->sent_again);
         } catch (const PgError &e) {
             // The caller computes the same rows here (a pushed ORDER BY or LIMIT over the bound).
             if (st->row_limit_fallback && is_row_limit_error(e)) {
@@ -457,9 +460,8 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
         if (jobs.empty())
             return;
         st->stream = std::make_unique<RowStream>(
-                         std::move(jobs), conn_params_for(st->table->serverid, userid),
-                         st->table->tier, static_cast<ReadPref>(st->table->read_pref), retry, ncols,
-                         GetMemoryChunkContext(st))
+                         std::move(jobs), read_conn_params(st->table, userid), st->table->tier,
+                         table_read_pref(st->table), retry, ncols, GetMemoryChunkContext(st))
                          .release();
         try {
             st->stream->start();

@@ -220,7 +220,16 @@ bool is_integer_type(Oid type) {
 //          decimal_div keeps up to 38 digits where PostgreSQL chooses a scale);
 //   %      on integers (the sign of the dividend, as C and PostgreSQL: sql_rem_int, util.c:998);
 //   ||     on text (textcat: NULL when either side is NULL, as mem_concat, mem.c:1989), not the
-//          anytextcat forms that turn a number into text.
+//          anytextcat forms that turn a number into text. A parameter beside a text operand is
+//          typed text there: text || text is the only overload up to 26.2.1-rc1
+//          (sql-planner/src/frontend/sql/type_system.rs:459@25.5.10 and @26.1.6), the first of
+//          the equally cheap ones from 26.2.1-rc2 (crates/sql-frontend/src/frontend/sql/
+//          type_system.rs:408@26.2.1-rc2, all returning text). Its precedence differs from
+//          PostgreSQL's up to 26.2.1-rc1 and at the development tag 26.3.0 (with * / %, above + -:
+//          sql-planner/src/frontend/sql.rs:2788
+//          @26.1.6, expression_parser.rs:118@26.2.1-rc1), as in PostgreSQL from 26.2.1-rc2
+//          (below + -, crates/sql-frontend/.../expression_parser.rs:117@26.2.1-rc2): deparse.cpp
+//          writes every operator in parentheses, so no version's precedence is relied on.
 bool arith_ok(const char *spelling, OpExpr *op) {
     Oid left = exprType(static_cast<Node *>(linitial(op->args)));
     Oid right = exprType(static_cast<Node *>(lsecond(op->args)));

@@ -122,6 +122,19 @@ ConnParams conn_params_for(Oid serverid, Oid userid) {
     return params;
 }
 
+ReadPref table_read_pref(const TableInfo *table) {
+    ReadPref server = static_cast<ReadPref>(table->read_pref);
+    if (server == ReadPref::Leader || table->unlogged || leader_reads_learned(table->server_name) ||
+        server_written(table->server_name))
+        return ReadPref::Leader;
+    return server;
+}
+
+ConnParams read_conn_params(const TableInfo *table, Oid userid) {
+    ConnParams params = conn_params_for(table->serverid, userid);
+    return table_read_pref(table) == ReadPref::Leader ? leader_params(params) : params;
+}
+
 TableInfo *get_table_info(Oid relid) {
     HTAB *h = cache();
     bool found = false;

@@ -203,6 +203,11 @@ void add_grouping_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, RelO
             return;
         having = lappend(having, cond);
     }
+    // Before 26.2.1-rc2 a scalar aggregate over an empty bucket set answers NULL for count
+    // (pushed_scan.cpp reads it as 0): a HAVING over it would be judged on that NULL there.
+    if (having != NIL && parse->groupClause == NIL &&
+        !info->table->capabilities.has(caps::Capability::EmptySetAggregate))
+        return;
     List *group_exprs = NIL;
     foreach (lc, parse->groupClause) {
         SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);

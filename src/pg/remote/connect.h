@@ -28,6 +28,10 @@ struct ConnParams {
     // The startup options ask Picodata to report prepared statements invalidated by DDL
     // (pico_stmt_invalidation=true): the connection may keep named statements (remote_stmt.h).
     bool stmt_invalidation = false;
+    // The read_preference the startup options name ("" when they name none). Part of the
+    // connection cache's key: a read that means the leader on a server that says replica goes
+    // over a second connection (leader_reads.h).
+    std::string read_preference;
 };
 
 // Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached

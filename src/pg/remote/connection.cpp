@@ -31,14 +31,16 @@ namespace picoroute::pg::remote {
 
 namespace {
 
-using Key = std::tuple<std::string, Oid, Oid>;  // address, user mapping, local user
+// address, user mapping, local user, the read_preference of the startup options
+using Key = std::tuple<std::string, Oid, Oid, std::string>;
 std::map<Key, std::unique_ptr<Connection>> cache;
 uint64_t swept_generation = 0;
 bool callbacks_registered = false;
 
 Key key_for(const std::string &address, const ConnParams &params) {
     // A user mapping (possibly PUBLIC) fixes the credentials whoever the local user is.
-    return Key(address, params.umid, OidIsValid(params.umid) ? InvalidOid : params.userid);
+    return Key(address, params.umid, OidIsValid(params.umid) ? InvalidOid : params.userid,
+               params.read_preference);
 }
 
 std::string fingerprint_of(const ConnParams &params) {

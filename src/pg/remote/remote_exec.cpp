@@ -15,9 +15,9 @@ extern "C" {
 
 #include "pg/remote/remote_exec.h"
 
+#include "pg/remote/answer_rules.h"
+#include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_stmt.h"
-
-#include "core/retry_rules.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -79,21 +79,6 @@ std::optional<Target> next_target(const Target &old, const std::string &tier_nam
     Target c = coordinator_target(view, {failed});
     c.buckets = old.buckets;
     return c;
-}
-
-// The primary text of a remote error after which the statement may be sent again (a refusal
-// before running; for a `read`, also a connection failure on the way: core/retry_rules.h), or
-// nullptr.
-const char *refusal_text(const PGresult *result, bool read) {
-    if (result == nullptr || PQresultStatus(result) != PGRES_FATAL_ERROR)
-        return nullptr;
-    const char *m = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
-    const char *code = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-    if (m == nullptr)
-        return nullptr;
-    bool again = read ? picoroute::retry::read_retryable(code != nullptr ? code : "", m)
-                      : picoroute::retry::refused_before_running(m);
-    return again ? m : nullptr;
 }
 
 void check_result(const Job &job) {
@@ -279,15 +264,12 @@ std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &
     return failures;
 }
 
-// What a write's failed job left on its instance, for the DETAIL (followed by the write log's
-// summary).
 std::string failed_on(const Job &job) {
-    if (job.may_span)
-        return "The statement failed on instance " + job.target.address +
-               ". It spans several replicasets, and Picodata does not apply such a statement "
-               "atomically: it may have been applied on some of them. ";
-    return "The statement failed on instance " + job.target.address +
-           " and was not applied there. ";
+    return remote::failed_on(job.target.address, job.may_span, job.result.get());
+}
+
+bool not_run(const Job &job) {
+    return proven_not_run(job.may_span, job.result.get());
 }
 
 // Counts the rows a write committed, then raises the first remote error (an answer: the instance
@@ -311,7 +293,7 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
             bool sent_unanswered = false;
             for (const Failure &f : failures)
                 sent_unanswered = sent_unanswered || f.sent;
-            std::string detail = failed_on(job) + log->summary(!sent_unanswered && !job.may_span);
+            std::string detail = failed_on(job) + log->summary(!sent_unanswered && not_run(job));
             if (!failures.empty())
                 detail += " Instances that could not run it:";
             for (const Failure &f : failures)
@@ -380,9 +362,9 @@ void finish_retried(Job &job, WriteLog *log, TimestampTz since) {
     try {
         check_result(job);
     } catch (PgError &e) {
-        add_detail(e.data(), retried_for(since) + (log != nullptr ? " " + failed_on(job) +
-                                                                        log->summary(!job.may_span)
-                                                                  : std::string()));
+        add_detail(e.data(), retried_for(since) +
+                                 (log != nullptr ? " " + failed_on(job) + log->summary(not_run(job))
+                                                 : std::string()));
         throw;
     }
 }
@@ -409,6 +391,34 @@ void take_refusals(std::vector<Job> &jobs, const std::string &tier, Retry retry,
         failures->push_back({i, job.target.address, text, false, true});
         job.result.reset();
     }
+}
+
+// Reads Picodata refused for not being leader reads (leader_reads.h) go again at once as leader
+// reads, under `retry`; only where `params` named another read_preference (else the refusal is the
+// answer).
+void resend_as_leader_reads(std::vector<Job> &jobs, const ConnParams &params,
+                            const std::string &tier, Retry retry, uint32_t *sent_again) {
+    ConnParams leader = params;
+    std::vector<size_t> refused;
+    std::vector<Job> again;
+    for (size_t i = 0; i < jobs.size(); i++) {
+        ConnParams switched = params;
+        if (!leader_read_refusal(jobs[i].result.get()) ||
+            !switch_to_leader_reads(jobs[i].result.get(), &switched))
+            continue;
+        leader = std::move(switched);
+        refused.push_back(i);
+        again.push_back(std::move(jobs[i]));
+        again.back().result.reset();
+        again.back().target = leader_target(again.back().target, tier);
+    }
+    if (again.empty())
+        return;
+    if (sent_again != nullptr)
+        *sent_again += static_cast<uint32_t>(again.size());
+    run_jobs(again, leader, tier, ReadPref::Leader, retry, nullptr, sent_again);
+    for (size_t k = 0; k < refused.size(); k++)
+        jobs[refused[k]] = std::move(again[k]);
 }
 
 // The jobs not to send yet (awaits_master): they wait for the switchover like a failed job.
@@ -572,6 +582,8 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::strin
     sweep_connections();
     std::vector<Failure> failures =
         send_and_collect(jobs, params, held_jobs(jobs, tier, pref, retry), log);
+    if (log == nullptr)  // reads that must be leader reads go again at once (leader_reads.h)
+        resend_as_leader_reads(jobs, params, tier, retry, sent_again);
     take_refusals(jobs, tier, retry, log != nullptr, &failures);
     // Remote errors first: they are answers, the instance was reachable.
     check_answers(jobs, log, failures);

@@ -7,6 +7,9 @@ extern "C" {
 }
 
 #include "pg/remote/stream.h"
+
+#include "pg/remote/answer_rules.h"
+#include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_stmt.h"
 
 #include "pg/guard.h"
@@ -117,6 +120,25 @@ void RowStream::send(Source &s) {
     PQsetSingleRowMode(c->conn);
 }
 
+bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
+    if (!leader_read_refusal(refusal) || !switch_to_leader_reads(refusal, &params_))
+        return false;
+    // The stream's later statements (the same read on other instances) go as leader reads too.
+    pref_ = ReadPref::Leader;
+    s.job.target = leader_target(s.job.target, tier_);
+    sent_again_++;
+    run_buffered(s);
+    return true;
+}
+
+bool RowStream::read_again(Source &s, const PGresult *answer) {
+    if (retry_ != Retry::Read || refusal_text(answer, true) == nullptr)
+        return false;
+    run_buffered(s);  // the first statement again, then run_jobs' retries if it fails again
+    sent_again_++;
+    return true;
+}
+
 void RowStream::run_buffered(Source &s) {
     std::vector<Job> one(1);
     one[0].target = s.job.target;
@@ -224,6 +246,8 @@ bool RowStream::next(const char **values) {
         }
         if (s.ahead_end) {
             ResultPtr end = std::move(s.ahead_end);
+            if (s.delivered == 0 && (read_as_leader(s, end.get()) || read_again(s, end.get())))
+                continue;
             rows_in(s, end.get());  // throws for an error
         }
         if (!s.failure.empty()) {
@@ -261,6 +285,13 @@ bool RowStream::next(const char **values) {
             result.reset();
             resend(s);
             continue;
+        }
+        if (s.delivered == 0 && (leader_read_refusal(result.get()) ||
+                                 (retry_ == Retry::Read && refusal_text(result.get(), true)))) {
+            while (next_result_of(s) != nullptr) {  // the end of that answer: the connection idles
+            }
+            if (read_as_leader(s, result.get()) || read_again(s, result.get()))
+                continue;
         }
         if (!rows_in(s, result.get()))
             continue;

@@ -5,10 +5,12 @@
 // - Every job is sent at once (each instance starts working), except a second job to the same
 //   instance, sent as soon as the one before it has been read; the answers are read one job after
 //   the other.
-// - A job whose connection fails before it delivered a row is run again the buffered way, with
-//   the retry rules of run_jobs (a read: refresh, then the new owner or a coordinator; a scatter
-//   over masters: once more on the same master, then the call fails). After a row was delivered
-//   a failure is final: running it again would return rows twice.
+// - A job whose connection fails before it delivered a row, or whose answer is an error after
+//   which a read is sent again (a refusal before running, answer_rules.h), is run again the
+//   buffered way, with the retry rules of run_jobs (a read: refresh, then the new owner or a
+//   coordinator; a scatter over masters: once more on the same master, then the call fails).
+//   After a row was delivered a failure is final: running it again would return rows twice. A
+//   read Picodata refused for not being a leader read goes again as one (leader_reads.h).
 // - When another statement of the session needs a connection the stream is reading, the stream
 //   first reads the rest of that answer (ConnectionReader::read_rest) into a tuplestore bounded by
 //   work_mem (spill.h): the rows beyond it go to a temporary file, not to the backend's memory.
@@ -104,6 +106,14 @@ class RowStream final : public ConnectionReader {
     // The answer of `s` said its prepared statement was invalidated (42999, before any row):
     // reads the end of that answer, then prepares and sends the statement again.
     void resend(Source &s);
+    // The answer of `s` (before any row) is Picodata's refusal of a read that is not a leader
+    // read (leader_reads.h): the stream switches to leader reads and runs `s` again the buffered
+    // way. False when it cannot say more (the refusal is then the answer).
+    bool read_as_leader(Source &s, const PGresult *refusal);
+    // The answer of `s` (before any row) is an error after which a read is sent again
+    // (answer_rules.h, refusal_text): runs `s` again the buffered way, under run_jobs' retry
+    // rules. False for any other answer, or when the stream does not retry (a masters scatter).
+    bool read_again(Source &s, const PGresult *answer);
 
     std::vector<Source> sources_;
     ConnParams params_;

@@ -198,7 +198,7 @@ END $f$;
 
 -- The last statement's answer is kept in the session (picoemu.key_cache): a statement asks once per
 -- branch of the view.
--- IMMUTABLE on purpose (like _picoemu.read_local()): the planner folds it, so a branch of another
+-- IMMUTABLE on purpose (like _picoemu.read_part()): the planner folds it, so a branch of another
 -- replicaset than the key's owner has no scan at all. A foreign scan connects to its server when the
 -- executor starts, even under a false one-time filter: a stopped master would make every statement
 -- of the view fail, not only those that need its replicaset. A plan cached for a prepared statement

@@ -2,7 +2,8 @@
 -- emulator's own tables. Run once on the template server, copied into every master; hash.sql,
 -- strict.sql and key_route.sql follow it.
 -- Placeholders (SQL, quoted by the caller): {{password_encryption}} a string literal,
--- {{admin}}, {{client}} role names, {{admin_pw}}, {{client_pw}} string literals.
+-- {{admin}}, {{client}} role names, {{admin_pw}}, {{client_pw}} string literals, {{table_opts}}
+-- ", opts json" where the emulated version's _pico_table has that column (26.1+), else nothing.
 
 SET password_encryption = {{password_encryption}};
 ALTER ROLE {{admin}} PASSWORD {{admin_pw}};
@@ -55,7 +56,7 @@ CREATE VIEW public._pico_tier AS SELECT * FROM json_to_recordset(_picoemu.catalo
   is_default boolean, current_bucket_state_version bigint, target_bucket_state_version bigint);
 CREATE VIEW public._pico_table AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_table')) AS x(
   id bigint, name text, distribution json, format json, schema_version bigint, operable boolean,
-  engine text, owner bigint, description text);
+  engine text, owner bigint, description text{{table_opts}});
 -- Only each table's primary key (index 0): `parts` lists [field, type, collation, is_nullable, path].
 CREATE VIEW public._pico_index AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_index')) AS x(
   table_id bigint, id bigint, name text, type text, opts json, parts json, operable boolean,

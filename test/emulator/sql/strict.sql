@@ -12,26 +12,43 @@ BEGIN
   RETURN coalesce((SELECT value::boolean FROM _picoemu.setting WHERE key = 'strict'), false);
 END $f$;
 
--- Whether this instance reads its own replicaset's part of a sharded table from its local storage
--- (true), or asks the master of its replicaset through the foreign server picoemu_self (false):
--- * on a standby, only with read_preference replica or any (session setting picoemu.read_preference,
---   default leader), and only on versions whose replicas serve reads (26.1+);
--- * on a master, always, except on versions without local execution (25.5): the read then costs one
---   more hop, to itself.
--- IMMUTABLE on purpose: the planner folds it, so the branch not taken has no scan at all (a foreign
--- scan would connect even when not run). A plan cached in a session keeps the value it was planned
--- with.
-CREATE OR REPLACE FUNCTION _picoemu.read_local() RETURNS boolean
+-- Where this instance reads its own replicaset's part of a sharded table: 'local' (its storage),
+-- 'self' (its master, through the foreign server picoemu_self) or 'replica' (a replica of its
+-- replicaset, through picoemu_replica). The read preference: the session's picoemu.read_preference
+-- (a startup option or a statement's OPTION, set by the front), else the cluster's setting
+-- (picoemu set read_preference: _picoemu.setting, as Picodata's session takes ALTER SYSTEM's value,
+-- src/pgproto/backend.rs:110-113 at 26.1.1), else leader.
+-- * on a standby: 'local' with replica or any on versions whose replicas serve reads (26.1+),
+--   else 'self' (its master answers);
+-- * on a master: 'self' on versions without local execution (25.5: one more hop, to itself);
+--   'replica' with replica on versions whose replicas serve reads (Picodata's local path runs a
+--   read at the master for leader and any only, local_dispatch_matches_read_preference in
+--   src/sql/dispatch.rs:881-898 at 26.1.1; for replica it sends the read to a replica, vshard's
+--   callbre with force_replica in one_step_dispatch, src/sql/dispatch.lua:316-322); else 'local'.
+-- IMMUTABLE on purpose: the planner folds it, so the branches not taken have no scan at all (a
+-- foreign scan would connect even when not run). A plan cached in a session keeps the value it
+-- was planned with.
+CREATE OR REPLACE FUNCTION _picoemu.read_part() RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $f$
-DECLARE pref text := lower(coalesce(nullif(current_setting('picoemu.read_preference', true), ''), 'leader'));
+DECLARE pref text := lower(coalesce(nullif(current_setting('picoemu.read_preference', true), ''),
+                                    (SELECT value FROM _picoemu.setting WHERE key = 'read_preference'),
+                                    'leader'));
+        replicas boolean := coalesce(current_setting('picoemu.replica_reads', true), 'off')::boolean;
 BEGIN
   IF pref NOT IN ('leader', 'replica', 'any') THEN
     RAISE EXCEPTION 'picoemu: invalid read_preference "%" (leader, replica or any)', pref USING ERRCODE = '22023';
   END IF;
   IF pg_is_in_recovery() THEN
-    RETURN coalesce(current_setting('picoemu.replica_reads', true), 'off')::boolean AND pref IN ('replica', 'any');
+    RETURN CASE WHEN replicas AND pref IN ('replica', 'any') THEN 'local' ELSE 'self' END;
   END IF;
-  RETURN coalesce(current_setting('picoemu.local_exec', true), 'on')::boolean;
+  IF NOT coalesce(current_setting('picoemu.local_exec', true), 'on')::boolean THEN RETURN 'self'; END IF;
+  IF NOT (replicas AND pref = 'replica') THEN RETURN 'local'; END IF;
+  -- the replica: the foreign server picoemu_replica exists only where the replicaset has one
+  IF NOT EXISTS (SELECT 1 FROM pg_foreign_server WHERE srvname = 'picoemu_replica') THEN
+    RAISE EXCEPTION 'picoemu: read_preference replica: replicaset % has no replica to read from',
+      current_setting('picoemu.replicaset') USING ERRCODE = 'PE005';
+  END IF;
+  RETURN 'replica';
 END $f$;
 
 -- Buckets in flight from this replicaset: picoemu_transfer.json in the data directory, written by

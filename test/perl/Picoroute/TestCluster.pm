@@ -65,7 +65,8 @@ sub picodata_version { return $picodata_version; }
 
 # Whether the emulated build has a capability, named as in src/core/capabilities.json
 # (prune_by_bucket_id, forward, stmt_invalidation, read_preference, local_execution,
-# integral_double_hash, dnf_chain_limit, switchover_refusal), as `picoemu status --json` reports it.
+# integral_double_hash, dnf_chain_limit, switchover_refusal, unlogged_tables, concat_below_additive,
+# empty_set_aggregate), as `picoemu status --json` reports it.
 sub picodata_has {
     my ($cap) = @_;
     die "unknown capability $cap" unless exists $capabilities{$cap};

@@ -1,0 +1,90 @@
+// Reads that must run on the leaders (see leader_reads.h).
+extern "C" {
+#include "postgres.h"
+
+#include "access/xact.h"
+}
+
+#include "pg/remote/leader_reads.h"
+
+#include "pg/remote/answer_rules.h"
+
+#include "core/session_options.h"
+#include "pg/guard.h"
+#include "pg/map_store.h"
+
+#include <cstring>
+#include <set>
+
+namespace picoroute::pg::remote {
+
+namespace {
+
+std::set<std::string> learned;          // for the session's life
+std::set<std::string> written_in_xact;  // emptied when the transaction ends
+bool callback_registered = false;
+
+void forget_writes(XactEvent event, void *) {
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+        event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+        event == XACT_EVENT_PREPARE)
+        written_in_xact.clear();
+}
+
+}  // namespace
+
+ConnParams leader_params(const ConnParams &params) {
+    if (params.read_preference.empty() || params.read_preference == "leader")
+        return params;
+    ConnParams out = params;
+    out.read_preference = "leader";
+    for (auto &[keyword, value] : out.options)
+        if (keyword == "options")
+            value = with_read_preference(value, "leader");
+    return out;
+}
+
+void learn_leader_reads(const std::string &server) {
+    learned.insert(server);
+}
+
+bool leader_reads_learned(const std::string &server) {
+    return !learned.empty() && learned.count(server) > 0;
+}
+
+void note_server_write(const std::string &server) {
+    if (!callback_registered) {
+        pg_call([] { RegisterXactCallback(forget_writes, nullptr); });
+        callback_registered = true;
+    }
+    written_in_xact.insert(server);
+}
+
+bool server_written(const std::string &server) {
+    return !written_in_xact.empty() && written_in_xact.count(server) > 0;
+}
+
+bool switch_to_leader_reads(const PGresult *refusal, ConnParams *params) {
+    const char *m = PQresultErrorField(refusal, PG_DIAG_MESSAGE_PRIMARY);
+    if (m != nullptr && strstr(m, "sql_preemption") != nullptr)
+        learn_leader_reads(params->server_name);
+    ConnParams leader = leader_params(*params);
+    if (leader.read_preference == params->read_preference)
+        return false;
+    *params = std::move(leader);
+    return true;
+}
+
+Target leader_target(const Target &old, const std::string &tier_name) {
+    if (old.role != Role::Replica || old.buckets.empty() || tier_name.empty())
+        return old;
+    MapRef map = current_map();
+    int32_t tier = map.view->find_tier(tier_name);
+    if (tier == kNone)
+        return old;
+    std::set<uint32_t> buckets(old.buckets.begin(), old.buckets.end());
+    std::vector<Target> groups = group_buckets(*map.view, tier, buckets, ReadPref::Leader);
+    return groups.size() == 1 && groups[0].role == Role::Master ? groups[0] : old;
+}
+
+}  // namespace picoroute::pg::remote
