@@ -127,7 +127,7 @@ for my $key ('0.5', '1', '1.5', '7', '7.5', '12.5', '19.5', '20') {
     is($located->{bucket_id}, $loaded_bucket{$key}, "loaded key $key: stored in bucket $loaded_bucket{$key}");
     like($node->safe_psql('postgres',
             "EXPLAIN (VERBOSE, COSTS OFF) SELECT v FROM fl_loaded WHERE f = '$key'::float8"),
-         qr/Routing: bucket $loaded_bucket{$key} -> [^ ]+:$located->{port} \(master of replicaset /,
+         qr/Routing: bucket $loaded_bucket{$key} -> [^ ]+:$located->{port} \(master \Q$located->{master}\E of replicaset /,
          "loaded key $key: the lookup is routed to $located->{master}, master of its owner");
     is($node->safe_psql('postgres', "SELECT v FROM fl_loaded WHERE f = '$key'::float8"),
        'v_' . ($key * 2), "loaded key $key: the routed lookup reads its row back");
