@@ -26,6 +26,7 @@ extern char *setting_analyze_option;             // picoroute.analyze_option (su
 extern int setting_remote_statement_cache_size;  // picoroute.remote_statement_cache_size
 extern int setting_join_batch_size;              // picoroute.join_batch_size (0: off)
 extern int setting_keyless_row_max;              // picoroute.keyless_row_max (0: no bound)
+extern bool setting_check_plans;                 // picoroute.check_plans (the test suites)
 
 void define_settings();
 

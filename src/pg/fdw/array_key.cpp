@@ -23,7 +23,6 @@ extern "C" {
 }
 
 #include "core/capabilities.h"
-#include "pg/fdw/batch_join.h"
 #include "pg/fdw/fdw_internal.h"
 
 #include <algorithm>
@@ -168,19 +167,20 @@ void execute_array_key(RoutedStatement *st, ArrayKey *ak, ExprContext *econtext)
         texts[keys->n++] = all[i].text;
     }
     BatchedLookup b{
-        st->sql,       st->has_where, ak->column, st->nparams, evaluate_routed_params(st, econtext),
-        ak->max_values};
+        st->statement->plan.sql,     st->statement->plan.has_where,        ak->column,
+        st->statement->plan.nparams, evaluate_routed_params(st, econtext), ak->max_values};
     execute_batched(st, b, keys, texts);
 }
 
 void explain_array_key(RoutedStatement *st, const ArrayKey *ak, ExplainState *es) {
     ExplainPropertyText("Remote SQL",
-                        psprintf("%s%s%s IN ($%d, ...)", st->sql,
-                                 st->has_where ? " AND " : " WHERE ", ak->column, st->nparams + 1),
+                        psprintf("%s%s%s IN ($%d, ...)", st->statement->plan.sql,
+                                 st->statement->plan.has_where ? " AND " : " WHERE ", ak->column,
+                                 st->statement->plan.nparams + 1),
                         es);
     ExplainPropertyText("Routing",
-                        st->routing != nullptr
-                            ? st->routing
+                        st->last.routing != nullptr
+                            ? st->last.routing
                             : "by sharding key: the distinct values of the array, one statement "
                               "per instance that owns their buckets",
                         es);

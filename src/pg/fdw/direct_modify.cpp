@@ -103,10 +103,14 @@ bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     fscan->operation = op;
     fscan->resultRelation = resultRelation;
     fscan->fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *priv = list_make5(makeString(sql.data), NIL, makeInteger(list_length(params)), key_kinds,
-                            makeBoolean(has_where));
-    priv = lappend(priv, makeBoolean(plan->canSetTag));
-    fscan->fdw_private = lappend(priv, makeInteger(where_dnf_chains(clauses)));
+    DirectModifyPlan direct;
+    direct.statement.sql = sql.data;
+    direct.statement.has_where = has_where;
+    direct.statement.nparams = list_length(params);
+    direct.statement.key_kinds = key_kinds;
+    direct.statement.where_chains = where_dnf_chains(clauses);
+    direct.set_processed = plan->canSetTag;
+    fscan->fdw_private = encode(direct);
     fscan->scan.plan.async_capable = false;
     return true;
 }
@@ -121,15 +125,17 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
     Oid userid = user_for_rte(exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
-    List *priv = plan->fdw_private;
+    DirectModifyPlan direct = decode_direct_modify(plan->fdw_private);
     DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
-    ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
-                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
-                                   intVal(list_nth(priv, PRIV_NPARAMS)),
-                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
-    ds->st->userid = userid;
-    ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
-    ds->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
+    RemoteStatement statement;
+    statement.plan = direct.statement;
+    statement.is_write = true;
+    RoutedSetup setup;
+    setup.table = table;
+    setup.rel = rel;
+    setup.userid = userid;
+    ds->st = init_routed_statement(&node->ss.ps, setup, statement, plan->fdw_exprs);
+    ds->set_processed = direct.set_processed;
     node->fdw_state = ds;
 }
 
@@ -140,8 +146,8 @@ TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
         execute_routed(ds->st, node->ss.ps.ps_ExprContext);
         ds->executed = true;
         uint64 total = 0;
-        for (int i = 0; i < ds->st->nresults; i++) {
-            const char *n = PQcmdTuples(ds->st->results[i]);
+        for (int i = 0; i < ds->st->answers.nresults; i++) {
+            const char *n = PQcmdTuples(ds->st->answers.results[i]);
             if (n != nullptr && n[0] != '\0')
                 total += strtoull(n, nullptr, 10);
         }

@@ -24,6 +24,7 @@ extern "C" {
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_exec.h"
+#include "pg/fdw/plan_private.h"
 #include "pg/key_datum.h"
 #include "pg/sql_common.h"
 
@@ -81,30 +82,6 @@ struct RelInfo {
     List *local_conds;
     Bitmapset *attrs_used;
 };
-
-// Indexes into ForeignScan.fdw_private (scans and direct modifications).
-enum PrivateIndex {
-    PRIV_SQL,
-    PRIV_RETRIEVED,
-    PRIV_NPARAMS,
-    PRIV_KEY_KINDS,
-    PRIV_HAS_WHERE,
-    PRIV_SET_PROCESSED,  // direct modifications only
-};
-// Scans only, at the index direct modifications use for PRIV_SET_PROCESSED: true for a lookup per
-// outer row (a parameterized path whose join clauses fix the sharding key).
-constexpr int PRIV_LOOKUP = PRIV_SET_PROCESSED;
-// Scans and direct modifications: where_dnf_chains of the clauses sent (an Integer).
-constexpr int PRIV_WHERE_CHAINS = PRIV_SET_PROCESSED + 1;
-// Scans only: the offset of " FROM" in the statement (an Integer), for a chunked read.
-constexpr int PRIV_FROM = PRIV_WHERE_CHAINS + 1;
-// Scans only: the rows the query can use of this scan (a LIMIT n OFFSET m over this table alone,
-// every clause sent: n + m), sent as LIMIT with each statement; 0: every row (an Integer).
-constexpr int PRIV_ROW_LIMIT = PRIV_FROM + 1;
-// Scans only: a key compared with an array computed at execution (array_key.cpp), the last of
-// fdw_exprs: the key column, quoted ("" when none: a String), and the values per statement.
-constexpr int PRIV_ARRAY_COLUMN = PRIV_ROW_LIMIT + 1;
-constexpr int PRIV_ARRAY_MAX = PRIV_ARRAY_COLUMN + 1;
 
 // May ereport (unknown sharding key column): call from plain frames. A copy, in the current memory
 // context, of what a backend-local cache keeps per foreign table (table_cache.cpp): the options are
@@ -250,6 +227,9 @@ bool is_key_var(Node *node, Index relid, AttrNumber attnum);
 // The OR-of-AND chains Picodata expands the AND-ed `exprs` into (an IN list of constants counts
 // one chain per element, as Picodata rewrites it into ORs), capped at INT_MAX; 1 for none.
 int where_dnf_chains(List *exprs);
+// Key types whose equality is exact on both sides and has a hash function: the keys batched joins
+// and array keys (array_key.cpp) send as lists.
+bool batchable_type(Oid type);
 
 struct RoutedStatement;
 // Evaluated sharding-key values of one execution.
@@ -275,69 +255,106 @@ enum class KeyRoute { ByBucket, Coordinator };
 KeyRoute key_route(const TableInfo *table, const Oid *types, int ntypes, Oid userid,
                    bool may_check = true);
 
-// ---- routed execution shared by scans, pushed joins and upper relations, and direct
-// modifications (routed.cpp) ------------------------------------------------------------------
-struct RoutedStatement {
-    TableInfo *table;
-    Relation rel;
-    char *sql;
-    char *tail;  // written after the bucket filter (GROUP BY ... LIMIT of a pushed upper relation)
+// The statement a routed execution sends, as its plan node decided it: the plan's StatementPlan
+// and what its kind adds. Never written once execution begins.
+struct RemoteStatement {
+    StatementPlan plan;
+    bool is_write = false;
+    const char *tail = nullptr;  // after the bucket filter: a pushed upper relation's GROUP BY ...
     // A base scan's LIMIT, written after the bucket filter of each of its statements (0: none):
     // the most rows the query can use of this scan (scan.cpp, scan_row_limit).
-    int64 row_limit;
-    const char
-        *bucket_column;  // the bucket filter's column (null: bucket_id; a join's "r1"."bucket_id")
-    bool has_where;
-    bool is_write;
-    int nparams;
-    int where_chains;    // the WHERE clause's OR-of-AND chains (0: not known, counted as 1)
-    List *param_states;  // ExprState per $n
-    FmgrInfo *param_out;
-    int32 *param_typmods;    // per $n: the numeric(p,s) typmod to rescale its value to, or -1
-    bool *param_trim;        // per $n: a character(n) value, sent without its trailing blanks
-    bool params_need_modes;  // some $n is written by an output function the settings change
-    List *key_kinds;         // IntList or NIL
-    List *key_states;        // ExprState per key expression
-    Oid *key_types;
-    int32 *key_typmods;  // per key column: its typmod (numeric scale before hashing)
-    Oid userid;  // whose user mapping: the view owner's through a view (ForeignScan.checkAsUser)
-    // results
-    PGresult **results;
-    int nresults;
-    RowStream *stream;  // a streaming scan's answers (instead of results)
+    int64 row_limit = 0;
+    // The bucket filter's column (nullptr: bucket_id; a join's "r1"."bucket_id").
+    const char *bucket_column = nullptr;
     // A base scan: the offset in sql of its " FROM ..." (the count of a chunked read starts
     // there); 0: the statement is never read in chunks (chunked.h).
-    int chunk_from;
-    bool keyless;          // the last routing decision sent the statement without a key
-    ChunkedRead *chunked;  // a streamed job read in chunks (chunked.h), before the stream goes on
-    uint32 chunks;         // chunk statements of finished chunked reads (EXPLAIN ANALYZE)
-    char *routing;         // description of the last decision (EXPLAIN ANALYZE)
-    // Whether executions describe their decision into `routing`: only when the executor is
+    int chunk_from = 0;
+};
+
+// Whom a routed statement runs for and how, fixed when execution begins.
+struct RoutedSetup {
+    TableInfo *table = nullptr;
+    Relation rel = nullptr;
+    // Whose user mapping: the view owner's through a view (ForeignScan.checkAsUser); InvalidOid:
+    // the current user.
+    Oid userid = InvalidOid;
+    // Whether executions describe their decision into last.routing: only when the executor is
     // instrumented (EXPLAIN ANALYZE, auto_explain.log_analyze); an EXPLAIN of a plan that ran
     // without it describes the decision its keys give at that time (explain_routing).
-    bool describe;
-    uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
+    bool describe = true;
     // A pushed ORDER BY or LIMIT with a local plan for the same rows (upper.cpp): Picodata's
     // row-limit error, which comes before any row, ends the execution without results and sets
-    // row_limit_exceeded instead of being raised.
-    bool row_limit_fallback;
-    bool row_limit_exceeded;
+    // last.row_limit_exceeded instead of being raised.
+    bool row_limit_fallback = false;
+};
+
+// How the $n parameters are evaluated and written (init_routed_statement).
+struct RoutedParams {
+    List *states = NIL;  // ExprState per $n
+    FmgrInfo *out = nullptr;
+    int32 *typmods = nullptr;  // per $n: the numeric(p,s) typmod to rescale its value to, or -1
+    bool *trim = nullptr;      // per $n: a character(n) value, sent without its trailing blanks
+    bool need_modes = false;   // some $n is written by an output function the settings change
+};
+
+// How the sharding-key values are evaluated (one entry per key kind of the plan).
+struct RoutedKeys {
+    List *states = NIL;  // ExprState per key expression
+    Oid *types = nullptr;
+    int32 *typmods = nullptr;  // per key column: its typmod (numeric scale before hashing)
+};
+
+// The answers of the current execution: whole results, or a stream (with a chunked read before
+// it goes on).
+struct RoutedAnswers {
+    PGresult **results = nullptr;
+    int nresults = 0;
+    RowStream *stream = nullptr;
+    ChunkedRead *chunked = nullptr;  // a streamed job read in chunks (chunked.h)
+};
+
+// The last execution's routing decision.
+struct RoutedDecision {
+    bool keyless = false;             // the statement went without a key
+    char *routing = nullptr;          // its description (EXPLAIN ANALYZE)
+    bool row_limit_exceeded = false;  // see RoutedSetup::row_limit_fallback
+};
+
+// What every execution sent beyond its statements (EXPLAIN ANALYZE).
+struct RoutedCounts {
+    uint32 chunks = 0;      // chunk statements of finished chunked reads
+    uint32 sent_again = 0;  // statements sent again
+};
+
+// ---- routed execution shared by scans, pushed joins and upper relations, direct modifications,
+// batched joins and TRUNCATE (routed.cpp) ----------------------------------------------------
+// What the plan decided (statement, setup) is const; routed.cpp and chunked.cpp write the rest.
+struct RoutedStatement {
+    const RemoteStatement *statement;
+    const RoutedSetup *setup;
+    RoutedParams params;
+    RoutedKeys keys;
+    RoutedAnswers answers;
+    RoutedDecision last;
+    RoutedCounts counts;
     MemoryContextCallback cleanup;
 };
 
 // A RoutedStatement without parameters or key expressions, in a memory context of its own under
 // `parent` (deleting it frees the results): a statement sent as written, without a sharding key.
-RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Relation rel,
-                                      char *sql, bool has_where, bool is_write);
-// Prepares a RoutedStatement for a ForeignScanState (params and key expressions initialised).
-RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
-                                       bool has_where, bool is_write, List *fdw_exprs, int nparams,
-                                       List *key_kinds);
+RoutedStatement *new_routed_statement(MemoryContext parent, const RoutedSetup &setup,
+                                      const RemoteStatement &statement);
+// Prepares a RoutedStatement for a plan node's state: the parameters ($1..$nparams: the head of
+// `exprs`) and the key expressions (the rest) initialised; setup.describe follows the executor's
+// instrumentation.
+RoutedStatement *init_routed_statement(PlanState *ps, RoutedSetup setup,
+                                       const RemoteStatement &statement, List *exprs);
 // Evaluates parameters and keys, routes, runs the statement on its instance(s) and keeps the
 // results. Plain entry point (may ereport).
 void execute_routed(RoutedStatement *st, ExprContext *econtext);
 // The same with the values already computed: `values` the text of $1..$nparams (nullptr = NULL),
-// `keys` one KeyValues per entry of st->key_kinds (a batched join's key list). Plain entry point.
+// `keys` one KeyValues per entry of the plan's key_kinds (a batched join's key list). Plain entry
+// point.
 void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys);
 // The text values of st's $1..$nparams (param_states) for one execution. Plain: may ereport.
 const char **evaluate_routed_params(RoutedStatement *st, ExprContext *econtext);
@@ -354,7 +371,8 @@ struct BatchedLookup {
 };
 // Routes each key by its bucket, groups the keys by instance (at most max_keys per statement),
 // runs the statements in parallel (retries and failover as for any read) and keeps the answers in
-// st->results. st->key_kinds must hold one entry. Returns the number of statements sent. Plain.
+// st->answers. The plan's key_kinds must hold one entry. Returns the number of statements sent.
+// Plain.
 int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
                     const char **key_texts);
 // A scan's sharding key compared with an array computed at execution (array_key.cpp): the array
@@ -379,11 +397,12 @@ Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableI
 // Values per statement for a statement whose other clauses are `remote_exprs`.
 int array_key_max_values(List *remote_exprs);
 void init_array_key(ArrayKey *ak, Expr *array, Oid key_type, PlanState *ps);
-// Evaluates the array and runs the key lists (execute_batched): the answers in st->results.
+// Evaluates the array and runs the key lists (execute_batched): the answers in st->answers.
 void execute_array_key(RoutedStatement *st, ArrayKey *ak, ExprContext *econtext);
 void explain_array_key(RoutedStatement *st, const ArrayKey *ak, ExplainState *es);
 // The same for a scan that reads its rows as they arrive: sends the statement(s) and keeps a
-// RowStream in st->stream (none when no row can match). `ncols`: columns each row must have.
+// RowStream in st->answers.stream (none when no row can match). `ncols`: columns each row must
+// have.
 void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols);
 // The next streamed row into values[0..ncols-1] (nullptr = NULL); false at the end.
 bool stream_next(RoutedStatement *st, const char **values);
@@ -403,13 +422,6 @@ void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *e
 // Frees the results and ends the stream (closing a connection whose answer is still coming).
 void release_results(RoutedStatement *st);
 
-// ---- what a ForeignScan of picoroute reads (handler.cpp dispatches on it) --------------------
-// Base: one foreign table (scanrelid > 0, scan.cpp). Join: a pushed join (join.cpp). Upper:
-// aggregates, ORDER BY or LIMIT pushed over one table or over a pushed join (upper.cpp). Join and
-// Upper scans have scanrelid 0; their plan records the kind (UP_KIND below) and pushed_scan.cpp's
-// executor callbacks run both.
-enum class ScanKind { Base = 0, Join = 1, Upper = 2 };
-
 // ---- scans of one foreign table (scan.cpp) ------------------------------------------------------
 void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
@@ -422,18 +434,6 @@ void scan_end(ForeignScanState *node);
 void scan_explain(ForeignScanState *node, ExplainState *es);
 
 // ---- upper-relation pushdown (upper.cpp): aggregates, ORDER BY, LIMIT ----------------------
-// Indexes into the fdw_private of a ForeignScan with scanrelid 0: a pushed upper relation, or a
-// pushed join, which adds UP_ANCHOR (the range-table index of the table whose key routes it).
-enum PushedPrivate {
-    UP_SQL,
-    UP_TAIL,
-    UP_NPARAMS,
-    UP_KEY_KINDS,
-    UP_HAS_WHERE,
-    UP_OFFSET,
-    UP_KIND,  // ScanKind::Join or ScanKind::Upper
-    UP_ANCHOR
-};
 // GetForeignUpperPaths, and the plan of the ForeignScans (scanrelid 0) it creates.
 void get_foreign_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
                              RelOptInfo *output_rel, void *extra);

@@ -31,41 +31,38 @@ ForeignScan *plan_foreign_scan(PlannerInfo *root, RelOptInfo *rel, Oid, ForeignP
     return scan_foreign_plan(root, rel, path, tlist, scan_clauses, outer_plan);
 }
 
-// What the ForeignScan of `node` reads: a base scan has a range-table index; a pushed join or
-// upper relation (scanrelid 0) recorded its kind in its plan.
-ScanKind scan_kind(ForeignScanState *node) {
+// Whether the ForeignScan of `node` reads one foreign table (its plan's kind).
+bool reads_base_table(ForeignScanState *node) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
-    if (plan->scan.scanrelid > 0)
-        return ScanKind::Base;
-    return static_cast<ScanKind>(intVal(list_nth(plan->fdw_private, UP_KIND)));
+    return plan_kind(plan->fdw_private) == PlanKind::BaseScan;
 }
 
 void begin_foreign_scan(ForeignScanState *node, int eflags) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_begin(node, eflags);
     return pushed_begin(node, eflags);
 }
 
 TupleTableSlot *iterate_foreign_scan(ForeignScanState *node) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_iterate(node);
     return pushed_iterate(node);
 }
 
 void rescan_foreign_scan(ForeignScanState *node) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_rescan(node);
     return pushed_rescan(node);
 }
 
 void end_foreign_scan(ForeignScanState *node) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_end(node);
     return pushed_end(node);
 }
 
 void explain_foreign_scan(ForeignScanState *node, ExplainState *es) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_explain(node, es);
     return pushed_explain(node, es);
 }

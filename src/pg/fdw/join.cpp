@@ -365,13 +365,15 @@ ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, 
     Index anchor = 0;
     List *key_kinds = join_routing(rel, &key_exprs, &anchor);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *fdw_private =
-        list_make5(makeString(sql.data), makeString(pstrdup("")), makeInteger(list_length(params)),
-                   key_kinds, makeBoolean(has_where));
-    fdw_private = lappend(fdw_private, makeInteger(0));  // UP_OFFSET
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Join)));
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
-    return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, j->tlist, NIL, outer_plan);
+    PushedScanPlan plan;
+    plan.kind = PlanKind::Join;
+    plan.statement.sql = sql.data;
+    plan.statement.has_where = has_where;
+    plan.statement.nparams = list_length(params);
+    plan.statement.key_kinds = key_kinds;
+    plan.tail = pstrdup("");
+    plan.anchor = anchor;
+    return make_foreignscan(tlist, NIL, 0, fdw_exprs, encode(plan), j->tlist, NIL, outer_plan);
 }
 
 bool upper_over_join_ok(RelOptInfo *rel) {

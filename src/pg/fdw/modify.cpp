@@ -132,8 +132,13 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
     }
     // Not one remote statement (direct_modify.cpp did not take it): written row by row
     // (row_modify.cpp), the columns set and the command.
-    if (op == CMD_UPDATE || op == CMD_DELETE)
-        return list_make2(set_attrs, makeInteger(op));
+    ModifyPlan modify;
+    modify.operation = op;
+    if (op == CMD_UPDATE || op == CMD_DELETE) {
+        modify.row_by_row = true;
+        modify.target_attrs = set_attrs;
+        return encode(modify);
+    }
     if (plan->returningLists != NIL)
         refuse_unknown_returning(
             rte->relid, static_cast<List *>(list_nth(plan->returningLists, subplan_index)));
@@ -143,9 +148,9 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
                                "table \"%s\"",
                                get_rel_name(rte->relid))));
     Relation rel = table_open(rte->relid, NoLock);
-    List *attrs = insert_target_attrs(rel);
+    modify.target_attrs = insert_target_attrs(rel);
     table_close(rel, NoLock);
-    return list_make1(attrs);
+    return encode(modify);
 }
 
 void free_write_log(void *arg) {
@@ -204,17 +209,16 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
                             int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
         return;
-    if (list_length(fdw_private) > 1) {
-        row_modify_begin(mtstate, rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
-                         static_cast<List *>(linitial(fdw_private)));
+    ModifyPlan modify = decode_modify(fdw_private);
+    if (modify.row_by_row) {
+        row_modify_begin(mtstate, rinfo, modify.operation, modify.target_attrs);
         return;
     }
     EState *estate = mtstate->ps.state;
     RangeTblEntry *rte =
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
     InsertState *s =
-        create_insert_state(estate, rinfo->ri_RelationDesc,
-                            static_cast<List *>(linitial(fdw_private)), user_for_rte(rte));
+        create_insert_state(estate, rinfo->ri_RelationDesc, modify.target_attrs, user_for_rte(rte));
     // With RETURNING, PostgreSQL hands the rows over one by one (no batch insert): they are
     // buffered up to batch_size and sent together, the rest at EndForeignModify, which runs
     // before any RETURNING row reaches the client (the portal holds them until the statement
@@ -488,17 +492,16 @@ const char *insert_routing(TableInfo *table, List *attrs) {
 // Picodata's row limit and by 65535 parameters).
 void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
                               ExplainState *es) {
-    if (list_length(fdw_private) > 1) {
-        row_modify_explain(rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
-                           static_cast<List *>(linitial(fdw_private)), es);
+    ModifyPlan modify = decode_modify(fdw_private);
+    if (modify.row_by_row) {
+        row_modify_explain(rinfo, modify.operation, modify.target_attrs, es);
         return;
     }
     if (!es->verbose)
         return;
     Relation rel = rinfo->ri_RelationDesc;
     TableInfo *table = get_table_info(RelationGetRelid(rel));
-    List *attrs =
-        fdw_private != NIL ? static_cast<List *>(linitial(fdw_private)) : insert_target_attrs(rel);
+    List *attrs = fdw_private != NIL ? modify.target_attrs : insert_target_attrs(rel);
     StringInfoData sql;
     initStringInfo(&sql);
     deparse_insert(&sql, rel, table, attrs, 1);

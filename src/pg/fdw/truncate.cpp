@@ -53,9 +53,14 @@ void truncate_one(Relation rel, TableInfo *table, Oid userid) {
     StringInfoData sql;
     initStringInfo(&sql);
     appendStringInfo(&sql, "TRUNCATE TABLE %s", quote_remote_identifier(table->remote_table));
-    RoutedStatement *st = new_routed_statement(CurrentMemoryContext, truncate_routing(table), rel,
-                                               sql.data, false, true);
-    st->userid = userid;
+    RoutedSetup setup;
+    setup.table = truncate_routing(table);
+    setup.rel = rel;
+    setup.userid = userid;
+    RemoteStatement statement;
+    statement.plan.sql = sql.data;
+    statement.is_write = true;
+    RoutedStatement *st = new_routed_statement(CurrentMemoryContext, setup, statement);
     execute_routed(st, nullptr);  // no parameter and no key: nothing is evaluated
     MemoryContextDelete(GetMemoryChunkContext(st));
 }

@@ -533,14 +533,16 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
         appendStringInfo(&tail, " LIMIT " INT64_FORMAT, u->limit);
     reset_transmission_modes(nestlevel);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *fdw_private =
-        list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
-                   key_kinds, makeBoolean(has_where));
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(u->offset)));
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Upper)));
-    if (anchor != 0)
-        fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
-    return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, u->tlist, NIL, outer_plan);
+    PushedScanPlan plan;
+    plan.kind = PlanKind::Upper;
+    plan.statement.sql = sql.data;
+    plan.statement.has_where = has_where;
+    plan.statement.nparams = list_length(params);
+    plan.statement.key_kinds = key_kinds;
+    plan.tail = tail.data;
+    plan.offset = u->offset;
+    plan.anchor = anchor;
+    return make_foreignscan(tlist, NIL, 0, fdw_exprs, encode(plan), u->tlist, NIL, outer_plan);
 }
 
 }  // namespace picoroute::pg::fdw
