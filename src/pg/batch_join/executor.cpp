@@ -30,7 +30,12 @@ extern "C" {
 
 #include "pg/batch_join/batch_join.h"
 #include "pg/batch_join/plan_private.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 
 #include <string>

@@ -2,7 +2,7 @@
 // relation with a picoroute foreign table (the inner side) whose join clauses fix its (single)
 // sharding-key column with `outer column = key column` under the type's default equality gets a
 // CustomScan path that reads the outer rows in batches of picoroute.join_batch_size and looks up
-// each batch's distinct keys with one statement per owning instance (batch_exec.cpp runs it).
+// each batch's distinct keys with one statement per owning instance (executor.cpp runs it).
 // Beside the parameterized nested loop (a lookup per outer row) and the hash join over a full
 // scan, the planner chooses by cost: a batch costs one statement.
 //
@@ -13,6 +13,7 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/table.h"
+#include "foreign/fdwapi.h"
 #include "catalog/pg_type.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
@@ -32,7 +33,10 @@ extern "C" {
 #include "core/capabilities.h"
 #include "pg/batch_join/batch_join.h"
 #include "pg/batch_join/plan_private.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/scan.h"
 #include "pg/settings.h"
 
 #include <algorithm>
@@ -107,7 +111,8 @@ bool columns_supported(RelOptInfo *joinrel, RelOptInfo *outerrel, Index inner_re
 // serve (one sharding-key column, no lateral reference), else nullptr.
 RelInfo *batchable_inner(RelOptInfo *innerrel) {
     if (innerrel->reloptkind != RELOPT_BASEREL || innerrel->rtekind != RTE_RELATION ||
-        innerrel->fdwroutine == nullptr || innerrel->fdwroutine->GetForeignRelSize != scan_rel_size)
+        innerrel->fdwroutine == nullptr ||
+        innerrel->fdwroutine->GetForeignRelSize != get_foreign_rel_size)
         return nullptr;
     RelInfo *info = static_cast<RelInfo *>(innerrel->fdw_private);
     if (info == nullptr || info->table->global || info->table->nkeys != 1 ||

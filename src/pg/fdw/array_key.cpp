@@ -23,7 +23,12 @@ extern "C" {
 }
 
 #include "core/capabilities.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/array_key.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/shippable.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -26,7 +26,17 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/direct_modify.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/modify.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 
@@ -47,8 +57,8 @@ struct DirectState {
     uint64 processed;
 };
 
-bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
-                          int subplan_index) {
+bool plan_direct_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                        int subplan_index) {
     CmdType op = plan->operation;
     if (op != CMD_UPDATE && op != CMD_DELETE)
         return false;
@@ -115,7 +125,7 @@ bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     return true;
 }
 
-void picoBeginDirectModify(ForeignScanState *node, int eflags) {
+void begin_direct_modify(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     EState *estate = node->ss.ps.state;
     Relation rel = node->ss.ss_currentRelation;
@@ -139,7 +149,7 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
     node->fdw_state = ds;
 }
 
-TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
+TupleTableSlot *iterate_direct_modify(ForeignScanState *node) {
     DirectState *ds = static_cast<DirectState *>(node->fdw_state);
     EState *estate = node->ss.ps.state;
     if (!ds->executed) {
@@ -161,13 +171,13 @@ TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
     return ExecClearTuple(node->ss.ss_ScanTupleSlot);
 }
 
-void picoEndDirectModify(ForeignScanState *node) {
+void end_direct_modify(ForeignScanState *node) {
     DirectState *ds = static_cast<DirectState *>(node->fdw_state);
     if (ds != nullptr)
         release_results(ds->st);
 }
 
-void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
+void explain_direct_modify(ForeignScanState *node, ExplainState *es) {
     explain_remote(static_cast<DirectState *>(node->fdw_state)->st, node, es);
 }
 
@@ -176,11 +186,11 @@ void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
 namespace picoroute::pg::fdw {
 
 void install_direct_modify_callbacks(FdwRoutine *routine) {
-    routine->PlanDirectModify = picoPlanDirectModify;
-    routine->BeginDirectModify = picoBeginDirectModify;
-    routine->IterateDirectModify = picoIterateDirectModify;
-    routine->EndDirectModify = picoEndDirectModify;
-    routine->ExplainDirectModify = picoExplainDirectModify;
+    routine->PlanDirectModify = plan_direct_modify;
+    routine->BeginDirectModify = begin_direct_modify;
+    routine->IterateDirectModify = iterate_direct_modify;
+    routine->EndDirectModify = end_direct_modify;
+    routine->ExplainDirectModify = explain_direct_modify;
 }
 
 }  // namespace picoroute::pg::fdw

@@ -1,6 +1,6 @@
 // Join pushdown of the picoroute FDW: a join of two foreign tables of one server runs in Picodata
 // as one statement when Picodata can run it without moving a table between instances (plain C
-// style at plan time: see fdw_internal.h).
+// style at plan time: see plan_private.h).
 //
 // Pushed: an INNER or LEFT join of two tables of the same server (so the same tier and user
 // mapping) where
@@ -37,7 +37,14 @@ extern "C" {
 #include "utils/typcache.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/join.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
 
 #include <cstring>
 #include <utility>
@@ -60,7 +67,7 @@ struct JoinInfo {
     List *tlist;         // TargetEntries: the remote select list, also fdw_scan_tlist
 };
 
-// Per-row transfer cost, as the scan estimates it (scan_paths in scan.cpp).
+// Per-row transfer cost, as the scan estimates it (get_foreign_paths in scan.cpp).
 constexpr double kRowTransfer = 10;
 
 RelInfo *rel_info(RelOptInfo *rel) {
@@ -344,7 +351,7 @@ void get_foreign_join_paths(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *
                                                    total, NIL, nullptr, nullptr, NIL)));
 }
 
-ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
+ForeignScan *join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
     JoinInfo *j = static_cast<JoinInfo *>(rel->fdw_private);
     List *params = NIL;
     StringInfoData sql;

@@ -35,10 +35,23 @@ extern "C" {
 }
 
 #include "core/statement_route.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/modify.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/route_check.h"
 #include "pg/fdw/row_modify.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/remote_exec.h"
+#include "pg/remote/routing.h"
+#include "pg/sql_common.h"
 
 #include <algorithm>
 #include <cstring>
@@ -119,8 +132,8 @@ void refuse_unknown_returning(Oid relid, List *returning) {
     }
 }
 
-List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
-                            int subplan_index) {
+List *plan_foreign_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                          int subplan_index) {
     RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
     TableInfo *table = get_table_info(rte->relid);
     CmdType op = plan->operation;
@@ -205,8 +218,8 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
 
 int rows_per_insert(ResultRelInfo *rinfo);
 
-void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
-                            int eflags) {
+void begin_foreign_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
+                          int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
         return;
     ModifyPlan modify = decode_modify(fdw_private);
@@ -233,7 +246,7 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
 
 // COPY FROM (a ModifyTableState without a plan) and tuple routing of an INSERT or a COPY into a
 // foreign partition.
-void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
+void begin_foreign_insert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
     Relation rel = rinfo->ri_RelationDesc;
     EState *estate = mtstate->ps.state;
     ModifyTable *plan = reinterpret_cast<ModifyTable *>(mtstate->ps.plan);
@@ -397,8 +410,8 @@ TupleTableSlot **insert_slots(ResultRelInfo *rinfo, TupleTableSlot **slots, int 
     return slots;
 }
 
-TupleTableSlot *picoExecForeignInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
-                                      TupleTableSlot *) {
+TupleTableSlot *exec_foreign_insert(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                    TupleTableSlot *) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
     if (!s->buffer_rows) {
         TupleTableSlot *slots[1] = {slot};
@@ -413,12 +426,12 @@ TupleTableSlot *picoExecForeignInsert(EState *, ResultRelInfo *rinfo, TupleTable
     return slot;
 }
 
-TupleTableSlot **picoExecForeignBatchInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot **slots,
-                                            TupleTableSlot **, int *numSlots) {
+TupleTableSlot **exec_foreign_batch_insert(EState *, ResultRelInfo *rinfo, TupleTableSlot **slots,
+                                           TupleTableSlot **, int *numSlots) {
     return insert_slots(rinfo, slots, *numSlots);
 }
 
-void picoEndForeignInsert(EState *, ResultRelInfo *rinfo) {
+void end_foreign_insert(EState *, ResultRelInfo *rinfo) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
     if (s != nullptr)
         flush_rows(s);
@@ -440,8 +453,8 @@ int rows_per_insert(ResultRelInfo *rinfo) {
     return Max(batch, 1);
 }
 
-int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
-    // With RETURNING the rows come one by one and are buffered (picoBeginForeignModify).
+int get_foreign_modify_batch_size(ResultRelInfo *rinfo) {
+    // With RETURNING the rows come one by one and are buffered (begin_foreign_modify).
     if (rinfo->ri_projectReturning != nullptr ||
         (rinfo->ri_TrigDesc &&
          (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
@@ -449,7 +462,7 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
     return rows_per_insert(rinfo);
 }
 
-void picoEndForeignModify(EState *, ResultRelInfo *rinfo) {
+void end_foreign_modify(EState *, ResultRelInfo *rinfo) {
     ModifyKind *kind = static_cast<ModifyKind *>(rinfo->ri_FdwState);
     if (kind == nullptr)
         return;
@@ -490,8 +503,8 @@ const char *insert_routing(TableInfo *table, List *attrs) {
 // EXPLAIN VERBOSE of an INSERT: the remote statement (for one row: a batch repeats its VALUES
 // list), how the rows are routed, and the rows per remote INSERT (batch_size, capped by
 // Picodata's row limit and by 65535 parameters).
-void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
-                              ExplainState *es) {
+void explain_foreign_modify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
+                            ExplainState *es) {
     ModifyPlan modify = decode_modify(fdw_private);
     if (modify.row_by_row) {
         row_modify_explain(rinfo, modify.operation, modify.target_attrs, es);
@@ -524,8 +537,8 @@ void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fd
 }
 
 // An UPDATE or DELETE that is not one remote statement, row by row (row_modify.cpp).
-TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
-                                         TupleTableSlot *plan_slot) {
+TupleTableSlot *exec_foreign_update_delete(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                           TupleTableSlot *plan_slot) {
     return row_modify_exec(rinfo, slot, plan_slot);
 }
 
@@ -552,24 +565,18 @@ void refuse_key_update(TableInfo *table, List *target_attrs) {
     }
 }
 
-// The user whose user mapping a statement uses: the owner of the view it came through
-// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
-Oid user_for_rte(RangeTblEntry *rte) {
-    return rte != nullptr && OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-}
-
 void install_modify_callbacks(FdwRoutine *routine) {
-    routine->PlanForeignModify = picoPlanForeignModify;
-    routine->BeginForeignModify = picoBeginForeignModify;
-    routine->ExecForeignInsert = picoExecForeignInsert;
-    routine->ExecForeignBatchInsert = picoExecForeignBatchInsert;
-    routine->GetForeignModifyBatchSize = picoGetForeignModifyBatchSize;
-    routine->EndForeignModify = picoEndForeignModify;
-    routine->ExplainForeignModify = picoExplainForeignModify;
-    routine->BeginForeignInsert = picoBeginForeignInsert;
-    routine->EndForeignInsert = picoEndForeignInsert;
-    routine->ExecForeignUpdate = picoExecForeignRowChange;
-    routine->ExecForeignDelete = picoExecForeignRowChange;
+    routine->PlanForeignModify = plan_foreign_modify;
+    routine->BeginForeignModify = begin_foreign_modify;
+    routine->ExecForeignInsert = exec_foreign_insert;
+    routine->ExecForeignBatchInsert = exec_foreign_batch_insert;
+    routine->GetForeignModifyBatchSize = get_foreign_modify_batch_size;
+    routine->EndForeignModify = end_foreign_modify;
+    routine->ExplainForeignModify = explain_foreign_modify;
+    routine->BeginForeignInsert = begin_foreign_insert;
+    routine->EndForeignInsert = end_foreign_insert;
+    routine->ExecForeignUpdate = exec_foreign_update_delete;
+    routine->ExecForeignDelete = exec_foreign_update_delete;
     routine->AddForeignUpdateTargets = add_foreign_update_targets;
 }
 

@@ -3,8 +3,12 @@
 // read of a picoroute ForeignScan's fdw_private or of the fdw_private list of a ModifyTable goes
 // through decode; an optional attribute is a field with a stated "none" value.
 //
-// The executor side (RoutedStatement, routed.h) keeps the decoded struct as it is: what the plan
-// decided, never written during execution.
+// The executor side (RoutedStatement, routed_statement.h) keeps the decoded struct as it is: what
+// the plan decided, never written during execution.
+//
+// Planning code is written in plain C style (palloc, List, StringInfo) and holds no C++ objects, so
+// a PostgreSQL error may leave it at any point. Execution code that routes and talks to instances
+// runs inside guarded() and reaches PostgreSQL through pg_call (routed.h).
 #pragma once
 
 extern "C" {

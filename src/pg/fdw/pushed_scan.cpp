@@ -19,7 +19,12 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/pushed_scan.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
 
 #include <cstring>
 

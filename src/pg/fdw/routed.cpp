@@ -27,10 +27,22 @@ extern "C" {
 #include "core/capabilities.h"
 #include "core/statement_route.h"
 #include "pg/fdw/chunked.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/route_check.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/remote_exec.h"
+#include "pg/remote/routing.h"
 #include "pg/remote/stream.h"
+#include "pg/sql_common.h"
 
 #include <algorithm>
 #include <map>
@@ -260,7 +272,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             Job job;
             job.target = target;
             // A batch reads as many rows as a small scan: the row and instruction limits are
-            // lifted, unless the table or server gives them (see batch_exec.cpp).
+            // lifted, unless the table or server gives them (see pg/batch_join/executor.cpp).
             job.sql = batched_sql(b, padded) + option_clause(st->setup->table, true, false);
             job.values.assign(b.cond_values, b.cond_values + b.ncond);
             for (size_t k = 0; k < padded; k++)
@@ -395,7 +407,7 @@ void release_results(RoutedStatement *st) {
 
 void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     const char **values = evaluate_params(st, econtext);
-    KeyValues *keys = evaluate_keys(st, econtext);
+    KeyValues *keys = evaluate_keys(st->keys, st->statement->plan.key_kinds, econtext);
     execute_routed_values(st, values, keys);
 }
 
@@ -455,7 +467,7 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
 void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
     release_results(st);
     const char **values = evaluate_params(st, econtext);
-    KeyValues *keys = evaluate_keys(st, econtext);
+    KeyValues *keys = evaluate_keys(st->keys, st->statement->plan.key_kinds, econtext);
     Oid userid = OidIsValid(st->setup->userid) ? st->setup->userid : GetUserId();
     guarded([&] {
         Retry retry = Retry::Read;
@@ -576,7 +588,7 @@ void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unk
         *routing = pstrdup("depends on run-time values: by sharding key, computed at execution");
         return;
     }
-    KeyValues *keys = evaluate_keys(st, econtext);
+    KeyValues *keys = evaluate_keys(st->keys, st->statement->plan.key_kinds, econtext);
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;

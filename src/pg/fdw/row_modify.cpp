@@ -36,10 +36,20 @@ extern "C" {
 }
 
 #include "core/statement_route.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/options.h"
 #include "pg/fdw/row_modify.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/remote_exec.h"
+#include "pg/remote/routing.h"
+#include "pg/sql_common.h"
 
 #include <nlohmann/json.hpp>
 

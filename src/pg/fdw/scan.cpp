@@ -9,6 +9,7 @@ extern "C" {
 #include "access/table.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -24,7 +25,16 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/array_key.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
+#include "pg/fdw/table_cache.h"
 
 namespace picoroute::pg::fdw {
 
@@ -169,7 +179,7 @@ void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel) {
 
 // ---- planner callbacks --------------------------------------------------------------------
 
-void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
+void get_foreign_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
     RelInfo *info = static_cast<RelInfo *>(palloc0(sizeof(RelInfo)));
     info->table = get_table_info(foreigntableid);
     ListCell *lc;
@@ -196,7 +206,7 @@ void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
     baserel->rows = clamp_row_est(baserel->tuples * sel);
 }
 
-void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
+void get_foreign_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
     Cost startup = kStatementCost;
     // The target of an UPDATE or DELETE with a condition evaluated here is written row by row,
     // one remote statement per row (row_modify.cpp): in a prepared statement's generic plan (an
@@ -238,8 +248,8 @@ int64 scan_row_limit(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path, 
 
 }  // namespace
 
-ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
-                               List *tlist, List *scan_clauses, Plan *outer_plan) {
+ForeignScan *scan_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path, List *tlist,
+                       List *scan_clauses, Plan *outer_plan) {
     RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
     List *remote_exprs = NIL, *local_exprs = NIL, *remote_conds = NIL;
     ListCell *lc;

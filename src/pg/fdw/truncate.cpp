@@ -30,7 +30,12 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
+#include "pg/fdw/truncate.h"
 
 #include <cstring>
 
@@ -67,7 +72,7 @@ void truncate_one(Relation rel, TableInfo *table, Oid userid) {
 
 }  // namespace
 
-void truncate_foreign_tables(List *rels, DropBehavior, bool) {
+void exec_foreign_truncate(List *rels, DropBehavior, bool) {
     Oid userid = GetUserId();
     // Every declaration is checked before anything is sent: a mismatch on the last table must not
     // leave the first ones truncated.
