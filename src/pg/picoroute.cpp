@@ -1,6 +1,6 @@
 // Library entry point: defines the settings, installs the batched-join planner hook and, when
-// preloaded, the shared memory (the map store's slots and the worker's status block, each with its
-// own size and initialisation) and the worker.
+// preloaded, the shared memory (the map store's slots, the worker's status block, the topology
+// event log and the statistics, each with its own size and initialisation) and the worker.
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -17,6 +17,8 @@ void _PG_init(void);
 #include "pg/fdw/batch_join.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
+#include "pg/stats/stats.h"
+#include "pg/topology_log.h"
 #include "pg/worker.h"
 #include "pg/worker_status.h"
 
@@ -28,9 +30,13 @@ shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 void request_shmem() {
     if (prev_shmem_request_hook)
         prev_shmem_request_hook();
-    RequestAddinShmemSpace(
-        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size()));
+    Size size =
+        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size());
+    size = add_size(size, picoroute::pg::topology_log_shmem_size());
+    size = add_size(size, picoroute::pg::stats::shmem_size());
+    RequestAddinShmemSpace(size);
     picoroute::pg::map_store_request_lock();
+    picoroute::pg::topology_log_request_lock();
 }
 
 void startup_shmem() {
@@ -39,6 +45,8 @@ void startup_shmem() {
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     picoroute::pg::map_store_shmem_init();
     picoroute::pg::worker_status_shmem_init();
+    picoroute::pg::topology_log_shmem_init();
+    picoroute::pg::stats::shmem_init();
     LWLockRelease(AddinShmemInitLock);
 }
 
