@@ -177,6 +177,18 @@ is($q->(q{SELECT scans FROM picoroute_stat_tables WHERE relname = 'users'}), '0'
     'and the table counters');
 $a->quit;
 
+# The first queries of the README's section Monitoring run as written.
+my $readme = slurp_file("$FindBin::RealBin/../../README.md");
+my ($section) = $readme =~ /^## Monitoring\n(.*?)(?=^## )/ms;
+my ($queries) = ($section // '') =~ /^```sql\n(.*?)^```$/ms;
+ok(defined $queries, 'the README has the first queries of Monitoring');
+my @statements = grep { /\S/ } map { s/^--[^\n]*\n//mgr } split /;\s*\n/, $queries // '';
+cmp_ok(scalar(@statements), '>=', 5, 'five queries or more');
+for my $statement (@statements) {
+    my ($ret, $out, $err) = $node->psql('postgres', $statement);
+    is($ret, 0, "README query runs: " . (split /\n/, $statement)[0]) or diag($err);
+}
+
 # Nothing crashed (a backend exit ran the statistics' exit callback).
 $node->stop;
 my $log = slurp_file($node->logfile);
