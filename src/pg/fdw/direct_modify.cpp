@@ -29,6 +29,7 @@ extern "C" {
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/stats/stats.h"
 
 #include <cstring>
 #include <string>
@@ -121,6 +122,8 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
     Oid userid = user_for_rte(exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        stats::table_started(RelationGetRelid(rel), stats::TableStart::DirectModify);
     List *priv = plan->fdw_private;
     DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
     ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),

@@ -39,6 +39,7 @@ extern "C" {
 #include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/stats/stats.h"
 
 #include <algorithm>
 #include <cstring>
@@ -207,6 +208,8 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
     if (list_length(fdw_private) > 1) {
         row_modify_begin(mtstate, rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
                          static_cast<List *>(linitial(fdw_private)));
+        stats::table_started(RelationGetRelid(rinfo->ri_RelationDesc),
+                             stats::TableStart::RowModify);
         return;
     }
     EState *estate = mtstate->ps.state;
@@ -215,6 +218,7 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
     InsertState *s =
         create_insert_state(estate, rinfo->ri_RelationDesc,
                             static_cast<List *>(linitial(fdw_private)), user_for_rte(rte));
+    stats::table_started(RelationGetRelid(rinfo->ri_RelationDesc), stats::TableStart::Insert);
     // With RETURNING, PostgreSQL hands the rows over one by one (no batch insert): they are
     // buffered up to batch_size and sent together, the rest at EndForeignModify, which runs
     // before any RETURNING row reaches the client (the portal holds them until the statement
@@ -253,6 +257,7 @@ void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
                                               : 0;
     RangeTblEntry *rte = rti > 0 ? exec_rt_fetch(rti, estate) : nullptr;
     InsertState *s = create_insert_state(estate, rel, insert_target_attrs(rel), user_for_rte(rte));
+    stats::table_started(RelationGetRelid(rel), stats::TableStart::Insert);
     // COPY hands rows over one by one: buffer them, unless row triggers of the foreign table must
     // see each row as it is inserted.
     TriggerDesc *trig = rinfo->ri_TrigDesc;

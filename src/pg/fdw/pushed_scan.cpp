@@ -20,6 +20,7 @@ extern "C" {
 }
 
 #include "pg/fdw/fdw_internal.h"
+#include "pg/stats/stats.h"
 
 #include <cstring>
 
@@ -142,6 +143,9 @@ void pushed_begin(ForeignScanState *node, int eflags) {
             check_declaration_at_first_use(member, userid);
             table->unlogged = table->unlogged || member->unlogged;
         }
+        for (int m = bms_next_member(plan->fs_relids, -1); m >= 0;
+             m = bms_next_member(plan->fs_relids, m))
+            stats::table_started(exec_rt_fetch(m, estate)->relid, stats::TableStart::PushedScan);
     }
     PushedState *us = static_cast<PushedState *>(palloc0(sizeof(PushedState)));
     us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),

@@ -25,6 +25,7 @@ extern "C" {
 }
 
 #include "pg/fdw/fdw_internal.h"
+#include "pg/stats/stats.h"
 
 namespace picoroute::pg::fdw {
 
@@ -317,6 +318,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
     Oid userid = user_for_rte(rte);
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        stats::table_started(RelationGetRelid(rel), stats::TableStart::Scan);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     List *priv = plan->fdw_private;
     List *exprs = plan->fdw_exprs;

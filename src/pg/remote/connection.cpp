@@ -19,6 +19,7 @@ extern "C" {
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
+#include "pg/stats/stats.h"
 
 #include <poll.h>
 
@@ -203,8 +204,10 @@ Connection::~Connection() {
         reader->forget(this);
     statement_cache.reset();
     release_wait_set(*this);
-    if (conn != nullptr)
+    if (conn != nullptr) {
         PQfinish(conn);
+        stats::connection_closed(address);
+    }
 }
 
 void ensure_callbacks() {
@@ -270,6 +273,7 @@ Connection *get_connection(const std::string &address, const ConnParams &params)
     }
     auto entry = std::make_unique<Connection>();
     entry->conn = open_connection(address, params);
+    stats::connection_opened(address);
     entry->address = address;
     entry->remote_user = PQuser(entry->conn) ? PQuser(entry->conn) : "";
     entry->fingerprint = fingerprint;
