@@ -1245,18 +1245,18 @@ class Session:
             self.flush_server()
             await asyncio.sleep(0.001)
 
-    def set_part(self, rs):
-        """picoemu.part in a transaction of its own, in the extended protocol (a simple Query would
-        drop the client's unnamed statement)."""
-        self.inject_extended([(emu_parts.PART_GUC, rs)])
+    def set_part(self, part):
+        """The settings of a part (emu_parts.Part; None: no part) in a transaction of their own, in
+        the extended protocol (a simple Query would drop the client's unnamed statement)."""
+        self.inject_extended(part.settings() if part is not None else emu_parts.NO_PART)
         self.push(Entry("swallow", ends=(b"Z",)))
         self.send_server(msg(b"S"))
 
-    async def run_part(self, rs, send):
-        """One part: picoemu.part set in a transaction of its own (so it outlives a failed run, and
-        a run again of this part alone, hold_retry, sees it), then send() sends the statement;
+    async def run_part(self, part, send):
+        """One part: its settings set in a transaction of their own (so they outlive a failed run,
+        and a run again of this part alone, hold_retry, sees them), then send() sends the statement;
         returns what the client would have got for it. Nothing else is in flight meanwhile."""
-        self.set_part(rs)
+        self.set_part(part)
         real, self.cw = self.cw, emu_parts.Capture(self.cw)
         try:
             send()
@@ -1269,11 +1269,12 @@ class Session:
     async def run_parts(self, parts, send):
         """Every part runs, whatever the others did (Picodata sends every replicaset its part), each
         committed on its own; the client gets the merged answer (emu_parts.merge_answers)."""
-        answers = [await self.run_part(rs, send) for rs in parts]
-        self.set_part("")
+        answers = [await self.run_part(p, send) for p in parts]
+        self.set_part(None)
         self.flush_server()
         await self.settled()
-        failed = [rs for rs, a in zip(parts, answers) if any(t == b"E" for t, _ in emu_parts.messages(a))]
+        failed = [p.rs if p else "the statement" for p, a in zip(parts, answers)
+                  if any(t == b"E" for t, _ in emu_parts.messages(a))]
         if failed:
             log("a write of %d replicasets failed on %s; the other parts stay applied"
                 % (len(parts), ", ".join(failed)))

@@ -328,10 +328,22 @@ class WritePartsTest(unittest.TestCase):
                         {"name": "solo", "global": False, "tier": "one", "sharding_key": ["id"]}],
              "buckets": {"default": [[1, 10, "default_1"], [11, 20, "default_2"], [21, 30, "default_1"]],
                          "one": [[1, 30, "one_1"]]}}
-    BOTH = ["default_1", "default_2"]
+    BOTH = [("default_1", "{[1,10],[21,30]}"), ("default_2", "{[11,20]}")]
 
     def parts(self, sql, insert_rows=None):
-        return emu_parts.write_parts(sql, insert_rows, self.STATE)
+        parts = emu_parts.write_parts(sql, insert_rows, self.STATE)
+        return None if parts is None else [(p.rs, emu_parts.multirange(p.ranges)) for p in parts]
+
+    def test_part_settings(self):
+        """A part is the set of buckets its replicaset owned when the statement arrived; an UPDATE
+        or DELETE restricts its reads to them, an INSERT only the rows it writes."""
+        upd = emu_parts.write_parts("UPDATE users SET v = 1", None, self.STATE)
+        self.assertEqual(upd[0].settings(), [("picoemu.part_table", "users"),
+                                             ("picoemu.part_buckets", "{[1,10],[21,30]}"),
+                                             ("picoemu.part_reads", "on")])
+        ins = emu_parts.write_parts("INSERT INTO users VALUES (1, 'a'), (2, 'b')", 2, self.STATE)
+        self.assertEqual(ins[1].settings()[2], ("picoemu.part_reads", "off"))
+        self.assertEqual([v for _, v in emu_parts.NO_PART], ["", "", ""])
 
     def test_split(self):
         for sql in ("UPDATE users SET v = 1", 'UPDATE "users" SET "v" = 1 OPTION (sql_vdbe_opcode_max = 0)',
