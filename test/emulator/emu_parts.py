@@ -45,6 +45,9 @@ class Part:
 
 
 NO_PART = [(PART_TABLE, ""), (PART_BUCKETS, ""), (PART_READS, "")]
+# Every sharded table reads no bucket: a read whose Execute will not run (a stopped master's
+# deadline passed while it waited, emu_front.py on_bind) binds without opening a foreign scan.
+NOTHING = [(PART_TABLE, "*"), (PART_BUCKETS, "{}"), (PART_READS, "on")]
 
 
 def multirange(ranges):

@@ -12,10 +12,11 @@
 -- every bucket once, so a bucket that moves while they run is still written exactly once (by the
 -- part that holds it, at its owner of that moment).
 
--- The buckets of the run in progress for table tname, or NULL when no part restricts it.
+-- The buckets of the run in progress for table tname, or NULL when no part restricts it. The table
+-- '*' stands for every table (a read bound to read nothing: emu_parts.NOTHING).
 CREATE OR REPLACE FUNCTION _picoemu.part_of(tname text) RETURNS int8multirange
 LANGUAGE sql STABLE AS $f$
-  SELECT CASE WHEN current_setting('picoemu.part_table', true) = tname
+  SELECT CASE WHEN current_setting('picoemu.part_table', true) IN (tname, '*')
               THEN nullif(current_setting('picoemu.part_buckets', true), '')::int8multirange END $f$;
 
 -- The same for the reads of the table (UPDATE, DELETE), NULL for an INSERT's run or no part.

@@ -83,7 +83,7 @@ BEGIN
       why := 'the move waits for this statement''s locks';
     END IF;
     IF why IS NOT NULL THEN
-      RAISE EXCEPTION 'Failed to add a storage reference: vshard error: Timeout exceeded (type: ClientError, code: 78, name: TIMEOUT)'
+      RAISE EXCEPTION 'Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded (type: ClientError, code: 78, name: TIMEOUT)'
         USING ERRCODE = 'PE004',
         DETAIL = format('picoemu: bucket %s of table "%s" was in flight at instance %s (%s after %s ms): '
                         'the statement runs again', b, tbl, current_setting('picoemu.instance'), why,
