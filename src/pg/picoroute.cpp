@@ -1,6 +1,7 @@
 // Library entry point: defines the settings, installs the batched-join planner hook and, when
 // preloaded, the shared memory (the map store's slots and the worker's status block, each with its
-// own size and initialisation) and the worker.
+// own size and initialisation), the worker and the hooks that make a failed write say what it
+// wrote (pg/remote/write_ledger.h).
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -16,6 +17,7 @@ void _PG_init(void);
 
 #include "pg/fdw/batch_join.h"
 #include "pg/map_store.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/settings.h"
 #include "pg/worker.h"
 #include "pg/worker_status.h"
@@ -54,4 +56,5 @@ void _PG_init(void) {
     prev_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = startup_shmem;
     picoroute::pg::register_worker();
+    picoroute::pg::remote::install_write_ledger_hooks();
 }

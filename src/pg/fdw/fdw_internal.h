@@ -277,6 +277,9 @@ struct RoutedStatement {
     // without it describes the decision its keys give at that time (explain_routing).
     bool describe;
     uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
+    // A write's log (remote/write_ledger.h): created with the first execution in the statement's
+    // memory, unless the caller gives one that outlives it (a TRUNCATE of several tables).
+    WriteLog *log;
     MemoryContextCallback cleanup;
 };
 

@@ -171,6 +171,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].values.assign(values, values + st->nparams);
         jobs[i].may_span =
             st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
+        jobs[i].sharded = !st->table->global;
         jobs[i].target = std::move(targets[i]);
     }
     st->keyless = keyless;
@@ -233,6 +234,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             padded = std::min(padded, limit);
             Job job;
             job.target = target;
+            job.sharded = !st->table->global;
             // A batch reads as many rows as a small scan: the row and instruction limits are
             // lifted, unless the table or server gives them (see batch_exec.cpp).
             job.sql = batched_sql(b, padded) + option_clause(st->table, true, false);
@@ -386,12 +388,15 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        WriteLog log;
+        // A write's log lives with the statement (write_ledger.h), or is the caller's (a
+        // TRUNCATE of several tables).
+        if (st->is_write && st->log == nullptr)
+            st->log = statement_write_log(GetMemoryChunkContext(st));
         ReadPref pref =
             st->is_write ? ReadPref::Leader : static_cast<ReadPref>(st->table->read_pref);
         try {
             run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref,
-                     retry, st->is_write ? &log : nullptr, &st->sent_again);
+                     retry, st->is_write ? st->log : nullptr, &st->sent_again);
         } catch (const PgError &e) {
             // Nothing was handed over yet: every job is read again, in chunks.
             std::vector<ResultPtr> chunks;

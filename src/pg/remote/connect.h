@@ -28,6 +28,9 @@ struct ConnParams {
     // The startup options ask Picodata to report prepared statements invalidated by DDL
     // (pico_stmt_invalidation=true): the connection may keep named statements (remote_stmt.h).
     bool stmt_invalidation = false;
+    // The server's picodata_version option ("": the version the map detects): what the cluster
+    // runs without its Lua dispatch (remote_exec.cpp, a dead master stalls the tier).
+    std::string picodata_version;
 };
 
 // Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached
