@@ -240,7 +240,6 @@ TEST(Route, BucketFilters) {
               "S WHERE \"r2\".\"bucket_id\" = 4");
 }
 
-
 // A dead master stalls the tier's Lua dispatch; the local fast path (26.1.1+) does not wait.
 TEST(Route, OnlyTheLocalPathAtTheOwnerAvoidsLuaDispatch) {
     Fixture f;
