@@ -1133,6 +1133,15 @@ def partial_write_cluster(tc, d):
         tc.assertEqual((stored(p1), stored(p2)), ((n1 + 2, v1 + 2), (n2, v2)))
         tc.assertEqual(q(p1, "SELECT id FROM _picoemu_local.pw WHERE id >= 100 ORDER BY id"),
                        [[str(k)] for k in sorted(new1)])
+    # INSERT ... SELECT of the table into itself, split into parts: every part reads every row (the
+    # part restricts only the rows it inserts), so each row is copied once, to its new key's owner
+    before = sum(n for n, _ in (stored(p1), stored(p2)))
+    cmd, errs = run("INSERT INTO pw SELECT id + 1000, v FROM pw WHERE id < 1000")
+    with tc.subTest("partial writes: INSERT ... SELECT copies each row once, whichever replicaset holds it"):
+        tc.assertEqual((cmd, errs), (["INSERT 0 %d" % before], []))
+        tc.assertEqual(sum(n for n, _ in (stored(p1), stored(p2))), 2 * before)
+    q(p1, "DELETE FROM _picoemu_local.pw WHERE id >= 1000")
+    q(p2, "DELETE FROM _picoemu_local.pw WHERE id >= 1000")
     (n1, v1), (n2, v2) = stored(p1), stored(p2)
     emu(d, "stop", "default_2_1")
     try:
