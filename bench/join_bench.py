@@ -94,7 +94,7 @@ def setup(node, emu, rows, key_counts):
 CREATE EXTENSION picoroute;
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname '{pb.EMU_DB}', picodata_version '26.2.1', execution_options 'off');
+  OPTIONS (tier 'default', dbname '{pb.EMU_DB}', picodata_version '{pb.PRUNING_BUILD}', execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico
   OPTIONS (user '{pb.EMU_USER}', password '{pb.EMU_PASSWORD}');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico

@@ -66,7 +66,15 @@ EMU_DB = "picodata"
 KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
 
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+sys.path.insert(0, os.path.join(ROOT, "test", "emulator"))
+import emu_caps  # noqa: E402
 import port_range  # noqa: E402
+
+# The newest emulated Picodata release that prunes by bucket_id (26.2.1-rc2): the emulated build, and
+# the picodata_version of the benches' servers (scatter 'masters' needs it; it also has forward, the
+# strict mode of the sanity checks).
+PRUNING_BUILD = [b for b in emu_caps.BUILDS if emu_caps.has("prune_by_bucket_id", b)
+                 and emu_caps.has("forward", b)][-1]
 
 SELECT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct", "direct_unnamed"]
 INSERT_VARIANTS = ["picoroute", "pg_fdw", "plproxy", "forward", "direct"]
@@ -133,8 +141,8 @@ class Emulator:
 
     def up(self):
         self.started = True
-        # head: the sanity checks use strict mode (forward=off), which only 26.2.1+ has
-        self.cli("up", "--base-port", str(self.base_port), "--picodata", "head",
+        # the sanity checks use strict mode (forward=off, capability forward)
+        self.cli("up", "--base-port", str(self.base_port), "--picodata", PRUNING_BUILD,
                  *(["--advertise-private"] if self.private else []))
 
     def status(self):
@@ -528,9 +536,9 @@ LANGUAGE sql AS $$ INSERT INTO public.events (id, sk, note) VALUES (i, s, 'x'); 
 -- that the sanity pass (pushed map, no version known) and the timed runs send the same SQL.
 -- The bench turns the cluster's row and opcode limits off instead of an OPTION clause.
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname '{EMU_DB}', picodata_version '26.2.1', execution_options 'off');
+  OPTIONS (tier 'default', dbname '{EMU_DB}', picodata_version '{PRUNING_BUILD}', execution_options 'off');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters', picodata_version '26.2.1',
+  OPTIONS (tier 'default', dbname '{EMU_DB}', scatter 'masters', picodata_version '{PRUNING_BUILD}',
            execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user '{EMU_USER}', password '{EMU_PASSWORD}');
 -- The point SELECT's sessions plan every execution with its key (plan_cache_mode

@@ -132,11 +132,11 @@ CREATE EXTENSION picoroute;
 CREATE EXTENSION postgres_fdw;
 -- picoroute reaches the instances' private ports with execution_options 'off' (no OPTION
 -- clause, no Picodata startup options: what plain PostgreSQL accepts; the cluster's row limits
--- are off instead); scatter 'masters' is used as on Picodata 26.2.1+.
+-- are off instead); scatter 'masters' is used as on Picodata 26.2.1-rc2 (it prunes by bucket_id).
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', picodata_version '26.2.1', execution_options 'off');
+  OPTIONS (tier 'default', dbname 'picodata', picodata_version '{peers.PRUNING_BUILD}', execution_options 'off');
 CREATE SERVER pico_m FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '26.2.1',
+  OPTIONS (tier 'default', dbname 'picodata', scatter 'masters', picodata_version '{peers.PRUNING_BUILD}',
            execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico
   OPTIONS (user '{peers.EMU_USER}', password '{peers.EMU_PASSWORD}');

@@ -89,7 +89,7 @@ def bench(args, emu, node):
 CREATE EXTENSION picoroute;
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname '{pb.EMU_DB}', picodata_version '26.2.1',
+  OPTIONS (tier 'default', dbname '{pb.EMU_DB}', picodata_version '{pb.PRUNING_BUILD}',
            execution_options 'off');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico
   OPTIONS (user '{pb.EMU_USER}', password '{pb.EMU_PASSWORD}');

@@ -13,12 +13,12 @@ CREATE SERVER d_bad FOREIGN DATA WRAPPER picoroute OPTIONS (sql_vdbe_opcode_max 
 CREATE SERVER d FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER d_m FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt', scatter 'masters');
 CREATE SERVER d_m21 FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1');
+    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1-rc2');
 CREATE SERVER d_off FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt', execution_options 'off');
 CREATE SERVER d_lim FOREIGN DATA WRAPPER picoroute
     OPTIONS (tier 'dt', sql_motion_row_max '20000', sql_vdbe_opcode_max '100000');
 CREATE SERVER d_r FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', read_preference 'replica', picodata_version '25.5');
+    OPTIONS (tier 'dt', read_preference 'replica', picodata_version '25.5.10');
 CREATE USER MAPPING FOR CURRENT_USER SERVER d OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER d_m OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER d_m21 OPTIONS (user 'u', password 'p');
@@ -68,6 +68,18 @@ SELECT * FROM explain_v($$SELECT id FROM users WHERE f = 1.5 AND f < 1e20 AND f 
 SELECT * FROM explain_v($$SELECT id FROM users WHERE f <> 'NaN' AND ts > '2025-02-01 10:00:00+00'$$);
 -- Functions, casts and real stay local.
 SELECT * FROM explain_v($$SELECT id FROM users WHERE abs(v) = 1 AND v::text = '1' AND f::real = 1$$);
+-- Operators Picodata evaluates as PostgreSQL does: || on text, / and % on integers, / on
+-- doubles, coalesce over one type; an UPDATE or DELETE with them is one remote statement.
+SELECT * FROM explain_v($$UPDATE users SET name = name || 'x', v = v % 3 + v / 7, f = f / 3 WHERE id = 1$$);
+SELECT * FROM explain_v($$UPDATE users SET v = coalesce(v, 0) WHERE coalesce(name, '') LIKE 'a%'$$);
+SELECT * FROM explain_v($$SELECT id FROM users WHERE v % 2 = 0 AND (name || '!') = 'x!' AND f / 2 > 1$$);
+-- Not with PostgreSQL's result (the scale of a numeric division, upper and lower beyond ASCII,
+-- round, which Picodata lacks, intervals, || over a number): written row by row.
+SELECT * FROM explain_v($$UPDATE users SET n = n / 7 WHERE id = 1$$);
+SELECT * FROM explain_v($$UPDATE users SET name = upper(name) WHERE id = 1$$);
+SELECT * FROM explain_v($$UPDATE users SET n = round(n, 1), ts = ts + interval '1 day' WHERE id = 1$$);
+SELECT * FROM explain_v($$UPDATE users SET name = name || v WHERE id = 1$$);
+SELECT * FROM explain_v($$DELETE FROM users WHERE id = 1 AND upper(name) = 'X'$$);
 
 -- Sharding keys of type double and numeric(10,2): hashed as the column stores them.
 SELECT picoroute_bucket_id('dt', 1.5::float8) AS f15, picoroute_bucket_id('dt', 1.00::numeric) AS n100,
@@ -114,7 +126,7 @@ CREATE FOREIGN TABLE g_ins (id bigint, v text) SERVER d OPTIONS (distribution 'g
 EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO g_ins VALUES (1, 'a'), (2, 'b');
 DROP FOREIGN TABLE g_ins;
 
--- Scatter: 'masters' only where Picodata restricts a statement by bucket_id (26.2.1+), else a
+-- Scatter: 'masters' only where Picodata restricts a statement by bucket_id (26.2.1-rc2), else a
 -- coordinator with a note; never the master that owns no bucket (rs_z).
 SELECT * FROM explain_v($$SELECT count(*) FROM users_m$$);
 SELECT * FROM explain_v($$SELECT count(*) FROM users_m21$$);

@@ -20,7 +20,7 @@ END $$;
 CREATE SERVER jp FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER jp2 FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER jp_m FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1');
+    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1-rc2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER jp OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER jp2 OPTIONS (user 'u', password 'p');
 CREATE USER MAPPING FOR CURRENT_USER SERVER jp_m OPTIONS (user 'u', password 'p');

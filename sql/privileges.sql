@@ -8,7 +8,8 @@ GRANT EXECUTE ON FUNCTION picoroute_apply_events(jsonb) TO regress_picoroute_fee
 SELECT p.oid::regprocedure AS function,
        has_function_privilege('regress_picoroute_reader', p.oid, 'EXECUTE') AS reader_may_execute
 FROM pg_proc p
-WHERE p.proname IN ('picoroute_bucket_id', 'picoroute_bucket_id_with_count', 'picoroute_master',
+WHERE p.proname IN ('picoroute_bucket_id', 'picoroute_bucket_id_with_count',
+                    'picoroute_bucket_id_for_version', 'picoroute_master',
                     'picoroute_route', 'picoroute_replicas', 'picoroute_refresh',
                     'picoroute_apply_events')
 ORDER BY p.oid;
@@ -25,7 +26,8 @@ SELECT * FROM picoroute_buckets WHERE tier = 'default' ORDER BY bucket_id_start;
 SELECT * FROM picoroute_tiers WHERE name IN ('default', 't1', 't2', 't3') ORDER BY name;
 SELECT source, conninfo IS NULL AS conninfo_hidden, generation > 0 AS has_map FROM picoroute_status;
 SELECT picoroute_master('default', 1), picoroute_bucket_id('default', 1),
-       picoroute_bucket_id_with_count(3000, 'lol', 5);
+       picoroute_bucket_id_with_count(3000, 'lol', 5),
+       picoroute_bucket_id_for_version('26.1.6', 3000, 'lol', 5);
 SELECT * FROM picoroute_route('default', 'lol', 5);
 SELECT * FROM picoroute_replicas('t2', 20);
 -- ... but it may not change the map or force a refresh.

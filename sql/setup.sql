@@ -22,6 +22,7 @@ SELECT p.oid::regprocedure AS function, provolatile, proisstrict, proparallel
 FROM pg_proc p
 WHERE p.oid IN ('picoroute_bucket_id(text,"any")'::regprocedure,
                 'picoroute_bucket_id_with_count(integer,"any")'::regprocedure,
+                'picoroute_bucket_id_for_version(text,integer,"any")'::regprocedure,
                 'picoroute_master(text,integer)'::regprocedure,
                 'picoroute_route(text,"any")'::regprocedure,
                 'picoroute_replicas(text,integer)'::regprocedure,

@@ -8,7 +8,7 @@ SELECT pr_push_tier_dt() > 0 AS applied;
 -- Upper-relation pushdown: aggregates, GROUP BY, HAVING, ORDER BY and LIMIT go to Picodata.
 CREATE SERVER u FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt');
 CREATE SERVER u_m FOREIGN DATA WRAPPER picoroute
-    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1');
+    OPTIONS (tier 'dt', scatter 'masters', picodata_version '26.2.1-rc2');
 CREATE SERVER u_off FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'dt', pushdown_aggregates 'off');
 CREATE SERVER u_bad FOREIGN DATA WRAPPER picoroute OPTIONS (pushdown_aggregates 'maybe');
 CREATE USER MAPPING FOR CURRENT_USER SERVER u OPTIONS (user 'u', password 'p');
@@ -40,6 +40,23 @@ SELECT * FROM explain_v($$SELECT id, name FROM up ORDER BY name NULLS FIRST$$);
 -- LIMIT with OFFSET: LIMIT n + m is sent, the first m rows are skipped here.
 SELECT * FROM explain_v($$SELECT id, v FROM up ORDER BY v, id LIMIT 5 OFFSET 20$$);
 SELECT * FROM explain_v($$SELECT id FROM up LIMIT 3$$);
+-- Keyless, under the row bound (picoroute.keyless_row_max, 4000): each pushed ORDER BY or LIMIT
+-- carries a local plan for the same rows ("Over the Row Bound"), which runs when Picodata answers
+-- that the statement exceeds the bound. LIMIT n + m over the bound is not sent at all: the rows
+-- are sorted here over the scan (which reads in chunks).
+SELECT * FROM explain_v($$SELECT id FROM up ORDER BY id LIMIT 100 OFFSET 3901$$);
+SELECT * FROM explain_v($$SELECT id FROM up ORDER BY id LIMIT 100 OFFSET 3900$$);
+-- With more rows than the bound known (as ANALYZE would set them): ORDER BY alone is sorted
+-- here, ORDER BY ... LIMIT is still sent.
+CREATE FOREIGN TABLE up_big (id bigint, v bigint) SERVER u OPTIONS (table_name 'users', sharding_key 'id');
+UPDATE pg_class SET reltuples = 100000 WHERE oid = 'up_big'::regclass;
+SELECT * FROM explain_v($$SELECT id FROM up_big ORDER BY id$$);
+SELECT * FROM explain_v($$SELECT id FROM up_big ORDER BY v DESC NULLS FIRST, id LIMIT 10$$);
+-- No bound, no local plan: a key fixed (one bucket), the bound lifted by the table's option.
+SELECT * FROM explain_v($$SELECT v FROM up_big WHERE id = 5 ORDER BY v$$);
+ALTER FOREIGN TABLE up_big OPTIONS (ADD sql_motion_row_max '0');
+SELECT * FROM explain_v($$SELECT id FROM up_big ORDER BY id$$);
+DROP FOREIGN TABLE up_big;
 
 -- Stays local:
 -- a WHERE clause evaluated here (the aggregate needs it first);

@@ -131,9 +131,10 @@ void put_ext_header(std::string &out, int8_t type, size_t length) {
 constexpr double kTwoPow63 = 9223372036854775808.0;
 constexpr double kTwoPow64 = 18446744073709551616.0;
 
-// 26.1.1's rule: true, with the integer written, when `value` is a finite integral double in
-// [-2^63, 2^64). -0.0 compares equal to 0 and takes the unsigned branch, as in Picodata. NaN fails
-// every comparison; the infinities fail the range test.
+// 26.1's rule for an integral double: true, with the integer written, when `value` is a finite
+// integral double in [-2^63, 2^64) (tuple_hash_field@721ae188: isfinite, modf, exp2(63), exp2(64)).
+// -0.0 compares equal to 0 and takes the unsigned branch, as there (val >= 0). NaN fails every
+// comparison; the infinities fail the range test.
 bool put_integral_double(std::string &out, double value) {
     if (!(value >= -kTwoPow63 && value < kTwoPow64) || std::trunc(value) != value)
         return false;
@@ -220,17 +221,31 @@ void KeyEncoder::add_uint(uint64_t value) {
     put_uint(bytes_, value);
 }
 
-const char *double_hash_rule_name(DoubleHashRule rule) {
-    return rule == DoubleHashRule::IntegralAsInteger ? "integral-as-integer" : "ieee754";
+HashRule hash_rule_for(const caps::CapabilitySet &capabilities) {
+    return capabilities.has(caps::Capability::IntegralDoubleHash) ? HashRule::Picodata26_1
+                                                                  : HashRule::Picodata25_5;
+}
+
+const char *hash_rule_name(HashRule rule) {
+    return rule == HashRule::Picodata26_1 ? "26.1" : "25.5";
+}
+
+std::optional<HashRule> parse_hash_rule(std::string_view name) {
+    for (HashRule rule : {HashRule::Picodata25_5, HashRule::Picodata26_1})
+        if (name == hash_rule_name(rule))
+            return rule;
+    return std::nullopt;
 }
 
 void KeyEncoder::add_double(double value) {
-    if (double_rule_ == DoubleHashRule::IntegralAsInteger && put_integral_double(bytes_, value))
+    if (rule_ == HashRule::Picodata26_1 && put_integral_double(bytes_, value))
         return;
     uint64_t bits;
     static_assert(sizeof bits == sizeof value, "double must be 64-bit IEEE 754");
     std::memcpy(&bits, &value, sizeof bits);
-    put_byte(bytes_, 0xcb);
+    // 25.5: mp_encode_double (with its header); 26.1: mp_store_double (the 8 bytes only).
+    if (rule_ == HashRule::Picodata25_5)
+        put_byte(bytes_, 0xcb);
     put_be(bytes_, bits, 8);
 }
 

@@ -1,9 +1,10 @@
-// Named capabilities per Picodata version (see capabilities.h). Each row names where it was read
-// in Picodata's source (the picodata/picodata repository, at the release tags).
+// Named capabilities per Picodata release (see capabilities.h). Each range names where it was read
+// in Picodata's source (file:line@tag in the picodata/picodata repository).
 #include "core/capabilities.h"
 
 #include <cctype>
 #include <tuple>
+#include <utility>
 
 namespace picoroute::caps {
 
@@ -52,12 +53,9 @@ auto key(const Version &v) {
     return std::make_tuple(v.major, v.minor, v.patch, rc, v.commits);
 }
 
-bool same_series(const Version &a, const Version &b) {
+// One release line: 26.1.1 ... 26.1.6; 26.2.1-rc1, 26.2.1-rc2.
+bool same_line(const Version &a, const Version &b) {
     return a.major == b.major && a.minor == b.minor;
-}
-
-bool series_before(const Version &a, const Version &b) {
-    return std::make_pair(a.major, a.minor) < std::make_pair(b.major, b.minor);
 }
 
 }  // namespace
@@ -100,35 +98,156 @@ std::string to_string(const Version &v) {
     return out;
 }
 
-const std::vector<CapabilityRow> &capability_table() {
-    static const std::vector<CapabilityRow> table = {
-        // CHANGELOG.md at 26.2.1-rc2 (!3537 "avoid full scatter-gather for WHERE bucket_id =
-        // <CONST>"); not in 26.2.1-rc1 nor in the 26.3.0 tag; on master from commit def426247,
-        // which git describe names 26.3.0-115-gdef426247.
-        {Capability::PruneByBucketId, "prune_by_bucket_id", {"26.2.1-rc2", "26.3.0-115"}},
-        // src/pgproto/client/startup.rs at 26.2.1-rc1 and 26.3.0 (option "forward"); absent at
-        // 26.2.0.
-        {Capability::Forward, "forward", {"26.2.1-rc1"}},
-        // src/pgproto/client/startup.rs at 26.1.0 (pico_stmt_invalidation); absent at 25.6.0 and
-        // 25.5.10. 26.1.0 is the tag that starts the series; its first release is 26.1.1.
-        {Capability::StmtInvalidation, "stmt_invalidation", {"26.1.0"}},
-        // src/pgproto/client/startup.rs at 26.1.0 (read_preference); absent at 25.6.0, 25.5.10.
-        {Capability::ReadPreference, "read_preference", {"26.1.0"}},
-        // CHANGELOG.md at 26.1.1 ("a local SQL execution path"); its metric
-        // pico_sql_local_query_total is in src/metrics.rs at 26.1.1, not at 26.1.0.
-        {Capability::LocalExecution, "local_execution", {"26.1.1"}},
-        // CHANGELOG.md at 26.1.1 ("Hashing behavior changed for DOUBLE type fields"); the entry is
-        // already at the 26.1.0 tag, not at 25.6.0.
-        {Capability::IntegralDoubleHash, "integral_double_hash", {"26.1.0"}},
-        // MAX_DNF_CHAINS = 512: sql-planner/src/ir/transformation/dnf.rs at 26.1.6 (absent at
-        // 26.1.5); sql-ir/src/ir/transformation/dnf.rs at 26.2.1-rc1 and 26.3.0 (absent at 26.2.0).
-        {Capability::DnfChainLimit, "dnf_chain_limit", {"26.1.6", "26.2.1-rc1"}},
-        // "retry is required: DML was sent to the replica during master switchover" in
-        // src/sql.rs at 26.1.2, 26.1.6, 26.2.1-rc1 and 26.3.0; absent at 26.1.1 and 26.2.0, where
-        // such a write fails with tarantool's "Can't modify data on a read-only instance".
-        {Capability::SwitchoverRefusal, "switchover_refusal", {"26.1.2", "26.2.1-rc1"}},
+const std::vector<Release> &releases() {
+    // Each a tag with a release commit and a dated entry at the top of its CHANGELOG.md. 25.6.0,
+    // 26.1.0, 26.2.0 and 26.3.0 are not releases: each opens a development line (its commit "start
+    // 26.x release series" or "bump version", its CHANGELOG's top entry "Unreleased").
+    static const std::vector<Release> table = {
+        {"25.5.1", "CHANGELOG.md:11@25.5.1"},
+        {"25.5.2", "CHANGELOG.md:11@25.5.2"},
+        {"25.5.3", "CHANGELOG.md:12@25.5.3"},
+        {"25.5.4", "CHANGELOG.md:11@25.5.4"},
+        {"25.5.5", "CHANGELOG.md:11@25.5.5"},
+        {"25.5.6", "CHANGELOG.md:11@25.5.6"},
+        {"25.5.7", "CHANGELOG.md:11@25.5.7"},
+        {"25.5.8", "CHANGELOG.md:11@25.5.8"},
+        {"25.5.9", "CHANGELOG.md:11@25.5.9"},
+        {"25.5.10", "CHANGELOG.md:11@25.5.10"},
+        {"26.1.1", "CHANGELOG.md:11@26.1.1"},
+        {"26.1.2", "CHANGELOG.md:11@26.1.2"},
+        {"26.1.3", "CHANGELOG.md:11@26.1.3"},
+        {"26.1.4", "CHANGELOG.md:11@26.1.4"},
+        {"26.1.5", "CHANGELOG.md:11@26.1.5"},
+        {"26.1.6",
+         "CHANGELOG.md:11@26.1.6 (headed [25.1.6], a typo: the tag's commit is "
+         "'release: 26.1.6')"},
+        {"26.2.1-rc1", "CHANGELOG.md:11@26.2.1-rc1"},
+        {"26.2.1-rc2", "CHANGELOG.md:11@26.2.1-rc2"},
     };
     return table;
+}
+
+const std::vector<CapabilityRow> &capability_table() {
+    static const std::vector<CapabilityRow> table = {
+        {Capability::PruneByBucketId,
+         "prune_by_bucket_id",
+         {{"26.2.1-rc2", "26.2.1-rc2",
+           "collect_buckets_from_bucket_id_eq, crates/sql-ir/src/ir/bucket.rs:306@26.2.1-rc2 "
+           "(CHANGELOG.md:18@26.2.1-rc2, !3537); absent at 26.2.1-rc1 and 26.1.6, and at the "
+           "development tag 26.3.0 (master has it from commit def426247, 26.3.0-115)"}}},
+        {Capability::Forward,
+         "forward",
+         {{"26.2.1-rc1", "26.2.1-rc2",
+           "option \"forward\", src/pgproto/client/startup.rs:108@26.2.1-rc1 and "
+           ":108@26.2.1-rc2; absent at 26.1.6"}}},
+        {Capability::StmtInvalidation,
+         "stmt_invalidation",
+         {{"26.1.1", "26.1.6",
+           "PICO_STMT_INVALIDATION, src/pgproto/client/startup.rs:55@26.1.1 to :55@26.1.6; "
+           "absent at 25.5.10"},
+          {"26.2.1-rc1", "26.2.1-rc2",
+           "src/pgproto/client/startup.rs:55@26.2.1-rc1 and :55@26.2.1-rc2"}}},
+        {Capability::ReadPreference,
+         "read_preference",
+         {{"26.1.1", "26.1.6",
+           "option \"read_preference\", src/pgproto/client/startup.rs:100@26.1.1 to "
+           ":100@26.1.6; absent at 25.5.10"},
+          {"26.2.1-rc1", "26.2.1-rc2",
+           "src/pgproto/client/startup.rs:100@26.2.1-rc1 and :100@26.2.1-rc2"}}},
+        {Capability::LocalExecution,
+         "local_execution",
+         {{"26.1.1", "26.1.6",
+           "CHANGELOG.md:96@26.1.1 (a local SQL execution path); its metric "
+           "pico_sql_local_query_total, src/metrics.rs:343@26.1.1 to :343@26.1.6, absent at the "
+           "development tag 26.1.0"},
+          {"26.2.1-rc1", "26.2.1-rc2", "src/metrics.rs:407@26.2.1-rc1 and :407@26.2.1-rc2"}}},
+        {Capability::IntegralDoubleHash,
+         "integral_double_hash",
+         {{"26.1.1", "26.1.6",
+           "CHANGELOG.md:207@26.1.1 to :321@26.1.6 (Hashing behavior changed for DOUBLE type "
+           "fields; the code is in the tarantool-sys submodule); absent at 25.5.10"},
+          {"26.2.1-rc1", "26.2.1-rc2", "CHANGELOG.md:829@26.2.1-rc1 and :924@26.2.1-rc2"}}},
+        {Capability::DnfChainLimit,
+         "dnf_chain_limit",
+         {{"26.1.6", "26.1.6",
+           "MAX_DNF_CHAINS, sql-planner/src/ir/transformation/dnf.rs:90@26.1.6; absent at "
+           "26.1.5"},
+          {"26.2.1-rc1", "26.2.1-rc2",
+           "sql-ir/src/ir/transformation/dnf.rs:90@26.2.1-rc1, "
+           "crates/sql-ir/src/ir/transformation/dnf.rs:90@26.2.1-rc2"}}},
+        {Capability::SwitchoverRefusal,
+         "switchover_refusal",
+         {{"26.1.2", "26.1.6",
+           "\"retry is required: \" in proc_sql_execute, src/sql.rs:2827@26.1.2 to "
+           ":2829@26.1.6; absent at 26.1.1"},
+          {"26.2.1-rc1", "26.2.1-rc2", "src/sql.rs:2910@26.2.1-rc1 and :2987@26.2.1-rc2"}}},
+    };
+    return table;
+}
+
+bool is_release(std::string_view text) {
+    for (const Release &r : releases())
+        if (text == r.version)
+            return true;
+    return false;
+}
+
+std::string releases_text() {
+    std::string out;
+    const std::vector<Release> &all = releases();
+    for (size_t i = 0; i < all.size();) {
+        std::optional<Version> first = parse_version(all[i].version);
+        size_t j = i;
+        while (j + 1 < all.size() && first && same_line(*first, *parse_version(all[j + 1].version)))
+            j++;
+        out += std::string(out.empty() ? "" : ", ") + all[i].version;
+        if (j > i + 1)
+            out += std::string(" to ") + all[j].version;
+        else if (j == i + 1)
+            out += std::string(", ") + all[j].version;
+        i = j + 1;
+    }
+    return out;
+}
+
+namespace {
+
+// The tables parsed once (has() runs per picoroute_bucket_id call): every release, and the ranges
+// of each capability. The unit test checks that every text of the tables parses.
+struct ParsedTables {
+    std::vector<Version> releases;
+    std::vector<std::pair<Capability, std::vector<std::pair<Version, Version>>>> ranges;
+};
+
+const ParsedTables &parsed_tables() {
+    static const ParsedTables tables = [] {
+        ParsedTables out;
+        for (const Release &r : releases())
+            if (std::optional<Version> v = parse_version(r.version))
+                out.releases.push_back(*v);
+        for (const CapabilityRow &row : capability_table()) {
+            std::vector<std::pair<Version, Version>> ranges;
+            for (const ReleaseRange &range : row.releases) {
+                std::optional<Version> first = parse_version(range.first);
+                std::optional<Version> last = parse_version(range.last);
+                if (first && last)
+                    ranges.emplace_back(*first, *last);
+            }
+            out.ranges.emplace_back(row.capability, std::move(ranges));
+        }
+        return out;
+    }();
+    return tables;
+}
+
+}  // namespace
+
+std::optional<Version> governing_release(const Version &version) {
+    std::optional<Version> newest;
+    for (const Version &v : parsed_tables().releases)
+        if (!(version < v) && (!newest || *newest < v))
+            newest = v;
+    return newest;
 }
 
 const char *capability_name(Capability capability) {
@@ -152,18 +271,15 @@ std::optional<std::string> lowest_version(const std::vector<std::string> &versio
 }
 
 bool has(const Version &version, Capability capability) {
-    for (const CapabilityRow &row : capability_table()) {
-        if (row.capability != capability)
+    std::optional<Version> release = governing_release(version);
+    if (!release)
+        return false;
+    for (const auto &[cap, ranges] : parsed_tables().ranges) {
+        if (cap != capability)
             continue;
-        std::optional<Version> last;
-        for (const char *text : row.since) {
-            std::optional<Version> first = parse_version(text);
-            if (first && (same_series(*first, version) || series_before(*first, version)))
-                last = first;
-        }
-        if (!last)
-            return false;
-        return !same_series(*last, version) || version >= *last;
+        for (const auto &[first, last] : ranges)
+            if (*release >= first && !(last < *release))
+                return true;
     }
     return false;
 }

@@ -38,4 +38,16 @@ bool refused_before_running(std::string_view message);
 // nothing, so sending it again is safe; an error of the statement itself is not retried.
 bool read_retryable(std::string_view sqlstate, std::string_view message);
 
+// Whether libpq's message of a failed connection attempt says the server closed the connection
+// while it was opening: what a client sees when Picodata refuses its startup packet. Picodata
+// answers nothing then (ClientParams::new, src/pgproto/client/startup.rs, fails on an options item
+// without '=', a value it does not take, a missing user; PgClient::accept,
+// src/pgproto/client.rs:40, writes an ErrorResponse for a failed authentication only; 25.5.10
+// to 26.2.1-rc2): the instance was reached and nothing was sent, so it says nothing about the
+// network or the instance's health, but an instance that stopped at that moment looks the same.
+bool closed_at_startup(std::string_view libpq_message);
+
+// The explanation picoroute gives with such a failure (for a DETAIL).
+extern const char *const kClosedAtStartupDetail;
+
 }  // namespace picoroute::retry

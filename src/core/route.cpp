@@ -28,8 +28,11 @@ Target make_target(const SnapshotView &view, int32_t instance, Role role) {
     t.address = std::string(view.str(inst.address));
     t.instance = instance_name(view, inst);
     t.role = role;
-    if (role != Role::Coordinator && inst.replicaset != kNone)
-        t.replicaset = std::string(view.str(view.replicaset(inst.replicaset).uuid));
+    if (role != Role::Coordinator && inst.replicaset != kNone) {
+        const ReplicasetRecord &rs = view.replicaset(inst.replicaset);
+        t.replicaset = std::string(view.str(rs.uuid));
+        t.replicaset_name = rs.name.length > 0 ? std::string(view.str(rs.name)) : t.replicaset;
+    }
     return t;
 }
 
@@ -41,8 +44,11 @@ std::string describe(const Target &target) {
         return out + " (coordinator)";
     out += " (";
     out += target.role == Role::Master ? "master" : "replica";
+    if (!target.instance.empty())
+        out += " " + target.instance;
     if (!target.replicaset.empty())
-        out += " of replicaset " + target.replicaset;
+        out += " of replicaset " +
+               (target.replicaset_name.empty() ? target.replicaset : target.replicaset_name);
     return out + ")";
 }
 

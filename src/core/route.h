@@ -21,8 +21,9 @@ enum class Role { Master, Replica, Coordinator };
 
 struct Target {
     std::string address;
-    std::string replicaset;  // uuid; "" for a coordinator
-    std::string instance;    // name (or uuid when the name is unknown)
+    std::string replicaset;       // uuid; "" for a coordinator
+    std::string replicaset_name;  // its name (the uuid when the name is unknown), for messages
+    std::string instance;         // name (or uuid when the name is unknown)
     Role role = Role::Coordinator;
     std::vector<uint32_t> buckets;  // the buckets this target answers for; empty: no bucket filter
     // For a master of a 'masters' scatter: the bucket ranges its replicaset owns, so that every
@@ -30,7 +31,7 @@ struct Target {
     std::vector<std::pair<uint32_t, uint32_t>> ranges;
 };
 
-// "address (master of replicaset uuid)" and the like.
+// "address (master <instance> of replicaset <name>)" and the like.
 std::string describe(const Target &target);
 
 // The instance that should run a statement on `bucket`: the owner's master, or for 'replica' and
@@ -77,7 +78,7 @@ BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
                            const std::set<uint32_t> &buckets, ReadPref pref, uint64_t salt);
 
 // `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; a
-// master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1+)
+// master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1-rc2)
 // restricts a statement to the owners of the buckets of "bucket_id = N" or "IN (...)" while
 // BETWEEN is only a row filter. No filter when the target has neither. `column` names the bucket
 // column (a join's "r1"."bucket_id").

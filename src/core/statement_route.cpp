@@ -98,12 +98,12 @@ std::string masters_refusal(const StatementInfo &st, const std::vector<Target> &
         return "scatter 'masters' is not combined with a list of sharding keys; ";
     for (const Target &m : masters) {
         size_t chains = dnf_chains(st.where_chains, m);
-        bool split = !st.write && st.where_chains <= caps::kDnfChainLimit;
-        if (chains <= caps::kDnfChainLimit || split)
+        bool split = !st.write && st.where_chains <= caps::kDnfMostChains;
+        if (chains <= caps::kDnfMostChains || split)
             continue;
         return "scatter 'masters': the buckets of " + m.address + " expand the WHERE clause to " +
-               std::to_string(chains) + " OR-of-AND chains, over Picodata's limit of " +
-               std::to_string(caps::kDnfChainLimit) + "; ";
+               std::to_string(chains) + " OR-of-AND chains, more than Picodata expands (" +
+               std::to_string(caps::kDnfMostChains) + "); ";
     }
     return "";
 }
@@ -116,8 +116,8 @@ void route_keyless(const StatementInfo &st, const StatementLookups &lookups, Rea
         // Where a bucket_id filter does not restrict a statement, every master would run a
         // cluster-wide query (N x N storage queries), so one coordinator does it once.
         note =
-            "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
-            "restrict a statement before); ";
+            "scatter 'masters' needs a Picodata version that restricts a statement by bucket_id "
+            "(26.2.1-rc2); ";
     } else if (st.scatter_masters) {
         std::vector<Target> masters = lookups.masters();
         note = masters_refusal(st, masters);
@@ -194,7 +194,7 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
 
 std::vector<Target> split_by_chains(const std::vector<Target> &masters, size_t where_chains) {
     size_t per_piece =
-        std::max<size_t>(caps::kDnfChainLimit / std::max<size_t>(where_chains, 1), 1);
+        std::max<size_t>(caps::kDnfMostChains / std::max<size_t>(where_chains, 1), 1);
     std::vector<std::vector<Target>> by_master;
     for (const Target &m : masters) {
         std::vector<Target> pieces;

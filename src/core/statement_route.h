@@ -85,7 +85,7 @@ StatementRoute route_statement(const StatementInfo &statement, const StatementLo
 size_t dnf_chains(size_t where_chains, const Target &target);
 
 // The masters of a 'masters' scatter, each split into targets of consecutive bucket ranges (same
-// address and replicaset) of at most kDnfChainLimit / where_chains buckets, so that no statement
+// address and replicaset) of at most kDnfMostChains / where_chains buckets, so that no statement
 // expands beyond Picodata's chain limit; a master within it stays one target, and one without
 // ranges stays as it is. The pieces alternate between the masters (each master's first piece, then
 // each one's second, ...), each master's in its bucket order: a reader that takes them in turn

@@ -9,7 +9,8 @@
 //                                          compares it ('ab  '::char(4) hashes like 'ab')
 //   boolean                             -> boolean
 //   real, double precision              -> double (a real is widened exactly), by the KeyEncoder's
-//                                          DoubleHashRule (26.1.1+: an integral one as integer)
+//                                          HashRule (25.5: cb + IEEE 754; 26.1+: an integral
+//                                          one as integer, any other without the cb header)
 //   numeric                             -> decimal of its text form, scale kept (1.0 <> 1);
 //                                          NaN and infinities are rejected
 //   uuid                                -> uuid
@@ -145,8 +146,8 @@ const KeyType kKeyTypes[] = {
     {INT8OID,        "bigint",                   HashClass::Int,      "integer",  true,  true,  add_int8},
     {TEXTOID,        "text",                     HashClass::Text,     "string",   true,  true,  add_text},
     {VARCHAROID,     "varchar",                  HashClass::Text,     "string",   false, true,  add_text},
-    {BPCHAROID,      "character",                HashClass::Text,     "string",   false, false, add_bpchar},
-    {NAMEOID,        "name",                     HashClass::Text,     "string",   false, false, add_name},
+    {BPCHAROID,      "character",                HashClass::Text,     "string",   false, true,  add_bpchar},
+    {NAMEOID,        "name",                     HashClass::Text,     "string",   false, true,  add_name},
     {UNKNOWNOID,     nullptr,                    HashClass::None,     "string",   false, false, add_unknown},
     {BOOLOID,        "boolean",                  HashClass::Bool,     "boolean",  true,  true,  add_bool},
     {FLOAT4OID,      "real",                     HashClass::Double,   "double",   false, false, add_float4},
@@ -248,7 +249,7 @@ uint32_t KeyHasher::bucket(uint32_t bucket_count) const {
 }
 
 uint32_t key_bucket(int nparts, const Oid *types, const Datum *values, const bool *nulls,
-                    uint32_t bucket_count, DoubleHashRule rule) {
+                    uint32_t bucket_count, HashRule rule) {
     KeyHasher key(rule);
     for (int i = 0; i < nparts; i++)
         key.add(types[i], values[i], nulls[i]);

@@ -60,8 +60,8 @@ void add_key_datum(KeyEncoder &key, Oid type, Datum value, bool isnull, int posi
 // is hashed part by part in hashing order, as Picodata does, then reduced to a bucket id.
 class KeyHasher {
   public:
-    // `rule`: how the cluster's version hashes an integral double (core/bucket_hash.h).
-    explicit KeyHasher(DoubleHashRule rule = DoubleHashRule::Ieee754) : key_(rule) {}
+    // `rule`: the hashing rule of the cluster's release line (core/bucket_hash.h).
+    explicit KeyHasher(HashRule rule) : key_(rule) {}
     // Appends one part; errors as add_key_datum (a `position` > 0 names the part in them).
     void add(Oid type, Datum value, bool isnull, int position = 0) {
         add_key_datum(key_, type, value, isnull, position);
@@ -75,7 +75,7 @@ class KeyHasher {
 
 // The bucket of a key whose `nparts` parts are given as arrays in hashing order.
 uint32_t key_bucket(int nparts, const Oid *types, const Datum *values, const bool *nulls,
-                    uint32_t bucket_count, DoubleHashRule rule);
+                    uint32_t bucket_count, HashRule rule);
 
 // format_type_be() as a std::string.
 std::string type_name(Oid type);

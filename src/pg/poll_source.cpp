@@ -8,6 +8,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/errors.h"
+#include "core/retry_rules.h"
 #include "pg/connect_policy.h"
 #include "pg/libpq_io.h"
 #include "pg/poll_source.h"
@@ -163,7 +164,7 @@ void require_parsable_conninfo(const char *conninfo) {
 
 }  // namespace
 
-PGconn *PollSource::connect_configured(std::string &errors) {
+PGconn *PollSource::connect_configured(std::string &errors, bool *closed) {
     const char *conninfo = setting_conninfo ? setting_conninfo : "";
     std::string timeout = std::to_string(setting_connect_timeout);
     std::string error;
@@ -172,8 +173,10 @@ PGconn *PollSource::connect_configured(std::string &errors) {
     const char *values[] = {conninfo, timeout.c_str(), "picoroute", nullptr};
     last_configured_attempt_ = GetCurrentTimestamp();
     PGconn *conn = open_connection(keywords, values, on_latch_, error);
-    if (conn == nullptr)
+    if (conn == nullptr) {
         errors = std::string("configured hosts: ") + libpq_message_line(error.c_str());
+        *closed = retry::closed_at_startup(error);
+    }
     return conn;
 }
 
@@ -187,7 +190,8 @@ void PollSource::connect(const Topology &current) {
                                         kRetryConfiguredMs))
             return;
         std::string errors;
-        PGconn *configured = connect_configured(errors);
+        bool closed = false;
+        PGconn *configured = connect_configured(errors, &closed);
         if (configured == nullptr)
             return;  // still down: keep reading from the fallback
         drop_connection();
@@ -203,9 +207,11 @@ void PollSource::connect(const Topology &current) {
 
     std::string timeout = std::to_string(setting_connect_timeout);
     std::string errors;
+    // Whether every instance tried closed the connection at startup without an answer.
+    bool all_closed = false;
 
     // First the configured hosts.
-    conn_ = connect_configured(errors);
+    conn_ = connect_configured(errors, &all_closed);
 
     // Then every instance the topology knows to be online, in turn, where picoroute may connect.
     if (conn_ == nullptr) {
@@ -226,8 +232,17 @@ void PollSource::connect(const Topology &current) {
             if (conn_ != nullptr)
                 break;
             errors += "; " + address + ": " + libpq_message_line(error.c_str());
+            all_closed = all_closed && retry::closed_at_startup(error);
         }
     }
+    if (conn_ == nullptr && all_closed)
+        throw SourceError(
+            "the Picodata instances closed the connection at startup without an "
+            "answer (" +
+                errors + "). " + retry::kClosedAtStartupDetail,
+            "Check the keyword options of picoroute.conninfo: Picodata reads "
+            "name=value,name=value there (sql_motion_row_max, sql_vdbe_opcode_max, "
+            "read_preference, ...).");
     if (conn_ == nullptr)
         throw SourceError("cannot connect to any Picodata instance (" + errors + ")",
                           "Check picoroute.conninfo and that the cluster is running.");

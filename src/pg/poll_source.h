@@ -30,8 +30,9 @@ class PollSource : public TopologySource {
 
   private:
     void connect(const Topology &current);
-    // Connects to the hosts of picoroute.conninfo; nullptr (and `errors` says why) on failure.
-    PGconn *connect_configured(std::string &errors);
+    // Connects to the hosts of picoroute.conninfo; nullptr (and `errors` says why, *closed whether
+    // the instance closed the connection at startup without an answer) on failure.
+    PGconn *connect_configured(std::string &errors, bool *closed);
     // Runs one query on conn_ and returns its last result (a server error included). Throws
     // SourceError, dropping the connection, when the instance does not answer.
     ResultPtr run(const char *sql, int nparams, const char *const *params);

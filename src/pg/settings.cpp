@@ -25,7 +25,7 @@ int setting_max_bucket_ranges = 16384;
 char *setting_allowed_hosts = nullptr;
 int setting_max_map_memory = 64 * 1024;
 char *setting_analyze_option = nullptr;
-int setting_remote_write_in_transaction = REMOTE_WRITE_WARN;
+int setting_remote_write_in_transaction = REMOTE_WRITE_ONCE;
 int setting_remote_statement_cache_size = 32;
 int setting_join_batch_size = 256;
 int setting_keyless_row_max = 4000;
@@ -93,6 +93,7 @@ static bool check_analyze_option(char **newval, void **, GucSource) {
     }
 }
 static const struct config_enum_entry remote_write_options[] = {
+    {"once", REMOTE_WRITE_ONCE, false},
     {"warn", REMOTE_WRITE_WARN, false},
     {"error", REMOTE_WRITE_ERROR, false},
     {"off", REMOTE_WRITE_OFF, false},
@@ -118,9 +119,10 @@ void define_statement_settings() {
     DefineCustomEnumVariable(
         "picoroute.remote_write_in_transaction",
         "What to do when picoroute writes to Picodata inside a transaction block.",
-        "Picodata commits every remote write at once: a local ROLLBACK does not undo it. warn: "
-        "a WARNING once per transaction block; error: refuse the write; off: say nothing.",
-        &setting_remote_write_in_transaction, REMOTE_WRITE_WARN, remote_write_options, PGC_USERSET,
+        "Picodata commits every remote write at once: a local ROLLBACK does not undo it. once: "
+        "a WARNING at the first transaction block of the session that writes; warn: a WARNING "
+        "once per transaction block; error: refuse the write; off: say nothing.",
+        &setting_remote_write_in_transaction, REMOTE_WRITE_ONCE, remote_write_options, PGC_USERSET,
         0, nullptr, nullptr, nullptr);
     // Picodata's pg_statement_max (100000 by default, src/config/mod.rs 25.5.1 to 26.3.0; an
     // administrator may lower it) bounds the statements of every client of an instance together:

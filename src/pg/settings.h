@@ -4,7 +4,12 @@
 namespace picoroute::pg {
 
 enum SourceMode { SOURCE_POLL = 0, SOURCE_PUSH = 1 };
-enum RemoteWriteMode { REMOTE_WRITE_WARN = 0, REMOTE_WRITE_ERROR = 1, REMOTE_WRITE_OFF = 2 };
+enum RemoteWriteMode {
+    REMOTE_WRITE_WARN = 0,
+    REMOTE_WRITE_ERROR = 1,
+    REMOTE_WRITE_OFF = 2,
+    REMOTE_WRITE_ONCE = 3,  // warn at the first transaction block of the session only
+};
 
 extern char *setting_conninfo;                   // picoroute.conninfo (superuser only)
 extern int setting_source;                       // picoroute.source

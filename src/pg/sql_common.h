@@ -87,16 +87,16 @@ uint32_t require_bucket_count(const SnapshotView &view, int32_t tier_index);
 // bound when the bucket_count is not known yet).
 uint32_t require_bucket_in_range(const SnapshotView &view, int32_t tier_index, int32_t bucket_id);
 
-// The rule for doubles of the cluster's detected version (the lowest online instance's); 25.5's
-// (IEEE 754) while no version is detected.
-DoubleHashRule cluster_double_rule(const SnapshotView &view);
+// The hashing rule of the cluster's detected version (the lowest online instance's,
+// core/bucket_hash.h); 25.5's while no version is detected, as the FDW assumes no capability of
+// such a cluster.
+HashRule cluster_hash_rule(const SnapshotView &view);
 
 // Hashes the VARIADIC "any" arguments from `first_argno` on (or the explicit VARIADIC array) as
-// Picodata does, doubles by `double_rule`. Sets *key_is_null and returns 0 when the whole key is an
-// explicit NULL array. Functions that know the map hash by the cluster's rule
-// (cluster_double_rule); picoroute_bucket_id_with_count keeps 25.5's.
+// Picodata does, by `rule`. Sets *key_is_null and returns 0 when the whole key is an explicit NULL
+// array. Functions that know the map hash by the cluster's rule (cluster_hash_rule);
+// picoroute_bucket_id_with_count by 25.5's, picoroute_bucket_id_for_version by its version's.
 uint32_t hash_key_arguments(FunctionCallInfo fcinfo, int first_argno, uint32_t bucket_count,
-                            bool *key_is_null,
-                            DoubleHashRule double_rule = DoubleHashRule::Ieee754);
+                            bool *key_is_null, HashRule rule);
 
 }  // namespace picoroute::pg

@@ -78,7 +78,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_route) {
     uint32_t bucket_count = require_bucket_count(view, tier);
     bool key_is_null = false;
     uint32_t bucket_id =
-        hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null, cluster_double_rule(view));
+        hash_key_arguments(fcinfo, 1, bucket_count, &key_is_null, cluster_hash_rule(view));
     if (key_is_null)
         PG_RETURN_NULL();
     Owner owner = find_owner(view, tier, bucket_id);

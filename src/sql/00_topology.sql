@@ -15,9 +15,11 @@ LANGUAGE C STABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION picoroute_bucket_id(text, "any") IS
 'Picodata bucket id of a sharding key (values in sharding-key order) in the given tier, using the '
-'tier''s bucket_count from the topology map. Key types: smallint, integer, bigint, text, varchar, '
-'character (trailing blanks ignored), name, boolean, real, double precision, numeric, uuid, '
-'timestamp with time zone; NULL hashes as nil.';
+'tier''s bucket_count from the topology map and the hashing rule of the cluster''s detected '
+'Picodata version (doubles hash differently from 26.1 on; the newest rule while no version is '
+'detected). Key types: smallint, integer, bigint, text, varchar, character (trailing blanks '
+'ignored), name, boolean, real, double precision, numeric, uuid, timestamp with time zone; NULL '
+'hashes as nil.';
 
 CREATE FUNCTION picoroute_bucket_id_with_count(bucket_count integer, VARIADIC key "any")
 RETURNS integer
@@ -26,8 +28,20 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION picoroute_bucket_id_with_count(integer, "any") IS
 'Picodata bucket id of a sharding key for an explicit bucket_count (no topology needed): '
-'murmur3_x86_32 of the MessagePack-encoded key, seed 13, modulo bucket_count, plus 1. Same key '
-'types as picoroute_bucket_id.';
+'murmur3_x86_32 of the MessagePack-encoded key, seed 13, modulo bucket_count, plus 1, by the '
+'hashing rule of Picodata 25.5 (a double as cb + IEEE 754; use picoroute_bucket_id_for_version '
+'for 26.1 and later). Same key types as picoroute_bucket_id.';
+
+CREATE FUNCTION picoroute_bucket_id_for_version(picodata_version text, bucket_count integer,
+                                                VARIADIC key "any")
+RETURNS integer
+AS 'MODULE_PATHNAME', 'picoroute_bucket_id_for_version'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION picoroute_bucket_id_for_version(text, integer, "any") IS
+'Picodata bucket id of a sharding key for an explicit bucket_count, hashed as the given Picodata '
+'version hashes it (as Picodata reports it, e.g. 25.5.10 or 26.1.6; doubles hash differently from '
+'26.1 on). No topology needed. Same key types as picoroute_bucket_id.';
 
 ------------------------------------------------------------------------------------------------
 -- Lookups

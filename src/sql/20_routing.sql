@@ -29,8 +29,8 @@ CREATE FOREIGN DATA WRAPPER picoroute
 COMMENT ON FOREIGN DATA WRAPPER picoroute IS
 'Picodata tables as foreign tables: statements go to the instance that owns the bucket of their '
 'sharding key. Server options: tier, scatter (coordinator|masters), read_preference '
-'(leader|replica|any), picodata_version (25.5|26.1|26.2|26.2.1: overrides the version detected '
-'from the cluster), execution_options (on|off), '
+'(leader|replica|any), picodata_version (a Picodata release as its instances report it, 25.5.1 '
+'to 26.2.1-rc2: overrides the version detected from the cluster), execution_options (on|off), '
 'sql_motion_row_max, sql_vdbe_opcode_max, dbname, sslmode, batch_size. User mapping: user, '
 'password. Table options: table_name, sharding_key, distribution (sharded|global), batch_size, '
 'sql_motion_row_max, sql_vdbe_opcode_max. Remote writes commit immediately, whatever the local '

@@ -1,10 +1,12 @@
-"""What each emulated Picodata version can do, read from the table picoroute itself uses
-(src/core/capabilities.json; src/core/capabilities.h describes it), so that the emulator and
-picoroute cannot disagree on a threshold.
+"""The Picodata builds the emulator emulates and what each can do, read from the table picoroute
+itself uses (src/core/capabilities.json; src/core/capabilities.h states the rule), so that the
+emulator and picoroute cannot disagree on a threshold.
 
-has(capability, version) takes an emulated version name (`25.5`, `26.1`, `26.2`, `26.2.1`, `head`),
-a version as Picodata reports it (`26.2.1-rc2`, `26.3.0-115-gdef426247`) or a (major, minor, patch)
-tuple. This module is pure (no I/O but reading the table once).
+The emulated builds are shipped releases, named as each build reports itself
+(`_pico_instance.picodata_version`): BUILDS. has(capability, version) takes such a name or any
+version as Picodata reports it (`26.2.1-rc2`, `26.3.0-115-gdef426247`, `picodata 26.2.1-rc2`) and
+applies the table's rule: a version has what the newest release at or before it has. This module
+is pure (no I/O but reading the table once).
 """
 
 import json
@@ -14,10 +16,13 @@ import re
 TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core",
                           "capabilities.json")
 
-# The release each emulated version name stands for: the text of _pico_instance.picodata_version.
-# `head` is a master build after bucket_id pruning reached master (git describe of that build).
-RELEASES = {"25.5": "25.5.10", "26.1": "26.1.6", "26.2": "26.2.0", "26.2.1": "26.2.1",
-            "head": "26.3.0-142-g812716f7e"}
+# The builds `picoemu up --picodata` emulates: the newest release of each line Picodata shipped, and
+# both candidates of 26.2.1, which differ in what picoroute and the emulator model (rc2 prunes by
+# bucket_id, rc1 does not; rc1 has the same sources as the development tag 26.3.0, so it also
+# stands for a 26.3.0 build). 25.6.0, 26.1.0, 26.2.0 and 26.3.0 open development lines and master
+# is not a release: none is emulated.
+BUILDS = ("25.5.10", "26.1.6", "26.2.1-rc1", "26.2.1-rc2")
+DEFAULT_BUILD = "26.2.1-rc2"  # the newest release
 
 _VERSION = re.compile(r"^(?:picodata )?(\d+)\.(\d+)(?:\.(\d+))?(?:-?rc(\d+))?(?:-(\d+)(?:-g[0-9a-fA-F]+)?)?"
                       r"(?:-dirty)?$")
@@ -35,37 +40,78 @@ def table():
 def parse_version(text):
     """(major, minor, patch, rc, commits) ordered as released (a release after its candidates), or
     None for what is not a version. The grammar of caps::parse_version."""
-    m = _VERSION.match(text)
+    m = _VERSION.match(str(text))
     if not m or (m.group(4) is not None and int(m.group(4)) == 0):
         return None
     major, minor, patch, rc, commits = (int(g) if g is not None else 0 for g in m.groups())
     return (major, minor, patch, rc if rc > 0 else float("inf"), commits)
 
 
-def release_of(version):
-    if isinstance(version, tuple):
-        return "%d.%d.%d" % tuple((list(version) + [0, 0, 0])[:3])
-    v = str(version).strip().lower()
-    if v in ("master", "latest"):
-        v = "head"
-    return RELEASES.get(v, v)
+def releases():
+    """Every shipped release of the table, ascending, as its build reports it."""
+    return [r["version"] for r in table()["releases"]]
+
+
+def governing_release(version):
+    """The release whose capabilities `version` has: the newest release at or before it, or None
+    (before every release, or not a version). caps::governing_release."""
+    v = parse_version(version)
+    if v is None:
+        return None
+    best = None
+    for r in releases():
+        p = parse_version(r)
+        if p <= v and (best is None or parse_version(best) < p):
+            best = r
+    return best
 
 
 def has(capability, version):
-    """Whether `version` has `capability` (a name of capabilities.json): the last first-version
-    listed for its release series or an earlier one is not later than it."""
-    v = parse_version(release_of(version))
-    if v is None:
+    """Whether `version` has `capability` (a name of capabilities.json): whether its governing
+    release lies in one of the capability's release ranges. caps::has."""
+    r = governing_release(version)
+    if r is None:
         return False
-    last = None
-    for first in table()["capabilities"][capability]["since"]:
-        f = parse_version(first)
-        if f[:2] <= v[:2]:
-            last = f
-    if last is None:
-        return False
-    return last[:2] != v[:2] or v >= last
+    p = parse_version(r)
+    return any(parse_version(e["first"]) <= p <= parse_version(e["last"])
+               for e in table()["capabilities"][capability]["releases"])
+
+
+def capabilities(version):
+    """{capability name: bool} for every capability of the table."""
+    return {name: has(name, version) for name in table()["capabilities"]}
+
+
+def build(name):
+    """The emulated build called `name` (one of BUILDS), or ValueError naming them."""
+    text = str(name or DEFAULT_BUILD).strip()
+    if text not in BUILDS:
+        raise ValueError("Picodata %s is not an emulated build: the emulator emulates the shipped builds %s"
+                         % (text, ", ".join(BUILDS)))
+    return text
+
+
+def version_function_text(version):
+    """What SQL version() returns on `version`: `picodata X` from 26.2.1-rc1 (proc_picodata_version,
+    format_smolstr!("picodata {}", PICODATA_VERSION), src/info.rs:147@26.2.1-rc1 and
+    :147@26.2.1-rc2), the bare PICODATA_VERSION before (src/info.rs:99@25.5.10, :146@26.1.6).
+    PICODATA_VERSION is `git describe` of the build (GIT_DESCRIBE, build.rs:62@25.5.10,
+    :144@26.2.1-rc2), the text _pico_instance.picodata_version also holds."""
+    v = parse_version(version)
+    if v is not None and v >= (26, 2, 1, 1, 0):
+        return "picodata " + version
+    return version
 
 
 def dnf_chain_limit():
+    """Picodata's MAX_DNF_CHAINS (512)."""
     return table()["dnf_chain_limit"]
+
+
+def dnf_most_chains():
+    """The most OR-of-AND chains a WHERE clause may expand into and still be routed: 513.
+    get_dnf_chains checks `result.len() + stack.len() > MAX_DNF_CHAINS` after popping a chain
+    (sql-planner/src/ir/transformation/dnf.rs:218-221@26.1.6, sql-ir/src/ir/transformation/
+    dnf.rs:218-221@26.2.1-rc1, crates/sql-ir/...:218-221@26.2.1-rc2): the chains built and pending
+    then number one less than the clause's, so 513 chains expand and 514 give up (caps::kDnfMostChains)."""
+    return dnf_chain_limit() + 1

@@ -11,9 +11,10 @@ import subprocess
 import sys
 import time
 
+import emu_caps
 import emu_pg as pg
 import emu_sql as sqlgen
-from emu_state import (ADMIN_PASSWORD, ADMIN_USER, DB_NAME, EmuError, State, compress, expand,
+from emu_state import (ADMIN_PASSWORD, ADMIN_USER, DB_NAME, VERSIONS, EmuError, State, compress, expand,
                        new_state, rebalance, segments, target_counts)
 
 
@@ -218,12 +219,13 @@ class Cluster:
             "picoemu.instance = '%s'" % name,
             "picoemu.replicaset = '%s'" % rs,
         ]
-        if st:  # what the emulated Picodata version can do (see emu_state.VERSIONS)
+        if st:  # what the emulated Picodata build can do (see emu_state.VERSIONS)
             lines += ["picoemu.picodata_version = '%s'" % st.version,
+                      "picoemu.version_text = '%s'" % emu_caps.version_function_text(st.version),
                       "picoemu.forward = %s" % ("on" if st.cap("forward") else "off"),
-                      "picoemu.local_exec = %s" % ("on" if st.cap("local_exec") else "off"),
-                      "picoemu.replica_reads = %s" % ("on" if st.cap("replica_reads") else "off"),
-                      "picoemu.double_as_integer = %s" % ("on" if st.cap("double_as_integer") else "off")]
+                      "picoemu.local_exec = %s" % ("on" if st.cap("local_execution") else "off"),
+                      "picoemu.replica_reads = %s" % ("on" if st.cap("read_preference") else "off"),
+                      "picoemu.hash_rule = '%s'" % st.hash_rule()]
         if primary_port:
             lines.append("primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s "
                          "application_name=%s connect_timeout=5'" % (primary_port, ADMIN_USER,
@@ -757,8 +759,9 @@ class Cluster:
     def set_flag(self, key, value):
         st = self.require()
         if key == "strict" and value and not st.cap("forward"):
-            raise EmuError("strict mode (forward=off) does not exist in Picodata %s: it appeared in 26.2.1 "
-                           "(create the cluster with `up --picodata head`)" % st.version)
+            raise EmuError("strict mode (forward=off) does not exist in Picodata %s: it appeared in 26.2.1-rc1 "
+                           "(create the cluster with `up --picodata` one of %s)"
+                           % (st.version, ", ".join(v for v in VERSIONS if VERSIONS[v]["forward"])))
         st.d[key] = value
         self.save()
         self.sync()

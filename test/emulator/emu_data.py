@@ -208,7 +208,7 @@ def store_rows(cl, table, raw_rows):
         tier = st.tier(table["tier"])
         owners = expand(st.d["buckets"][table["tier"]], tier["bucket_count"])
         idx = [[c["name"] for c in cols].index(k) for k in table["sharding_key"]]
-        rule = ref.INTEGRAL_AS_INTEGER if st.cap("double_as_integer") else ref.IEEE754
+        rule = st.hash_rule()
         for r in rows:
             b = ref.bucket_id([r[k] for k in idx], tier["bucket_count"], rule)
             per_rs.setdefault(owners[b], []).append("\t".join([copy_text(v) for v in r] + [str(b)]))

@@ -3,7 +3,8 @@ naming the fact it comes from (the facts document "Picodata's SQL dialect and li
 and Picodata's grammar file query.pest, which that document cites).
 
 validate(sql, version) -> Verdict. A statement that a rule rejects gets, from the front, SQLSTATE XX000
-and a message beginning `rule parsing error`, as Picodata answers a statement its grammar cannot parse.
+and a message beginning `sbroad: rule parsing error`, as Picodata answers a statement its grammar cannot
+parse (PARSE_ERROR_PREFIX).
 This module is pure (no I/O): emu_front.py calls it, test_emu_dialect.py tests it.
 """
 
@@ -12,24 +13,21 @@ import re
 import emu_caps
 
 # ---- versions ------------------------------------------------------------------------------------
-# The facts document, section 5, names 25.5.x, 26.1.x, 26.2.0 and 26.2.1+/master.
-VERSIONS = {"25.5": (25, 5, 0), "26.1": (26, 1, 0), "26.2": (26, 2, 0), "26.2.1": (26, 2, 1),
-            "head": (99, 0, 0)}
-DEFAULT_VERSION = "26.2"
+# A version is written as Picodata reports it (emu_caps.parse_version); the emulated builds are
+# emu_caps.BUILDS. What differs between versions comes from the capability table (emu_caps.has).
+DEFAULT_VERSION = emu_caps.DEFAULT_BUILD
+# ArrayLiteral and `array` among the keywords: sql-frontend/src/frontend/sql/ast/query.pest:482 and
+# :419@26.2.1-rc1 (crates/sql-frontend/... at 26.2.1-rc2); sql-planner/src/frontend/sql/query.pest@26.1.6
+# has arrays only as column types (:535-542).
+ARRAYS_FROM = emu_caps.parse_version("26.2.1-rc1")
 
 
-def version_tuple(version):
-    if isinstance(version, tuple):
-        return version
-    v = str(version or DEFAULT_VERSION).strip().lower()
-    if v in VERSIONS:
-        return VERSIONS[v]
-    if v in ("master", "latest"):
-        return VERSIONS["head"]
-    parts = re.findall(r"\d+", v)
-    if len(parts) >= 2:
-        return tuple(int(p) for p in (parts + ["0"])[:3])
-    raise ValueError("unknown Picodata version %r (known: %s)" % (version, ", ".join(VERSIONS)))
+def version_key(version):
+    """The version text the rules are looked up for (the default build when None)."""
+    v = str(version or DEFAULT_VERSION).strip()
+    if emu_caps.parse_version(v) is None:
+        raise ValueError("unknown Picodata version %r (emulated builds: %s)" % (version, ", ".join(emu_caps.BUILDS)))
+    return v
 
 
 def has_read_preference(v):
@@ -38,13 +36,14 @@ def has_read_preference(v):
 
 
 def has_forward(v):
-    """forward: 26.2.1-rc1+ and master only (facts, section 5; dialect, section 4)."""
+    """forward: 26.2.1-rc1 and later (capability forward; dialect, section 4)."""
     return emu_caps.has("forward", v)
 
 
 def has_arrays(v):
-    """= ANY(ARRAY[...]) and typed array parameters: only from 26.2.1 (dialect, section 1)."""
-    return version_tuple(v) >= (26, 2, 1)
+    """= ANY(ARRAY[...]) and typed array parameters: only from 26.2.1-rc1 (dialect, section 1;
+    ARRAYS_FROM)."""
+    return emu_caps.parse_version(version_key(v)) >= ARRAYS_FROM
 
 
 # ---- keywords (dialect, section 1: the 25.5.1 list; the master grammar adds `array`) ----------------
@@ -71,9 +70,12 @@ CAST_TYPES = frozenset("bool boolean datetime decimal number numeric double inte
                        "int2 int4 int8 json string text varchar uuid".split())
 
 # Functions Picodata knows (dialect, section 1: aggregates of 25.5.1 and the scalar functions listed
-# there; `_pico_bucket` from the facts, section 2). Unknown functions fail in Picodata's planner.
+# there; `_pico_bucket` from the facts, section 2). Unknown functions fail in Picodata's planner
+# (`NotFound(SQLFunction)`, src/sql/router.rs:739-745@25.5.10): the scalar ones are those of its
+# registry (sql-planner/src/executor/engine.rs:92-146@25.5.10, sql-executor/src/executor/engine.rs
+# @26.3.0), with no `round` or `length`; `trim` and `substring` are rules of the grammar.
 FUNCTIONS = frozenset("count sum avg min max total group_concat string_agg abs lower upper substr "
-                      "substring coalesce trim to_char to_date length round version _pico_bucket".split())
+                      "substring coalesce trim to_char to_date version _pico_bucket".split())
 
 OPTION_INT = ("sql_motion_row_max", "sql_vdbe_opcode_max")
 READ_PREFERENCES = ("leader", "replica", "any")
@@ -296,7 +298,7 @@ def _strip_option(sql, toks, depth, v):
             opts[name] = val.low
         elif name == "forward":
             if not has_forward(v):
-                raise Reject("option_name", "OPTION (forward = ...) exists from Picodata 26.2.1 only")
+                raise Reject("option_name", "OPTION (forward = ...) exists from Picodata 26.2.1-rc1 only")
             if val.low not in FORWARD_VALUES:
                 raise Reject("option_value", "forward expects on, off or ro_to_rw")
             opts[name] = val.low
@@ -459,13 +461,13 @@ def r_any_array(toks, depth, v, kw):
         p = _prev(toks, i)
         if t.kind == "ident" and t.low in ("any", "all", "some") and n is not None and n.text == "(" \
                 and p is not None and p.kind == "op" and p.text not in ("::",):
-            raise Reject("any_array", "%s %s(...) exists only from Picodata 26.2.1: use IN (...) lists"
+            raise Reject("any_array", "%s %s(...) exists only from Picodata 26.2.1-rc1: use IN (...) lists"
                          % (p.text, t.text.upper()))
         if t.kind == "ident" and t.low == "array" and n is not None and n.text in ("[", "("):
-            raise Reject("any_array", "ARRAY constructors exist only from Picodata 26.2.1")
+            raise Reject("any_array", "ARRAY constructors exist only from Picodata 26.2.1-rc1")
         if t.text == "[" and p is not None and (p.kind == "ident" and p.low in CAST_TYPES) \
                 and n is not None and n.text == "]":
-            raise Reject("any_array", "array types exist only from Picodata 26.2.1")
+            raise Reject("any_array", "array types exist only from Picodata 26.2.1-rc1")
 
 
 def r_operators(toks, depth, v, kw):
@@ -591,7 +593,7 @@ RULES = [
     ("offset", "D1.5, line 19 (OFFSET); G:SelectStatement has only Limit", r_offset),
     ("collate", "D1.6, line 20 (COLLATE)", r_collate),
     ("show", "D1.7, line 21 (SHOW)", None),  # statement kinds
-    ("any_array", "D1.8, line 22 (= ANY(ARRAY[...]), typed arrays before 26.2.1)", r_any_array),
+    ("any_array", "D1.8, line 22 (= ANY(ARRAY[...]), typed arrays before 26.2.1-rc1)", r_any_array),
     ("option_name", "D1.9, line 23 (OPTION read_preference on 25.5.x); D4, lines 81-85; G:DqlOption", None),  # _strip_option
     ("operator", "D1 'Accepted everywhere', lines 31-36 (= <> < <= > >= + - * /); G:ExprInfixOpNoSep", r_operators),
     ("cast_type", "D1, line 33 (CAST(x AS t) and x::t); G:Type", r_cast_types),
@@ -702,7 +704,7 @@ def truncate_verdict(toks, v):
 
 def validate(sql, version=DEFAULT_VERSION):
     """Returns a Verdict or raises Reject(rule, detail)."""
-    v = version_tuple(version)
+    v = version_key(version)
     toks = _split_statements(tokenize(sql))
     kind, tag = _statement_kind(toks, v)
     if kind in ("empty", "tcl", "deallocate"):
@@ -730,5 +732,12 @@ def validate(sql, version=DEFAULT_VERSION):
                    reads=reads)
 
 
+# A statement Picodata's grammar refuses fails in PreparedStatement::parse with SbroadError::
+# ParsingError(Entity::Rule, ...), "rule parsing error: ..." (sql-planner/src/errors.rs:378@25.5.10),
+# which pgproto turns into traft's Error::Sbroad (src/pgproto/error.rs:203-208@25.5.10), written
+# "sbroad: {0}" (src/traft/error.rs:139@25.5.10): the same at 26.1.6, 26.2.1-rc1 and 26.2.1-rc2.
+PARSE_ERROR_PREFIX = "sbroad: rule parsing error: "
+
+
 def message(rej):
-    return "rule parsing error: %s [picoemu rule %s]" % (rej.detail, rej.rule)
+    return PARSE_ERROR_PREFIX + "%s [picoemu rule %s]" % (rej.detail, rej.rule)

@@ -142,12 +142,15 @@ def read_only_refusal(m, version):
     25006) answered as Picodata answers it: XX000 with the text of the version. 26.1.2+ (and
     26.2.1-rc1+) refuse a DML that reaches a demoted master before running it ("retry is required:
     ...", src/sql.rs); earlier versions fail at the first write with tarantool's ER_READONLY. Any
-    other message is returned as it is."""
+    other message is returned as it is. Either text is the storage's; the client reads it through
+    the coordinator that dispatched the write, whose SbroadError::DispatchError pgproto writes as
+    "sbroad: ..." (src/sql/dispatch.rs:1685-1689@26.1.6, src/traft/error.rs:139@25.5.10), with the
+    storage's and vshard's wrappers in between, which the emulator does not reproduce."""
     if error_field(m, b"C") != b"25006":
         return m
     if emu_caps.has("switchover_refusal", version):
-        return error_msg("XX000", "retry is required: DML was sent to the replica during master switchover")
-    return error_msg("XX000", "Can't modify data on a read-only instance - box.cfg.read_only is true")
+        return error_msg("XX000", "sbroad: retry is required: DML was sent to the replica during master switchover")
+    return error_msg("XX000", "sbroad: Can't modify data on a read-only instance - box.cfg.read_only is true")
 
 
 # The SQLSTATEs Picodata's pgproto sends (PgErrorCode::as_str and PgError::code, src/pgproto/error.rs,
@@ -167,12 +170,81 @@ STRICT_TEXT = ('sbroad: invalid option: cannot satisfy "forward = off": buckets 
 _MISSING_TABLE = re.compile(r'^relation "(?:public\.)?([^"]+)" does not exist$')
 
 
-def picodata_error(m, bind=False):
+# The storage's PostgreSQL errors in Picodata's words (storage_text). Picodata's storages are
+# tarantool: a tuple is checked by its space format, arithmetic runs in tarantool's SQL VDBE, and
+# the planner parses literals; the texts, read at branch picodata-25.5 of Picodata's tarantool fork
+# (the submodule commits of the 26.x tags are not available) and in Picodata, are the same at every
+# emulated version, as Picodata's own integration tests at 26.3.0 show:
+# - 23505: ER_TUPLE_FOUND, src/box/errcode.h:58@picodata-25.5 (test/int/sql/example.sql:41@26.3.0);
+#   the emulator writes the key for the tuples (it has no old tuple at hand);
+# - 23502: ER_FIELD_TYPE, src/box/errcode.h:78 and tuple_format.c:1049@picodata-25.5 ("expected
+#   integer, got nil", test/int/sql/insert_global_table.sql:64@26.3.0); the field number counts the
+#   table's columns from 1;
+# - 22012 and 22003: ER_SQL_EXECUTE ("Failed to execute SQL statement: %s", errcode.h:214) with
+#   "division by zero" (src/box/sql/mem.c:2326) and "integer is overflowed" (mem.c:2089), both
+#   @picodata-25.5 (test/int/sql/anonymous_block.sql:228@26.3.0);
+# - 22P02 outside a Bind: "failed to parse '%s' as a value of type %s, consider using explicit type
+#   casts" (sql-planner/src/frontend/sql/type_system.rs:704@25.5.10, sql-frontend/src/frontend/sql/
+#   type_system.rs:648@26.3.0), with Error::Sbroad's "sbroad: " (src/traft/error.rs:139@25.5.10).
+# Between the storage and the client Picodata may wrap such a text (the Lua dispatcher's "Error on
+# replicaset <uuid>: ", src/sql/dispatch.lua:255@25.5.10); the emulator sends it bare.
+_PICODATA_TYPES = {"smallint": "int", "integer": "int", "bigint": "int", "boolean": "bool",
+                   "double precision": "double", "numeric": "decimal", "uuid": "uuid",
+                   "timestamp with time zone": "datetime", "text": "text"}
+_TARANTOOL_TYPES = {"int2": "integer", "int4": "integer", "int8": "integer", "bool": "boolean",
+                    "float8": "double", "uuid": "uuid", "timestamptz": "datetime"}
+
+
+def _tarantool_type(pg_type):
+    t = pg_type.lower()
+    if t.startswith("numeric"):
+        return "decimal"
+    if t.startswith("varchar") or t == "text":
+        return "string"
+    return _TARANTOOL_TYPES.get(t, "any")
+
+
+def storage_text(code, text, detail, tables=()):
+    """Picodata's text for a storage error of the PostgreSQL server behind the front (see above), or
+    None where the emulator has no text of Picodata's for it."""
+    if code == b"23505":
+        m = re.match(r'^duplicate key value violates unique constraint "([^"]+)"$', text)
+        k = re.match(r"^Key \((.*)\)=\((.*)\) already exists\.$", detail)
+        if m:
+            index = m.group(1)
+            space = index[:-5] if index.endswith("_pkey") else index
+            key = "[%s]" % (k.group(2) if k else "")
+            return ('Duplicate key exists in unique index "%s" in space "%s" with old tuple - %s and new '
+                    'tuple - %s' % (index, space, key, key))
+    if code == b"23502":
+        m = re.match(r'^null value in column "([^"]+)" of relation "([^"]+)" violates not-null constraint$', text)
+        if m:
+            col, rel = m.groups()
+            cols = next((t.get("columns", []) for t in tables if t.get("name") == rel), [])
+            pos = next((i + 1 for i, c in enumerate(cols) if c.get("name") == col), None)
+            ctype = next((c.get("type", "") for c in cols if c.get("name") == col), "")
+            return ("Tuple field %s (%s) type does not match one required by operation: expected %s, got nil"
+                    % (pos if pos else "?", col, _tarantool_type(ctype)))
+    if code == b"22012":
+        return "Failed to execute SQL statement: division by zero"
+    if code == b"22003" and re.match(r"^(smallint|integer|bigint) out of range$", text):
+        return "Failed to execute SQL statement: integer is overflowed"
+    if code == b"22P02":
+        m = re.match(r'^invalid input syntax for type ([a-z ]+): "(.*)"$', text)
+        if m and m.group(1) in _PICODATA_TYPES:
+            return ("sbroad: failed to parse '%s' as a value of type %s, consider using explicit type casts"
+                    % (m.group(2), _PICODATA_TYPES[m.group(1)]))
+    return None
+
+
+def picodata_error(m, bind=False, tables=()):
     """An ErrorResponse m of the PostgreSQL server behind the front as Picodata would send it: its
     SQLSTATE where Picodata has one for the case (KEPT_STATES; BIND_STATES for a Bind), XX000 for
     everything else, only severity, code and message (pgwire's ErrorInfo::new(severity, code,
     message), PgError::info in src/pgproto/error.rs: no DETAIL or HINT, which are the emulator's
-    notes). The message stays PostgreSQL's, except where Picodata's own text was read: a table that
+    notes). The storage's errors that Picodata words in its own way are translated (storage_text,
+    `tables`: the state's tables, for column numbers and types). Otherwise the message stays
+    PostgreSQL's, except where Picodata's own text was read: a table that
     does not exist (`table with name "T" not found`: SbroadError::NotFound of Entity::Table "with name
     {to_user(name)}", sql-frontend/src/frontend/sql/ast/core.rs at 26.3.0, sql-planner/src/frontend/
     sql.rs at 25.5.1, with Error::Sbroad's "sbroad: ") and the storages' forward=off check. A FATAL
@@ -185,6 +257,11 @@ def picodata_error(m, bind=False):
         text = STRICT_TEXT
     elif code == b"42P01" and _MISSING_TABLE.match(text):
         text = 'sbroad: table with name "%s" not found' % _MISSING_TABLE.match(text).group(1)
+    elif not (bind and code in BIND_STATES):
+        detail = error_field(m, b"D").decode("utf-8", "replace")
+        picodata = storage_text(code, text, detail, tables)
+        if picodata:  # every SQL-path error reaches the client as Error::Sbroad (README's table)
+            text = picodata if picodata.startswith("sbroad: ") else "sbroad: " + picodata
     if not (code in KEPT_STATES or (bind and code in BIND_STATES)):
         code = b"XX000"
     return error_msg(code.decode(), text)
@@ -206,27 +283,49 @@ def read_cstr(body, pos):
     return body[pos:end].decode("utf-8", "replace"), end + 1
 
 
-def row_limit_text(limit, n, version):
-    return explain_raw_tag("Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n), version)
+# Where Picodata tags an execution or VDBE error with the query of EXPLAIN (RAW) that raised it:
+# SbroadError::TaggedExecutionError, "Query {K} from EXPLAIN (RAW): {err}" (sql-ir/src/errors.rs:422
+# @26.2.1-rc1), set in materialize_subtree and dispatch (sql-executor/src/executor.rs:354 and :428
+# @26.2.1-rc1; crates/... at 26.2.1-rc2); absent at 26.1.6. Picodata's tests test/int/sql/options.sql
+# @26.2.1-rc1 and @26.2.1-rc2 show it on both row limits and the opcode limit.
+TAGGED_FROM = emu_caps.parse_version("26.2.1-rc1")
+
+
+def row_limit_text(limit, n, version, values=False):
+    """Picodata's text for sql_motion_row_max over pgproto, where traft's Error::Sbroad writes every
+    SbroadError as "sbroad: {0}" (src/traft/error.rs:139@25.5.10). The rows gathered for the client:
+    SbroadError::DispatchError, written as is (port_write_tuples, src/sql/dispatch.rs:449@25.5.10,
+    :1316@26.1.6; sql-planner/src/errors.rs:402@25.5.10). The rows of an INSERT ... VALUES (values):
+    checked while planning, SbroadError::UnexpectedNumberOfValues, "unexpected number of values: ..."
+    (sql-planner/src/ir/options.rs:264@25.5.10, :453@26.1.6; errors.rs:383@25.5.10; Picodata's test
+    test/int/test_iproto_options.py:60@25.5.10). From 26.2.1-rc1 both are ExecutionErrors of the
+    executor (src/sql/dispatch.rs:1321, sql-executor/src/executor/engine/helpers.rs:1607@26.2.1-rc1),
+    tagged (TAGGED_FROM). A single-bucket read that runs locally at its owner (26.1.1+) is checked by
+    the storage instead (src/sql/execute.rs:320@26.1.6, "unexpected number of values: ..." with the
+    whole row count): not told apart here."""
+    text = "Exceeded maximum number of rows (%d) in virtual table: %d" % (limit, n)
+    if _tagged(version):
+        return "sbroad: Query 1 from EXPLAIN (RAW): " + text
+    return ("sbroad: unexpected number of values: " if values else "sbroad: ") + text
 
 
 def vdbe_limit_text(limit, version):
-    return explain_raw_tag("Reached a limit on max executed vdbe opcodes. Limit: %d" % limit, version)
+    """Picodata's text for sql_vdbe_opcode_max over pgproto: tarantool's ER_EXCEEDED_VDBE_MAX_STEPS
+    "Reached a limit on max executed vdbe opcodes. Limit: %u" (src/box/errcode.h:322 of Picodata's
+    tarantool, branch picodata-25.5), an SbroadError::VdbeError on the storage that runs it
+    (sql-planner/src/executor/vdbe.rs:43-45, errors.rs:443-446@25.5.10), reaching the client as an
+    SbroadError of the coordinator, "sbroad: ..." (a DispatchError of the storage's answer,
+    src/sql/dispatch.rs:270-271 and :379-384@25.5.10), tagged from 26.2.1-rc1 (TAGGED_FROM). Between the
+    prefix and the text Picodata writes the storage's and vshard's wrappers of the error ("Failed to
+    execute '.proc_sql_execute': ", src/sql.rs:2722@25.5.10, and vshard's error object), which the
+    emulator does not reproduce: a client must match the text as a substring."""
+    text = "Reached a limit on max executed vdbe opcodes. Limit: %d" % limit
+    return ("sbroad: Query 1 from EXPLAIN (RAW): " if _tagged(version) else "sbroad: ") + text
 
 
-def explain_raw_tag(text, version):
-    """From 26.2.1-rc1 the executor tags an execution or VDBE error with the number K of the query of
-    `EXPLAIN (RAW)` that raised it (SbroadError::TaggedExecutionError, "Query {K} from EXPLAIN (RAW):
-    {err}", sql-ir/src/errors.rs; set in materialize_subtree and dispatch, sql-executor/src/executor.rs;
-    both at 26.2.1-rc1 and 26.3.0, absent at 26.2.0 and 26.1.6); it reaches a pgproto client as
-    traft's Error::Sbroad, "sbroad: ..." (src/traft/error.rs). Both row limits (src/sql/dispatch.rs,
-    sql-executor/src/executor/engine/helpers.rs: ExecutionError) and the opcode limit (a VdbeError)
-    carry it (Picodata's test/int/sql/options.sql and test_iproto_options.py at 26.3.0). K counts the
-    motions materialised before the failing step; the emulator has no motions and always says 1.
-    The same releases as the capability `forward` (26.2.1-rc1)."""
-    if emu_caps.has("forward", version):
-        return "sbroad: Query 1 from EXPLAIN (RAW): " + text
-    return text
+def _tagged(version):
+    v = emu_caps.parse_version(version)
+    return v is not None and v >= TAGGED_FROM
 
 
 class Settings:
@@ -305,6 +404,16 @@ class Audit:
                  "statement": "", "user": None, "database": None, "application_name": "", "peer": peer}
         self._append(entry)
         log("refused a cancel request from %s" % peer)
+
+    def record_startup(self, instance, peer, params, options, text):
+        """Startup options Picodata cannot read: it closes the connection without an answer."""
+        entry = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+                 "instance": instance, "kind": "startup", "sqlstate": "",
+                 "message": "connection closed at startup, no answer (Picodata: %s)" % text,
+                 "statement": "options=%s" % (options or ""), "user": params.get("user"),
+                 "database": params.get("database"), "application_name": params.get("application_name", ""),
+                 "peer": peer}
+        self._append(entry)
 
     def _append(self, entry):
         line = json.dumps(entry, sort_keys=True) + "\n"
@@ -497,7 +606,7 @@ class Session:
             m = read_only_refusal(m, self.front.settings.version)
             if not self.hold_retry(e, m):
                 # the client sees the error (as Picodata would send it), unless the statement runs again
-                out += picodata_error(m, bind=e.bind)
+                out += picodata_error(m, bind=e.bind, tables=self.front.settings.d.get("tables", []))
             if e.simple:
                 e.exceeded = False
                 e.held = []
@@ -592,7 +701,8 @@ class Session:
             log("statement not run again after %d tries: %s | %s" % (
                 rec["tries"], error_field(m, b"M").decode("utf-8", "replace"), e.tag[:300]))
             return False
-        self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch}
+        self.retry = {"err": picodata_error(m, tables=self.front.settings.d.get("tables", [])), "rec": rec,
+                      "batch": e.batch}
         return True
 
     def hold_move(self, e, m):
@@ -608,7 +718,8 @@ class Session:
                     "so far, %d runs again) | %s" % (self.front.move_statements, self.front.move_reruns,
                                                     e.tag[:200]))
             rec["moves"] = rec.get("moves", 0) + 1
-            self.retry = {"err": picodata_error(m), "rec": rec, "batch": e.batch, "move": True}
+            self.retry = {"err": picodata_error(m, tables=self.front.settings.d.get("tables", [])), "rec": rec,
+                          "batch": e.batch, "move": True}
             return True
         log("bucket move: statement not run again after %d runs in %.0f s | %s" % (
             rec.get("moves", 0) if rec else 0, time.monotonic() - rec["t0"] if rec else 0, e.tag[:300]))
@@ -724,14 +835,21 @@ class Session:
         st = self.front.settings
         st.refresh()
         version = st.version
+        options = self.params.pop("options", None)
         try:
-            self.conn_opts = parse_startup_options(self.params.pop("options", None), version)
+            self.conn_opts = parse_startup_options(options, version)
             self.stmt_invalidation = self.conn_opts.pop(emu_stmts.OPTION, False)
             if emu_stmts.OPTION in self.params and emu_stmts.has_stmt_invalidation(version):
                 self.stmt_invalidation = emu_stmts.parse_flag(self.params[emu_stmts.OPTION])
-        except ValueError as exc:  # Picodata answers PgError::Other: XX000, and closes
-            self.cw.write(error_msg("XX000", str(exc), "FATAL"))
-            await self.cw.drain()
+        except ValueError as exc:
+            # Picodata's handshake fails with PgError::Other, which nothing writes to the client: the
+            # connection is closed with no ErrorResponse (ClientParams::new, src/pgproto/client/
+            # startup.rs; PgClient::accept, src/pgproto/client.rs:40, which answers only a failed
+            # authentication; do_handle_client logs "connection has <error>", src/pgproto.rs:144 and
+            # :127, 26.2.1-rc2; the same at 25.5.10, 26.1.6 and 26.2.1-rc1).
+            log("connection of %s (%s) has %s: closed at startup, no answer" % (
+                self.params.get("application_name", ""), self.peer, exc))
+            self.front.audit.record_startup(st.instance, self.peer, self.params, options, str(exc))
             return False
         if self.conn_opts:
             log("session of %s (%s) with startup options %s" % (
@@ -930,7 +1048,7 @@ class Session:
             self.forget_deallocated(sql)
         limit = self.motion_limit(v.options)
         if v.insert_rows is not None and limit and v.insert_rows > limit:
-            text = row_limit_text(limit, v.insert_rows, self.front.settings.version)
+            text = row_limit_text(limit, v.insert_rows, self.front.settings.version, values=True)
             self.refuse("limit", "XX000", text, sql, extended=False)
             return
         r = self.route(v) if v.kind == "query" else None
@@ -970,13 +1088,17 @@ class Session:
         key = (v.sql, self.front.settings.version)
         r = self.front.routes.get(key)
         if r is None:
+            sql = v.sql
             try:
-                toks = emu_route.statement_tokens(v.sql)
+                toks = emu_route.statement_tokens(sql)
+                if version_calls(toks):
+                    sql = version_call_text(sql, toks)
+                    toks = emu_route.statement_tokens(sql)
                 r = {"toks": toks, "chains": emu_route.chains(toks)}
             except dialect.Reject:
                 r = {"toks": None, "chains": 1}
-            r["over"] = emu_caps.has("dnf_chain_limit", key[1]) and r["chains"] > emu_caps.dnf_chain_limit()
-            r["sql"] = dnf_text(v.sql, r) if r["over"] else v.sql
+            r["over"] = emu_caps.has("dnf_chain_limit", key[1]) and r["chains"] > emu_caps.dnf_most_chains()
+            r["sql"] = dnf_text(sql, r) if r["over"] else sql
             if len(self.front.routes) > 20000:
                 self.front.routes.clear()
             self.front.routes[key] = r
@@ -986,8 +1108,9 @@ class Session:
         """A statement over the DNF limit (dnf_text) is counted and logged each time it runs."""
         if r is not None and r.get("over"):
             self.front.dnf_over += 1
-            log("DNF limit: a WHERE clause of %d chains (over %d): not routed, every replicaset is asked "
-                "(%d statements so far) | %s" % (r["chains"], emu_caps.dnf_chain_limit(), self.front.dnf_over,
+            log("DNF limit: a WHERE clause of %d chains (Picodata expands at most %d): not routed, every "
+                "replicaset is asked (%d statements so far) | %s" % (r["chains"], emu_caps.dnf_most_chains(),
+                                                                     self.front.dnf_over,
                                                  statement[:200]))
 
     def refuse_forward(self, opts, r, params, statement, extended):
@@ -1167,8 +1290,8 @@ class Session:
             self.synth(msg(b"1"))
             return
         if not dialect.has_arrays(self.front.settings.version) and any(o in ARRAY_OIDS for o in oids):
-            self.refuse("dialect", "XX000", "rule parsing error: typed array parameters exist only from "
-                        "Picodata 26.2.1 [picoemu rule any_array]", sql, extended=True)
+            self.refuse("dialect", "XX000", dialect.PARSE_ERROR_PREFIX + "typed array parameters exist only "
+                        "from Picodata 26.2.1-rc1 [picoemu rule any_array]", sql, extended=True)
             return
         self.stmts[name] = info
         sent = info["route"]["sql"] if info["route"] is not None else v.sql
@@ -1275,7 +1398,8 @@ class Session:
         opts = info["options"] if info else {}
         limit = self.motion_limit(opts)
         if info is not None and info["insert_rows"] is not None and limit and info["insert_rows"] > limit:
-            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"], self.front.settings.version),
+            self.refuse("limit", "XX000", row_limit_text(limit, info["insert_rows"], self.front.settings.version,
+                                                         values=True),
                         info["sql"], extended=True)
             return
         if info is not None and info.get("route") is not None and self.refuse_forward(
@@ -1504,9 +1628,31 @@ class Session:
         return True
 
 
+def version_calls(toks):
+    """The (start, end) token indexes of every call version() in a statement's tokens."""
+    out = []
+    for i in range(len(toks) - 2):
+        if (toks[i].kind == "ident" and toks[i].low == "version" and toks[i + 1].text == "("
+                and toks[i + 2].text == ")" and (i == 0 or toks[i - 1].text != ".")):
+            out.append((i, i + 2))
+    return out
+
+
+def version_call_text(sql, toks):
+    """sql with every version() written _picoemu.picodata_version(), which answers what the emulated
+    build's version() does (emu_caps.version_function_text; PostgreSQL's own version() would name
+    PostgreSQL)."""
+    out, last = [], 0
+    for a, b in version_calls(toks):
+        out.append(sql[last:toks[a].pos] + "_picoemu.picodata_version()")
+        last = toks[b].end
+    return "".join(out) + sql[last:]
+
+
 def dnf_text(sql, r):
     """The text sent to the server for a statement whose WHERE clause expands into more OR-of-AND
-    chains than Picodata's limit (512, capability dnf_chain_limit: 26.1.6+, 26.2.1-rc1+): Picodata
+    chains than Picodata expands (513: MAX_DNF_CHAINS = 512 is checked after a pop, see
+    emu_caps.dnf_most_chains; capability dnf_chain_limit: 26.1.6, 26.2.1-rc1 and later): Picodata
     then keeps the expression as written (get_dnf_chains returns None, sql-ir/src/ir/transformation/
     dnf.rs) and its bucket discovery finds no key: every replicaset is asked, even for a statement its
     key would have routed. The emulator does the same: its bucket_id terms are written (bucket_id + 0),
@@ -1541,24 +1687,33 @@ def bind_values(body, pos):
 
 
 def check_bind(body, pos, types):
-    """Picodata's parameter rules (dialect, section 3). Returns (sqlstate, message) or None."""
+    """Picodata's parameter rules (dialect, section 3). Returns (sqlstate, message) or None. The
+    texts are Picodata's: every decoding error of a parameter is prefixed "failed to bind parameter
+    $N: " (PgError::cannot_bind_param, src/pgproto/error.rs:183@25.5.10, :188@26.1.6 and 26.2.1-rc2,
+    called by decode_parameters, src/pgproto/backend.rs:59@25.5.10); a json value is
+    PgError::FeatureNotSupported, "feature is not supported: cannot represent json in sbroad"
+    (src/pgproto/value.rs:288-289@25.5.10, :321-323@26.2.1-rc2; error.rs:145@25.5.10); a text that
+    is no timestamp, DecodingError::bad_lit_of_type, "decoding error: '<text>' is not a valid
+    timestamptz" (value.rs:428@25.5.10, :530@26.2.1-rc2; error.rs:60@25.5.10)."""
     for i, val, fmt in bind_params(body, pos):
         if val is None or i >= len(types):
             continue
         t = types[i]
         if t in (JSON_OID, JSONB_OID):
-            return ("0A000", "cannot represent json in sbroad")
+            return ("0A000", "failed to bind parameter $%d: feature is not supported: cannot represent json in "
+                    "sbroad" % (i + 1))
         if t == TIMESTAMPTZ_OID and fmt == 0:
-            s = val.decode("utf-8", "replace").strip()
-            if not ISO_TS.match(s):
-                return ("22P02", "failed to decode parameter $%d: timestamptz text %r is not ISO 8601 "
-                        "(YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM])" % (i + 1, s))
+            raw = val.decode("utf-8", "replace")
+            if not ISO_TS.match(raw.strip()):
+                return ("22P02", "failed to bind parameter $%d: decoding error: '%s' is not a valid timestamptz"
+                        % (i + 1, raw))
     return None
 
 
 def parse_startup_options(text, version):
     """Picodata's own syntax, as strictly as Picodata reads it (ClientParams::new in
-    src/pgproto/client/startup.rs, 26.3.0): `options` split at every comma, each item at its first
+    src/pgproto/client/startup.rs, the same at 25.5.10, 26.1.6, 26.2.1-rc1 and 26.2.1-rc2, which add
+    names): `options` split at every comma, each item at its first
     '=' (name, then value up to the next '='); names matched exactly (no trimming, no case folding),
     a missing '=' is an error; integer values as Rust parses an i64 (digits with an optional sign, no
     spaces), a negative one refused; pico_stmt_invalidation exactly true or false; read_preference

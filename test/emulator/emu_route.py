@@ -1,10 +1,11 @@
 """What Picodata's router concludes from a statement's text, for the fronts (pure, no I/O):
 
 * the OR-of-AND chains a WHERE clause expands into (`chains`), the quantity of the DNF limit:
-  from 26.1.6 and 26.2.1-rc1 (capability `dnf_chain_limit`) Picodata gives up above 512 chains
-  (MAX_DNF_CHAINS in sql-ir/src/ir/transformation/dnf.rs at 26.2.1-rc1 and 26.3.0,
-  sql-planner/src/ir/transformation/dnf.rs at 26.1.6): `get_dnf_chains` returns None and the
-  expression stays as written, so bucket discovery finds no key and asks every replicaset. `IN`
+  from 26.1.6 and 26.2.1-rc1 (capability `dnf_chain_limit`) Picodata gives up above 513 chains
+  (MAX_DNF_CHAINS = 512, checked after a pop so that a clause of 513 chains still expands:
+  sql-ir/src/ir/transformation/dnf.rs:90 and 218-221 at 26.2.1-rc1, crates/sql-ir/... at 26.2.1-rc2,
+  sql-planner/src/ir/transformation/dnf.rs at 26.1.6; emu_caps.dnf_most_chains): `get_dnf_chains`
+  returns None and the expression stays as written, so bucket discovery finds no key and asks every replicaset. `IN`
   lists count as ORs (they are rewritten to ORs before the DNF). The count mirrors picoroute's
   (src/pg/fdw/keys.cpp, dnf_chains_of: NOT turns an OR into an AND and back);
 * the statement's bucket set (`bucket_set`): "any" (no sharded table: global tables, the catalog,
@@ -363,7 +364,7 @@ def bucket_set(toks, tables, params, prune, hash_key):
     spans = where_spans(toks)
     if not spans:
         return "all"
-    chain_list = _expand(parse_where(toks[spans[0][0]:spans[0][1]]), emu_caps.dnf_chain_limit())
+    chain_list = _expand(parse_where(toks[spans[0][0]:spans[0][1]]), emu_caps.dnf_most_chains())
     if chain_list is None:
         return "all"  # over the DNF limit: every replicaset
     out = set()

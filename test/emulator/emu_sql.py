@@ -12,7 +12,7 @@ import os
 import re
 
 from emu_state import (ADMIN_PASSWORD, ADMIN_USER, CLIENT_PASSWORD, CLIENT_USER,
-                       DB_NAME, VERSIONS, EmuError, compact_json)
+                       DB_NAME, EmuError, compact_json)
 
 
 def ident(name):
@@ -119,6 +119,16 @@ def format_json(table):
     return compact_json(fields)
 
 
+def primary_index(table):
+    """The _pico_index row of a table's primary key: index 0, `parts` one [field, type, collation,
+    is_nullable, path] per key column (test/int/test_basics.py:451@25.5.10)."""
+    by_name = {c["name"]: c for c in table["columns"]}
+    return {"table_id": table["id"], "id": 0, "name": "%s_pkey" % table["name"], "type": "tree",
+            "opts": [{"unique": True}], "parts": [[k, by_name[k]["pico"], None, False, None]
+                                                  for k in table["primary_key"]],
+            "operable": True, "schema_version": table["schema_version"]}
+
+
 # ---- SQL files (sql/*.sql) ------------------------------------------------------------------------
 SQL_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sql")
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -166,7 +176,7 @@ def catalog_doc(st):
     """The catalog as the JSON document every instance reads (picoemu_catalog.json): one list of row
     objects per catalog table, plus the bucket ranges behind _pico_bucket."""
     rs_by_name = {r["name"]: r for r in st.replicasets}
-    release = VERSIONS[st.version]["release"]
+    release = st.version  # the emulated build, as it reports itself
     insts, peers = [], []
     host = "0.0.0.0" if st.d["advertise_wildcard"] else "127.0.0.1"
     for i in st.instances:
@@ -200,11 +210,12 @@ def catalog_doc(st):
     tables = [{"id": t["id"], "name": t["name"], "distribution": json.loads(distribution_json(t)),
                "format": json.loads(format_json(t)), "schema_version": t["schema_version"], "operable": True,
                "engine": "memtx", "owner": 1, "description": ""} for t in st.tables]
+    indexes = [primary_index(t) for t in st.tables]
     buckets = [{"tier": tier, "bucket_start": a, "bucket_end": b, "replicaset_name": rs,
                 "replicaset_uuid": rs_by_name[rs]["uuid"]}
                for tier, ranges in st.d["buckets"].items() for a, b, rs in ranges]
     return compact_json({"_pico_instance": insts, "_pico_peer_address": peers, "_pico_replicaset": rss,
-                         "_pico_tier": tiers, "_pico_table": tables, "buckets": buckets,
+                         "_pico_tier": tiers, "_pico_table": tables, "_pico_index": indexes, "buckets": buckets,
                          "grants": st.d["grants"]}) + "\n"
 
 
@@ -339,7 +350,7 @@ def table_ddl(st, t, self_rs, peers):
         ranges = {}
         for a, b, rs in st.d["buckets"][t["tier"]]:
             ranges.setdefault(rs, []).append((a, b))
-        prune = st.cap("bucket_prune")
+        prune = st.cap("prune_by_bucket_id")
         own = _branch_pred(ranges.get(self_rs, []), prune)
         # this replicaset's part: the local storage, or its master through picoemu_self (a standby
         # without read_preference, or a version without local execution); see _picoemu.read_local()

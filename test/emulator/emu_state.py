@@ -16,28 +16,15 @@ ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin"
 CLIENT_USER = "picoroute"
 CLIENT_PASSWORD = "picoroute"
-# Emulated Picodata versions (`picoemu up --picodata V`) and what differs between them, from the
-# capability table picoroute uses (emu_caps.py); see the README's versions table.
-#   release          the text of _pico_instance.picodata_version
-#   bucket_prune     `bucket_id = N` restricts a statement to the owner (26.2.1+); else only a filter
-#   local_exec       a read arriving at the master of the owner runs locally (26.1+); else one more hop
-#   replica_reads    a replica serves reads with read_preference = replica/any (26.1+); else the leader
-#   forward          the session option forward=off, i.e. strict mode, exists (26.2.1+)
-#   double_as_integer  an integral double key value hashes as the integer it equals (26.1.0+, a
-#                    breaking change of its CHANGELOG); before, every double hashes as cb + IEEE 754
-VERSIONS = {
-    name: {"release": emu_caps.RELEASES[name],
-           "bucket_prune": emu_caps.has("prune_by_bucket_id", name),
-           "local_exec": emu_caps.has("local_execution", name),
-           "replica_reads": emu_caps.has("read_preference", name),
-           "forward": emu_caps.has("forward", name),
-           "double_as_integer": emu_caps.has("integral_double_hash", name)}
-    for name in ("25.5", "26.1", "26.2", "head")
-}
-DEFAULT_VERSION = "26.2"
+# Emulated Picodata builds (`picoemu up --picodata V`, V one of emu_caps.BUILDS, the text of
+# _pico_instance.picodata_version) and what each can do: the capabilities of picoroute's table
+# (src/core/capabilities.json, read by emu_caps.py), by their names there; see the README's "Versions".
+VERSIONS = {name: emu_caps.capabilities(name) for name in emu_caps.BUILDS}
+DEFAULT_VERSION = emu_caps.DEFAULT_BUILD
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index
 PRIVATE_PORT_OFFSET = 200  # the instance's PostgreSQL server, behind its front: base + 200 + index
-CATALOG_TABLES = ["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table"]
+CATALOG_TABLES = ["_pico_instance", "_pico_peer_address", "_pico_replicaset", "_pico_tier", "_pico_table",
+                  "_pico_index"]
 PUBLIC_TABLES = ["_pico_instance", "_pico_peer_address"]  # what role PUBLIC reads in Picodata
 
 
@@ -84,8 +71,14 @@ class State:
         return self.d.get("picodata_version", DEFAULT_VERSION)
 
     def cap(self, name):
-        """A capability of the emulated Picodata version (see VERSIONS)."""
+        """A capability of the emulated Picodata build (a name of src/core/capabilities.json)."""
         return VERSIONS[self.version][name]
+
+    def hash_rule(self):
+        """The hashing rule of the emulated version's release line, named as
+        test/tools/bucket_hash_reference.py and the storages' picoemu.hash_rule name it: "26.1" from
+        the 26.1.0 tag on (capability integral_double_hash), else "25.5". See src/core/bucket_hash.h."""
+        return "26.1" if self.cap("integral_double_hash") else "25.5"
 
     @property
     def tiers(self):
@@ -210,8 +203,10 @@ class State:
 
 def new_state(path, base_port, tiers, advertise_wildcard, auth, picodata_version=DEFAULT_VERSION,
               advertise_private=False):
-    if picodata_version not in VERSIONS:
-        raise EmuError("unknown Picodata version %r (known: %s)" % (picodata_version, ", ".join(VERSIONS)))
+    try:
+        emu_caps.build(picodata_version)
+    except ValueError as e:
+        raise EmuError(str(e))
     data = {
         "version": STATE_VERSION,
         "picodata_version": picodata_version,

@@ -29,6 +29,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import bucket_hash_reference as ref  # noqa: E402
+import emu_caps  # noqa: E402
 import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
@@ -39,6 +40,11 @@ from emu_state import compress, expand, rebalance, segments, target_counts  # no
 
 PICOEMU = os.path.join(HERE, "picoemu")
 BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
+# The emulated builds of the two clusters, chosen by what they can do (never by name): the main
+# cluster's has every capability of the table (it prunes by bucket_id: 26.2.1-rc2), the old one's none
+# (25.5.10).
+FULL = [b for b in emu_caps.BUILDS if all(emu_caps.capabilities(b).values())][-1]
+BARE = [b for b in emu_caps.BUILDS if not any(emu_caps.capabilities(b).values())][0]
 TIME_LIMIT = 420
 
 
@@ -166,7 +172,7 @@ def bucket_math(tc):
 # Doubles around every edge of 26.1.1's rule (an integral double in [-2^63, 2^64) hashes as an integer).
 DOUBLE_EDGES = [1.0, -3.0, 1.5, 1e300, -1e300, -0.0, 0.0, float("nan"), float("inf"), float("-inf"), 255.0, -33.0,
                 2.0 ** 53, 2.0 ** 53 + 2, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 64 - 2048, -2.0 ** 63 - 2048,
-                2.0 ** 63 - 1024, 4294967296.0, -2147483649.0, 5e-324]
+                2.0 ** 63 - 1024, 4294967296.0, -2147483649.0, 5e-324] + [e[0] for e in ref.DOUBLE_EDGES]
 
 
 def check_hash(tc, port, rule):
@@ -203,7 +209,7 @@ def check_hash(tc, port, rule):
     with tc.subTest("hash: PL/pgSQL encoders + murmur3 match the Python reference on %d keys (%s)"
                     % (len(keys), rule)):
         tc.assertFalse(bad, repr(bad[:3]))
-    for fn, fn_rule in (("enc_double_ieee754", ref.IEEE754), ("enc_double_integral", ref.INTEGRAL_AS_INTEGER)):
+    for fn, fn_rule in (("enc_double_25_5", ref.RULE_25_5), ("enc_double_26_1", ref.RULE_26_1)):
         row = q(port, "SELECT " + ", ".join("encode(_picoemu.%s('%r'::float8), 'hex')" % (fn, v)
                                             for v in DOUBLE_EDGES))[0]
         bad = [(v, got) for v, got in zip(DOUBLE_EDGES, row) if got != ref.encode_double(v, fn_rule).hex()]
@@ -218,43 +224,52 @@ def check_hash(tc, port, rule):
 
 def double_key(tc, d, port, version, integral):
     """A float8 sharding key: 1.0 (stored by `insert`, hashed in Python) and -3.0, 1.5 (inserted with SQL,
-    hashed by the storage trigger) land in the buckets of the emulated version's rule."""
+    hashed by the storage trigger) land in the buckets of the emulated version's rule (26.1's when
+    `integral`, else 25.5's)."""
     emu(d, "create-table", "dkeys", "--columns", "id float8, v text")
     emu(d, "insert", "dkeys", "--values", '[1.0, "insert"]')
     q(port, "INSERT INTO dkeys VALUES (-3.0, 'sql'), (1.5, 'sql')")
     got = q(port, "SELECT id::text, bucket_id::text FROM dkeys ORDER BY id")
-    rule = ref.INTEGRAL_AS_INTEGER if integral else ref.IEEE754
+    rule = ref.RULE_26_1 if integral else ref.RULE_25_5
     want = [[text, str(ref.bucket_id([v], 3000, rule))] for text, v in (("-3", -3.0), ("1", 1.0), ("1.5", 1.5))]
     with tc.subTest("%s: float8 keys -3.0, 1.0, 1.5 stored in the buckets of the %s rule" % (version, rule)):
         tc.assertEqual(got, want)
     one, integer_one = ref.bucket_id([1.0], 3000, rule), ref.bucket_id([1], 3000)
     if integral:
-        with tc.subTest("%s: the double 1.0 lands in the integer 1's bucket (1934)" % version):
-            tc.assertEqual((one, integer_one, got[1][1]), (1934, 1934, "1934"))
+        with tc.subTest("%s: the double 1.0 lands in the integer 1's bucket (1934), 1.5 in 510" % version):
+            tc.assertEqual((one, integer_one, got[1][1], got[2][1]), (1934, 1934, "1934", "510"))
     else:
-        with tc.subTest("%s: the double 1.0 lands in bucket 2099, not the integer 1's 1934" % version):
-            tc.assertEqual((one, integer_one, got[1][1]), (2099, 1934, "2099"))
+        with tc.subTest("%s: the double 1.0 lands in bucket 2099, not the integer 1's 1934; 1.5 in 632"
+                        % version):
+            tc.assertEqual((one, integer_one, got[1][1], got[2][1]), (2099, 1934, "2099", "632"))
     emu(d, "drop-table", "dkeys")
 
 
 def dnf_limit(tc, d, s, ports):
-    """head (26.2.1-rc1+, like 26.1.6+): a WHERE clause of more than 512 OR-of-AND chains is not routed
-    by its key nor pruned by bucket_id: every replicaset is asked (counted), and the front logs it."""
+    """Capability dnf_chain_limit (26.1.6, 26.2.1-rc1 and later): a WHERE clause of more than 513 OR-of-AND
+    chains is not routed by its key nor pruned by bucket_id: every replicaset is asked (counted), and the
+    front logs it. MAX_DNF_CHAINS = 512 is checked after a pop: 513 chains still expand, 514 do not
+    (emu_caps.dnf_most_chains)."""
     p1, _, p3, _ = ports
     f3 = s["instances"][2]["front_port"]
     amounts = lambda n: ", ".join(str(i) for i in range(n))  # noqa: E731
-    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(512), "picoroute"))
-    with tc.subTest("DNF limit: 512 chains, routed by the key: the owner only"):
-        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(513), "picoroute"))
-    with tc.subTest("DNF limit: 513 chains, not routed: every master is asked"):
-        tc.assertEqual(t, [p1, p3], str(t))
+    with tc.subTest("DNF limit: 513 chains, routed by the key: the owner only"):
+        tc.assertEqual(t, [p3], str(t))
     t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE bucket_id = 1934 AND amount IN (%s)" % amounts(513),
                                  "picoroute"))
-    with tc.subTest("DNF limit: 513 chains with bucket_id = N, not pruned: every master is asked"):
+    with tc.subTest("DNF limit: 513 chains with bucket_id = N, pruned: the owner only"):
+        tc.assertEqual(t, [p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE id = 1 AND amount IN (%s)" % amounts(514), "picoroute"))
+    with tc.subTest("DNF limit: 514 chains, not routed: every master is asked"):
+        tc.assertEqual(t, [p1, p3], str(t))
+    t = touched(ports, lambda: q(f3, "SELECT id FROM users WHERE bucket_id = 1934 AND amount IN (%s)" % amounts(514),
+                                 "picoroute"))
+    with tc.subTest("DNF limit: 514 chains with bucket_id = N, not pruned: every master is asked"):
         tc.assertEqual(t, [p1, p3], str(t))
     with open(os.path.join(d, "default_2_1", "front.log")) as f:
-        logged = [line for line in f if "DNF limit: a WHERE clause of 513 chains (over 512)" in line]
+        logged = [line for line in f
+                  if "DNF limit: a WHERE clause of 514 chains (Picodata expands at most 513)" in line]
     with tc.subTest("DNF limit: the front logs and counts each such statement"):
         tc.assertEqual(len(logged), 2, logged)
         tc.assertIn("(2 statements so far)", logged[-1])
@@ -262,7 +277,7 @@ def dnf_limit(tc, d, s, ports):
 
 def main_cluster(tc, d):
     t0 = time.time()
-    emu(d, "--base-port", str(BASE), "up", "--picodata", "head")
+    emu(d, "--base-port", str(BASE), "up", "--picodata", FULL)
     up_time = time.time() - t0
     s = status(d)
     with tc.subTest("up: 2x2 cluster in %.1fs" % up_time):
@@ -365,8 +380,10 @@ def main_cluster(tc, d):
     with tc.subTest("restore-bucket-function"):
         tc.assertTrue(all(qerr(p, "SELECT _pico_bucket('default')", "picoroute") == ""
                           for p in (p1, p2, p3, p4)))
-    check_hash(tc, p2, ref.INTEGRAL_AS_INTEGER)
-    double_key(tc, d, p1, "head", integral=True)
+    with tc.subTest("head: the storage hashes by 26.1's rule (picoemu.hash_rule)"):
+        tc.assertEqual(q1(p2, "SELECT current_setting('picoemu.hash_rule')"), "26.1")
+    check_hash(tc, p2, ref.RULE_26_1)
+    double_key(tc, d, p1, FULL, integral=True)
 
     # ---- sharded data --------------------------------------------------------------------------
     emu(d, "create-table", "users", "--columns", "id int8, name text, amount numeric(12,2)")
@@ -432,31 +449,34 @@ def main_cluster(tc, d):
         tc.assertEqual(set(cj), {"default_1_1", "default_1_2", "default_2_1", "default_2_2"})
         tc.assertIn("idx_scan", cj["default_2_1"]["users"])
 
-    # ---- version head (26.2.1+): pruning, BETWEEN, replica reads, local execution ----------------
-    with tc.subTest("version: status --json shows head"):
-        tc.assertEqual(s["picodata_version"], "head")
-        tc.assertIs(s["capabilities"]["bucket_prune"], True)
-    with tc.subTest("version: _pico_instance.picodata_version"):
-        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), "26.3.0-142-g812716f7e")
+    # ---- a build with every capability: pruning, BETWEEN, replica reads, local execution ----------
+    with tc.subTest("version: status --json shows the build and its capabilities"):
+        tc.assertEqual(s["picodata_version"], FULL)
+        tc.assertEqual(s["capabilities"], {c: True for c in emu_caps.table()["capabilities"]})
+    with tc.subTest("version: _pico_instance.picodata_version is the build as it reports itself"):
+        tc.assertEqual(q1(p2, "SELECT DISTINCT picodata_version FROM _pico_instance"), FULL)
+    with tc.subTest("version: version() through a front says 'picodata <build>' (26.2.1-rc1 on)"):
+        tc.assertEqual(q1(s["instances"][1]["front_port"], "SELECT version()", "picoroute"), "picodata " + FULL)
+        tc.assertEqual(s["version_function"], "picodata " + FULL)
     plan_between = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id BETWEEN 1 AND 1500"))
-    with tc.subTest("head: bucket_id BETWEEN does not restrict (the other replicaset is asked too)"):
+    with tc.subTest("pruning build: bucket_id BETWEEN does not restrict (the other replicaset is asked too)"):
         tc.assertIn("Foreign Scan", plan_between, plan_between)
     plan_own = "\n".join(r[0] for r in q(p1, "EXPLAIN SELECT * FROM users WHERE bucket_id = 5"))
-    with tc.subTest("head: a read of an owned bucket at the master runs locally (no hop)"):
+    with tc.subTest("pruning build: a read of an owned bucket at the master runs locally (no hop)"):
         tc.assertNotIn("Foreign Scan", plan_own, plan_own)
         tc.assertIn("users_bucket_id", plan_own, plan_own)
     t = touched([p1, p2, p3, p4], lambda: q(p2, "SELECT * FROM users WHERE bucket_id = 5", "picoroute"))
-    with tc.subTest("head: a read at a replica without read_preference is answered by its master"):
+    with tc.subTest("pruning build: a read at a replica without read_preference is answered by its master"):
         tc.assertEqual(t, [p1], str(t))
     t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = replica; "
                                                      "SELECT * FROM users WHERE bucket_id = 5",
                                                  user="picoroute", password="picoroute"))
-    with tc.subTest("head: read_preference = replica: the replica serves the read itself"):
+    with tc.subTest("pruning build: read_preference = replica: the replica serves the read itself"):
         tc.assertEqual(t, [p2], str(t))
     t = touched([p1, p2, p3, p4], lambda: pg.psql(p2, "SET picoemu.read_preference = 'any'; "
                                                      "SELECT * FROM users WHERE bucket_id = 1934",
                                                  user="picoroute", password="picoroute"))
-    with tc.subTest("head: bucket_id = N restricts the read to the owner's master"):
+    with tc.subTest("pruning build: bucket_id = N restricts the read to the owner's master"):
         tc.assertEqual(t, [p3], str(t))
     with tc.subTest("read_preference: a bad value is refused"):
         tc.assertIn("invalid read_preference", qerr(
@@ -579,7 +599,7 @@ def main_cluster(tc, d):
         tc.assertEqual(q1(p2, "SELECT pg_is_in_recovery()"), "f")
         tc.assertEqual(q1(p2, "SELECT application_name FROM pg_stat_replication"), "default_1_1")
     with tc.subTest("switch-master: writes reach the new master"):
-        tc.assertIn("duplicate key", qerr(p3, "INSERT INTO users VALUES (1, 'again', 1)"))
+        tc.assertRegex(qerr(p3, "INSERT INTO users VALUES (1, 'again', 1)"), "(?i)duplicate key")
         tc.assertEqual(qerr(p3, "UPDATE users SET name = 'after-switch' WHERE id = 1"), "")
         tc.assertEqual(q1(json.loads(emu(d, "locate", "users", "--key", "[1]").stdout)["private_port"],
                           "SELECT name FROM _picoemu_local.users WHERE id = 1"), "after-switch")
@@ -702,7 +722,8 @@ def in_flight(tc, s, p3):
     with tc.subTest("move: a lock the move needs is not held up by the waiting writes"):
         tc.assertLess(lock_time, 3.0, "%.2fs" % lock_time)
     with tc.subTest("move: on a private port (no front) the write gives up with PE004, Picodata's text"):
-        tc.assertIn("Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded", got["private"][0][0],
+        tc.assertIn("Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded",
+                    got["private"][0][0],
                     str(got["private"]))
     with tc.subTest("move: once the move is done the writes run, with no error reaching the client"):
         tc.assertEqual({k: v[0] for k, v in got.items() if k in ("local", "peer", "insert")},
@@ -719,31 +740,32 @@ def in_flight(tc, s, p3):
 
 
 def old_version_cluster(tc, d):
-    """Picodata 25.5: no bucket_id pruning, no local execution, replicas never serve reads, no strict
-    mode. Then a bounded concurrent writer during moves and rebalances: nothing acknowledged is lost."""
-    emu(d, "--base-port", str(BASE + 60), "up", "--picodata", "25.5")
+    """A build without any capability (25.5.10): no bucket_id pruning, no local execution, replicas never
+    serve reads, no strict mode. Then a bounded concurrent writer during moves and rebalances: nothing
+    acknowledged is lost."""
+    emu(d, "--base-port", str(BASE + 60), "up", "--picodata", BARE)
     s = status(d)
     p1, p2, p3, p4 = [i["port"] for i in s["instances"]]
     with tc.subTest("25.5: status --json"):
-        tc.assertEqual(s["picodata_version"], "25.5", str(s.get("capabilities")))
-        tc.assertEqual(s["picodata_release"], "25.5.10", str(s.get("capabilities")))
-        tc.assertEqual(s["capabilities"], {"bucket_prune": False, "local_exec": False, "replica_reads": False,
-                                           "forward": False, "double_as_integer": False},
+        tc.assertEqual(s["picodata_version"], BARE, str(s.get("capabilities")))
+        tc.assertEqual(s["capabilities"], {c: False for c in emu_caps.table()["capabilities"]},
                        str(s.get("capabilities")))
     with tc.subTest("25.5: _pico_instance.picodata_version"):
         tc.assertEqual(q1(p4, "SELECT DISTINCT picodata_version FROM _pico_instance",
-                           "picoroute"), "25.5.10")
+                           "picoroute"), BARE)
+    with tc.subTest("25.5: version() through a front is the bare build, no 'picodata ' (before 26.2.1-rc1)"):
+        tc.assertEqual(q1(s["instances"][3]["front_port"], "SELECT version()", "picoroute"), BARE)
     r = emu(d, "strict", "on", expect_ok=False)
     with tc.subTest("25.5: `strict on` fails: forward=off does not exist"):
         tc.assertEqual(r.returncode, 1, r.stderr)
-        tc.assertIn("does not exist in Picodata 25.5", r.stderr, r.stderr)
+        tc.assertIn("does not exist in Picodata %s" % BARE, r.stderr, r.stderr)
         tc.assertFalse(status(d)["strict"], r.stderr)
     with tc.subTest("25.5: a session cannot turn strict mode on either"):
         tc.assertNotIn("forward=off", qerr(p1, "SELECT count(*) FROM users", options="-c picoemu.strict=on"))
-    with tc.subTest("25.5: the storage hashes doubles as IEEE 754 (picoemu.double_as_integer off)"):
-        tc.assertEqual(q1(p3, "SELECT current_setting('picoemu.double_as_integer')"), "off")
-    check_hash(tc, p3, ref.IEEE754)
-    double_key(tc, d, p1, "25.5", integral=False)
+    with tc.subTest("25.5: the storage hashes by 25.5's rule (picoemu.hash_rule)"):
+        tc.assertEqual(q1(p3, "SELECT current_setting('picoemu.hash_rule')"), "25.5")
+    check_hash(tc, p3, ref.RULE_25_5)
+    double_key(tc, d, p1, BARE, integral=False)
     emu(d, "create-table", "users", "--columns", "id int8, name text, v int8")
     emu(d, "load", "users", "--rows", "500")
     ports = [p1, p2, p3, p4]
@@ -1075,7 +1097,10 @@ def small_cluster(tc, d):
             ('SELECT "id" FROM "users" WHERE "bucket_id" IN (1) AND "v" > 1', None),
             ('SELECT "id" FROM "users" WHERE "bucket_id" IN (SELECT 1)', None),
             ('SELECT "id" FROM "other" WHERE "bucket_id" IN (1)', None),
-            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 514))), None)]:
+            # 513 buckets: 513 chains, which Picodata still expands (emu_caps.dnf_most_chains); 514: not
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 514))),
+             "{%s}" % ",".join(map(str, range(1, 514)))),
+            ('SELECT "id" FROM "users" WHERE "bucket_id" IN (%s)' % ", ".join(map(str, range(1, 515))), None)]:
         with tc.subTest("bucket list of %s" % text[:90]):
             tc.assertEqual(q1(p, "SELECT _picoemu.bucket_list(%s, 'users')" % sql_lit(text)), want)
 
@@ -1129,7 +1154,7 @@ def partial_write_cluster(tc, d):
     with tc.subTest("partial writes: a multi-row INSERT that fails on default_2 keeps default_1's rows"):
         tc.assertEqual(cmd, [])
         tc.assertEqual(len(errs), 1, errs)
-        tc.assertIn("duplicate key", errs[0])
+        tc.assertRegex(errs[0], "(?i)duplicate key")
         tc.assertEqual((stored(p1), stored(p2)), ((n1 + 2, v1 + 2), (n2, v2)))
         tc.assertEqual(q(p1, "SELECT id FROM _picoemu_local.pw WHERE id >= 100 ORDER BY id"),
                        [[str(k)] for k in sorted(new1)])

@@ -196,8 +196,8 @@ def concurrency_cluster(tc, d, base, emu, status):
     after = value(m2["private_port"], "SELECT n FROM _picoemu_local.acc WHERE id = %d" % k2)
     with tc.subTest("move: a write held past the front's bound gets Picodata's XX000, applied nowhere"):
         tc.assertEqual([(e.get("C"), e.get("M")) for e in errs],
-                       [("XX000", "Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded "
-                                  "(type: ClientError, code: 78, name: TIMEOUT)")], str(errs))
+                       [("XX000", "sbroad: Failed to add a storage reference: box error: ProcLua: vshard error: "
+                                  "Timeout exceeded (type: ClientError, code: 78, name: TIMEOUT)")], str(errs))
         tc.assertTrue(1.0 <= took < 10.0, "%.2fs" % took)
         tc.assertEqual(after, before)
 

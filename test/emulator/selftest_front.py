@@ -16,11 +16,23 @@ import unittest
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
+import emu_caps  # noqa: E402
+import emu_front  # noqa: E402
 import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import test_emu_dialect  # noqa: E402
 
-ROW_LIMIT_6000 = "Exceeded maximum number of rows (5000) in virtual table: 5001"
+# The emulated builds the self-test switches between, chosen by what they can do (never by name):
+# one whose errors carry no EXPLAIN (RAW) tag and whose sessions have read_preference (26.1.6), one
+# without read_preference (25.5.10), one with forward (26.2.1-rc1 and later).
+PLAIN = [b for b in emu_caps.BUILDS
+         if emu_caps.parse_version(b) < emu_front.TAGGED_FROM and emu_caps.has("read_preference", b)][-1]
+NO_READ_PREFERENCE = [b for b in emu_caps.BUILDS if not emu_caps.has("read_preference", b)][0]
+FORWARD = [b for b in emu_caps.BUILDS if emu_caps.has("forward", b)][-1]
+# Picodata's texts at PLAIN (emu_front.row_limit_text): "sbroad: " before the coordinator's text, and
+# "unexpected number of values: " before the planner's check of INSERT ... VALUES.
+ROW_LIMIT_6000 = "sbroad: Exceeded maximum number of rows (5000) in virtual table: 5001"
+VALUES_LIMIT = "sbroad: unexpected number of values: Exceeded maximum number of rows (5000) in virtual table: 5001"
 PROBE = "SELECT rp, strict, vdbe FROM guc_probe"
 
 
@@ -83,6 +95,25 @@ def forward_by_bucket_set(tc, c, ch, replica_front):
     rc.close()
 
 
+def startup_refusals(tc, fport):
+    """Startup options Picodata cannot read close the connection with no ErrorResponse (ClientParams::new,
+    src/pgproto/client/startup.rs; PgClient::accept, src/pgproto/client.rs:40, every tag)."""
+    for options in ("sql_motion_row_max", "sql_motion_row_max=-1", "read_preference=primary", ""):
+        with tc.subTest("startup: options %r: the connection is closed, no answer" % options):
+            sock = socket.create_connection(("127.0.0.1", fport), timeout=10)
+            params = {"user": "picoroute", "database": "picodata", "options": options,
+                      "application_name": "selftest-front"}
+            body = struct.pack("!I", 196608) + b"".join(k.encode() + b"\0" + v.encode() + b"\0"
+                                                        for k, v in params.items()) + b"\0"
+            sock.sendall(struct.pack("!I", len(body) + 4) + body)
+            tc.assertEqual(sock.recv(1), b"")
+            sock.close()
+    with tc.subTest("startup: an unknown option name is only a warning: the session opens"):
+        ok = w.Conn(fport, "picoroute", "picoroute", options="no_such_option=1")
+        tc.assertEqual(w.rows(ok.query("SELECT 1")), [["1"]])
+        ok.close()
+
+
 def front_cluster(tc, d, base, emu, status):
     suite = unittest.defaultTestLoader.loadTestsFromModule(test_emu_dialect)
     res = unittest.TextTestRunner(stream=open(os.devnull, "w"), verbosity=0).run(suite)
@@ -114,6 +145,7 @@ def front_cluster(tc, d, base, emu, status):
                    "current_setting('picoemu.strict', true) AS strict, "
                    "current_setting('picoemu.vdbe_opcode_max', true) AS vdbe; GRANT SELECT ON guc_probe TO PUBLIC")
 
+    set_version(d, PLAIN)
     c = w.Conn(fport, "picoroute", "picoroute", application_name="selftest-front")
     # ---- the row limit ---------------------------------------------------------------------------
     a = c.query("SELECT id FROM users")
@@ -134,7 +166,7 @@ def front_cluster(tc, d, base, emu, status):
     values = ", ".join("(%d, 'x', 1, '2025-01-01 00:00:00+00')" % i for i in range(100001, 105002))
     a = c.query("INSERT INTO users (id, name, v, ts) VALUES " + values)
     with tc.subTest("limit: INSERT of 5001 VALUES rows fails, nothing stored"):
-        tc.assertEqual([e["M"] for e in w.errors(a)], ["Exceeded maximum number of rows (5000) in virtual table: 5001"])
+        tc.assertEqual([e["M"] for e in w.errors(a)], [VALUES_LIMIT])
         tc.assertEqual(w.rows(c.query("SELECT count(*) FROM users WHERE id > 100000")), [["0"]])
     a = c.query("INSERT INTO users (id, name, v, ts) VALUES " + values + " OPTION (sql_motion_row_max = 6000)")
     with tc.subTest("limit: the same INSERT with OPTION (sql_motion_row_max = 6000) is stored"):
@@ -147,23 +179,25 @@ def front_cluster(tc, d, base, emu, status):
     set_setting(emu, d, "sql_motion_row_max", "100")
     a = c.query("SELECT id FROM users WHERE id <= 150")
     with tc.subTest("limit: picoemu set sql_motion_row_max 100"):
-        tc.assertEqual([e["M"] for e in w.errors(a)], ["Exceeded maximum number of rows (100) in virtual table: 101"])
+        tc.assertEqual([e["M"] for e in w.errors(a)],
+                       ["sbroad: Exceeded maximum number of rows (100) in virtual table: 101"])
     set_setting(emu, d, "sql_motion_row_max", "5000")
     c2 = w.Conn(fport, "picoroute", "picoroute", options="sql_motion_row_max=0")
     with tc.subTest("limit: startup option sql_motion_row_max=0"):
         tc.assertEqual(len(w.rows(c2.query("SELECT id FROM users"))), 6000)
     a = c2.query("SELECT id FROM users OPTION (sql_motion_row_max = 10)")
     with tc.subTest("limit: statement OPTION wins over the startup option"):
-        tc.assertEqual([e["M"] for e in w.errors(a)], ["Exceeded maximum number of rows (10) in virtual table: 11"])
+        tc.assertEqual([e["M"] for e in w.errors(a)],
+                       ["sbroad: Exceeded maximum number of rows (10) in virtual table: 11"])
     c2.close()
 
     # ---- dialect -----------------------------------------------------------------------------------
     a = c.query("SELECT * FROM users WHERE name NOT LIKE 'x'")
     e = w.errors(a)
-    with tc.subTest("dialect: NOT LIKE fails with XX000 rule parsing error"):
+    with tc.subTest("dialect: NOT LIKE fails with XX000 sbroad: rule parsing error"):
         tc.assertEqual(len(e), 1)
         tc.assertEqual(e[0]["C"], "XX000")
-        tc.assertTrue(e[0]["M"].startswith("rule parsing error"))
+        tc.assertTrue(e[0]["M"].startswith("sbroad: rule parsing error: "), e)
         tc.assertEqual(w.kinds(a), "EZ")
     c.send(w.parse("INSERT INTO users (id, name, v) VALUES (200001, 'a', 1)") + w.bind() + w.execute()
            + w.parse("SELECT id FROM users WHERE name NOT ILIKE 'x'") + w.bind() + w.execute()
@@ -198,7 +232,6 @@ def front_cluster(tc, d, base, emu, status):
     c.query("DELETE FROM users WHERE id = 300001")
 
     # ---- OPTION, startup options, precedence, GUCs ---------------------------------------------------
-    set_version(d, "26.2")
     cp = w.Conn(fport, "picoroute", "picoroute", options="read_preference=replica,sql_vdbe_opcode_max=123,nonsense=1")
     with tc.subTest("options: startup options become the connection's GUCs (unknown names ignored)"):
         tc.assertEqual(w.rows(cp.query(PROBE)), [["replica", None, "123"]])
@@ -216,34 +249,35 @@ def front_cluster(tc, d, base, emu, status):
     cp.close()
     with tc.subTest("options: cluster sql_vdbe_opcode_max when nothing overrides it"):
         tc.assertEqual(w.rows(c.query(PROBE)), [[None, None, "0"]])
-    set_version(d, "25.5")
+    startup_refusals(tc, fport)
+    set_version(d, NO_READ_PREFERENCE)
     a = c.query(PROBE + " OPTION (read_preference = replica)")
-    with tc.subTest("version 25.5: OPTION (read_preference) is a parse error"):
+    with tc.subTest("version %s: OPTION (read_preference) is a parse error" % NO_READ_PREFERENCE):
         tc.assertEqual(w.kinds(a), "EZ")
-    set_version(d, "head")
-    with tc.subTest("version head: OPTION (forward = off) sets picoemu.strict"):
+    set_version(d, FORWARD)
+    with tc.subTest("version with forward: OPTION (forward = off) sets picoemu.strict"):
         tc.assertEqual(w.rows(c.query(PROBE + " OPTION (forward = off)")), [[None, "on", "0"]])
     ch = w.Conn(fport, "picoroute", "picoroute", options="forward=off")
-    with tc.subTest("version head: startup forward=off"):
+    with tc.subTest("version with forward: startup forward=off"):
         tc.assertEqual(w.rows(ch.query(PROBE)), [[None, "on", "0"]])
     forward_by_bucket_set(tc, c, ch, r["front_port"])
     tag = "sbroad: Query 1 from EXPLAIN (RAW): "
-    with tc.subTest("version head: the row limits carry the EXPLAIN (RAW) query tag"):
+    with tc.subTest("version with forward (26.2.1-rc1 on): the row limits carry the EXPLAIN (RAW) query tag"):
         tc.assertEqual(codes(c.query("SELECT id FROM users WHERE id <= 10 OPTION (sql_motion_row_max = 3)")),
                        ["XX000 " + tag + "Exceeded maximum number of rows (3) in virtual table: 4"])
         a = w.extended(c, "INSERT INTO users (id, name, v, ts) VALUES ($1, 'x', 1, NULL), ($2, 'y', 1, NULL) "
                           "OPTION (sql_motion_row_max = 1)", [200001, 200002])
         tc.assertEqual(codes(a), ["XX000 " + tag + "Exceeded maximum number of rows (1) in virtual table: 2"])
-    with tc.subTest("version head: the opcode limit carries the EXPLAIN (RAW) query tag"):
+    with tc.subTest("version with forward (26.2.1-rc1 on): the opcode limit carries the EXPLAIN (RAW) query tag"):
         a = c.query("SELECT id FROM users WHERE v >= 0 OPTION (sql_vdbe_opcode_max = 10, sql_motion_row_max = 0)")
         tc.assertEqual(codes(a), ["XX000 " + tag + "Reached a limit on max executed vdbe opcodes. Limit: 10"])
     ch.close()
-    set_version(d, "26.2")
+    set_version(d, PLAIN)
 
     # ---- sql_vdbe_opcode_max, approximated by rows examined in the receiving instance's storage ------
     set_setting(emu, d, "sql_vdbe_opcode_max", "45000")
     vd = w.Conn(fport, "picoroute", "picoroute", application_name="selftest-front")
-    vdbe_45000 = "Reached a limit on max executed vdbe opcodes. Limit: 45000"
+    vdbe_45000 = "sbroad: Reached a limit on max executed vdbe opcodes. Limit: 45000"
     with tc.subTest("vdbe: the connection gets the cluster value"):
         tc.assertEqual(w.rows(vd.query(PROBE)), [[None, None, "45000"]])
     a = vd.query("SELECT count(*) FROM users WHERE name = 'nobody'")
@@ -270,7 +304,7 @@ def front_cluster(tc, d, base, emu, status):
                            "OPTION (sql_vdbe_opcode_max = 0)"))
     with tc.subTest("vdbe: a write that examines too many rows fails and is rolled back"):
         tc.assertEqual([x["M"] for x in w.errors(a) + w.errors(b)],
-                       ["Reached a limit on max executed vdbe opcodes. Limit: 1000"] * 2, (a, b, left))
+                       ["sbroad: Reached a limit on max executed vdbe opcodes. Limit: 1000"] * 2, (a, b, left))
         tc.assertEqual(left, [["200"]], (a, b, left))
     set_setting(emu, d, "sql_vdbe_opcode_max", "0")
     vd.close()
@@ -284,7 +318,9 @@ def front_cluster(tc, d, base, emu, status):
         tc.assertEqual(w.rows(a), [["599"]], a)
     a = w.extended(c, "SELECT CAST($1 AS json)", ['{"a": 1}'])
     with tc.subTest("bind: a json parameter fails with 0A000 cannot represent json in sbroad"):
-        tc.assertEqual([(x["C"], x["M"]) for x in w.errors(a)], [("0A000", "cannot represent json in sbroad")], a)
+        tc.assertEqual([(x["C"], x["M"]) for x in w.errors(a)],
+                       [("0A000", "failed to bind parameter $1: feature is not supported: cannot represent json "
+                                  "in sbroad")], a)
     with tc.subTest("bind: a NULL json parameter is fine"):
         tc.assertEqual(w.rows(w.extended(c, "SELECT CAST($1 AS json)", [None])), [[None]])
 
@@ -293,7 +329,7 @@ def front_cluster(tc, d, base, emu, status):
     kinds = sorted({e["kind"] for e in entries})  # the vdbe refusals are of kind "limit"
     with tc.subTest("audit: refused statements recorded with their client, exit 1"):
         tc.assertEqual(rc, 1, (rc, kinds))
-        tc.assertEqual(kinds, ["bind", "dialect", "limit"], (rc, kinds))
+        tc.assertEqual(kinds, ["bind", "dialect", "limit", "startup"], (rc, kinds))
         tc.assertTrue(all(e["application_name"] == "selftest-front" and e["user"] == "picoroute" and e["peer"]
                           for e in entries if e["kind"] == "dialect"), (rc, kinds))
         tc.assertTrue(any("NOT LIKE" in e["statement"] for e in entries), (rc, kinds))

@@ -22,7 +22,10 @@ import emu_route  # noqa: E402
 import emu_sql  # noqa: E402
 import emu_state  # noqa: E402
 
-ALL = ("25.5", "26.1", "26.2", "head")
+# The emulated builds, told apart by what they can do (never by name).
+ALL = emu_caps.BUILDS
+WITH_ARRAYS = [v for v in ALL if d.has_arrays(v)]
+NEWEST = emu_caps.DEFAULT_BUILD
 
 # Section 1 of the facts document: (PostgreSQL form refused, rule, accepted equivalent).
 SECTION_1 = [
@@ -69,6 +72,8 @@ REFUSED = [
     ("SELECT /* c */ 1", "comment"),
     ("SELECT pg_is_in_recovery()", "function"),
     ("SELECT * FROM generate_series(1, 3)", "function"),
+    ('SELECT round("d", 1) FROM "t"', "function"),
+    ('UPDATE "t" SET "n" = length("name")', "function"),
     ("SELECT pg_catalog.now()", "schema"),
     ("SELECT a.b.c FROM t", "schema"),
     ("SELECT x::timestamptz FROM t", "cast_type"),
@@ -163,7 +168,7 @@ class DialectTest(unittest.TestCase):
         with self.assertRaises(d.Reject, msg="%s should be refused on %s" % (sql, version)) as cm:
             d.validate(sql, version)
         self.assertEqual(cm.exception.rule, rule, "%s on %s: %s" % (sql, version, cm.exception.detail))
-        self.assertTrue(d.message(cm.exception).startswith("rule parsing error"))
+        self.assertTrue(d.message(cm.exception).startswith("sbroad: rule parsing error: "))
 
     def accepted(self, sql, version):
         try:
@@ -173,37 +178,44 @@ class DialectTest(unittest.TestCase):
 
     def test_section_1_rows_refused_equivalents_accepted(self):
         for sql, rule, equivalent in SECTION_1:
-            versions = ("25.5", "26.1", "26.2") if rule == "any_array" else ALL
+            versions = [v for v in ALL if v not in WITH_ARRAYS] if rule == "any_array" else ALL
             for v in versions:
                 self.refused(sql, rule, v)
                 if equivalent is not None:
                     self.accepted(equivalent, v)
 
-    def test_arrays_from_26_2_1(self):
-        for sql, rule, _ in SECTION_1:
-            if rule == "any_array" and "ARRAY[" not in sql:
-                self.accepted(sql, "head")
-        self.accepted("SELECT * FROM t WHERE id = ANY(ARRAY[1, 2])", "head")
+    def test_arrays_from_26_2_1_rc1(self):
+        self.assertEqual([v for v in ALL if d.has_arrays(v)], ["26.2.1-rc1", "26.2.1-rc2"])
+        self.assertFalse(d.has_arrays("26.1.6"))
+        self.assertTrue(d.has_arrays("26.2.1-rc1-3-gabc"))
+        for v in WITH_ARRAYS:
+            for sql, rule, _ in SECTION_1:
+                if rule == "any_array" and "ARRAY[" not in sql:
+                    self.accepted(sql, v)
+            self.accepted("SELECT * FROM t WHERE id = ANY(ARRAY[1, 2])", v)
 
     def test_read_preference_option_by_version(self):
-        self.refused(OPTION_READ_PREFERENCE, "option_name", "25.5")
-        for v in ("26.1", "26.2", "head"):
-            self.assertEqual(self.accepted(OPTION_READ_PREFERENCE, v).options, {"read_preference": "replica"})
+        for v in ALL:
+            if emu_caps.has("read_preference", v):
+                self.assertEqual(self.accepted(OPTION_READ_PREFERENCE, v).options, {"read_preference": "replica"})
+            else:
+                self.refused(OPTION_READ_PREFERENCE, "option_name", v)
 
     def test_forward_option_by_version(self):
         sql = "SELECT * FROM t OPTION (forward = off)"
-        for v in ("25.5", "26.1", "26.2"):
-            self.refused(sql, "option_name", v)
-        self.assertEqual(self.accepted(sql, "head").options, {"forward": "off"})
-        self.assertEqual(self.accepted(sql, "26.2.1").options, {"forward": "off"})
-        # G:Forward = "forward" = (ForwardOn | ForwardOff | ForwardROtoRW | Parameter): `on` is a value
-        for value in ("on", "ON", "ro_to_rw"):
-            self.assertEqual(self.accepted("SELECT * FROM t OPTION (forward = %s)" % value, "head").options,
-                             {"forward": value.lower()})
+        for v in ALL:
+            if not emu_caps.has("forward", v):
+                self.refused(sql, "option_name", v)
+                continue
+            self.assertEqual(self.accepted(sql, v).options, {"forward": "off"})
+            # G:Forward = "forward" = (ForwardOn | ForwardOff | ForwardROtoRW | Parameter): `on` is a value
+            for value in ("on", "ON", "ro_to_rw"):
+                self.assertEqual(self.accepted("SELECT * FROM t OPTION (forward = %s)" % value, v).options,
+                                 {"forward": value.lower()})
 
     def test_option_is_stripped(self):
         v = self.accepted("SELECT id FROM t WHERE id < 10 OPTION (sql_motion_row_max = 0, sql_vdbe_opcode_max = 7);",
-                          "25.5")
+                          ALL[0])
         self.assertEqual(v.sql, "SELECT id FROM t WHERE id < 10")
         self.assertEqual(v.options, {"sql_motion_row_max": 0, "sql_vdbe_opcode_max": 7})
         self.assertTrue(v.reads)
@@ -230,7 +242,7 @@ class DialectTest(unittest.TestCase):
         self.assertEqual(d.validate("INSERT INTO t (a) VALUES (1), (2), ($1)").insert_rows, 3)
         self.assertEqual(d.validate("INSERT INTO t (a) SELECT a FROM u").insert_rows, None)
         self.assertEqual(d.validate("SELECT $3, $12 FROM t").params, 12)
-        self.refused("SELECT $65536", "parameters", "head")
+        self.refused("SELECT $65536", "parameters", NEWEST)
 
     def test_truncate_table(self):
         """G:TruncateTable, the same at every tag from 25.5.1 to 26.3.0: truncate [table] [public.]name
@@ -261,21 +273,28 @@ class DialectTest(unittest.TestCase):
 
 class StartupOptionsTest(unittest.TestCase):
     """The `options` startup parameter, read as strictly as Picodata reads it (ClientParams::new,
-    src/pgproto/client/startup.rs at 26.3.0)."""
+    src/pgproto/client/startup.rs at 25.5.10 to 26.2.1-rc2). Picodata closes the connection on an error
+    (emu_front: no ErrorResponse)."""
 
     def test_what_picoroute_sends(self):
         import emu_front
-        self.assertEqual(emu_front.parse_startup_options("read_preference=replica,pico_stmt_invalidation=true",
-                                                         "head"),
-                         {"read_preference": "replica", "pico_stmt_invalidation": True})
-        self.assertEqual(emu_front.parse_startup_options(None, "head"), {})
+        for v in ALL:
+            expected = {}
+            if emu_caps.has("read_preference", v):
+                expected["read_preference"] = "replica"
+            if emu_caps.has("stmt_invalidation", v):
+                expected["pico_stmt_invalidation"] = True
+            self.assertEqual(emu_front.parse_startup_options("read_preference=replica,pico_stmt_invalidation=true",
+                                                             v), expected, v)  # older: warnings only
+            self.assertEqual(emu_front.parse_startup_options(None, v), {})
 
     def test_names_exact_values_strict(self):
         import emu_front
         parse = emu_front.parse_startup_options
-        self.assertEqual(parse("sql_motion_row_max = 0", "head"), {})  # "sql_motion_row_max ": unknown
-        self.assertEqual(parse("Read_Preference=replica", "head"), {})
-        self.assertEqual(parse("read_preference=REPLICA", "head"), {"read_preference": "replica"})
+        self.assertEqual(parse("sql_motion_row_max = 0", NEWEST), {})  # "sql_motion_row_max ": unknown
+        self.assertEqual(parse("Read_Preference=replica", NEWEST), {})
+        self.assertEqual(parse("read_preference=REPLICA", NEWEST), {"read_preference": "replica"})
+        self.assertEqual(parse("sql_motion_row_max=5=6", NEWEST), {"sql_motion_row_max": 5})  # up to the next =
         for bad, text in (("sql_motion_row_max", "option without value"),
                           ("", "option without value"),
                           ("sql_motion_row_max=-1", "should be positive"),
@@ -284,32 +303,59 @@ class StartupOptionsTest(unittest.TestCase):
                           ("pico_stmt_invalidation=True", "not `true` or `false`"),
                           ("forward=maybe", "unknown forward value")):
             with self.assertRaises(ValueError) as cm:
-                parse(bad, "head")
+                parse(bad, NEWEST)
             self.assertIn(text, str(cm.exception), bad)
 
 
 class CapabilitiesTest(unittest.TestCase):
-    """The emulator reads picoroute's capability table (src/core/capabilities.json); these are the
-    boundaries test/unit/capabilities_test.cpp checks on the C++ side, so both read it alike."""
+    """The emulator reads picoroute's capability table (src/core/capabilities.json) and applies its rule
+    as test/unit/capabilities_test.cpp checks it on the C++ side, so both read it alike."""
 
-    CASES = [
-        ("prune_by_bucket_id", ["26.2.1-rc2", "26.2.1", "26.3.0-115-gdef426247", "27.1.1", "head"],
-         ["26.2.0", "26.2.1-rc1", "26.2.1rc1", "26.3.0", "26.3.0-114-gabc", "26.2", "25.5"]),
-        ("forward", ["26.2.1-rc1", "26.2.1", "26.3.0", "head", "26.2.1"],
-         ["26.1.6", "26.2.0", "26.2.0-300-gabc", "26.2"]),
-        ("stmt_invalidation", ["26.1.0", "26.1.1", "26.2.0", "26.1", "head"], ["25.5.10", "25.6.0-40-gabc", "25.5"]),
-        ("read_preference", ["26.1.0", "26.1.6", "26.1"], ["25.5.10", "25.6.0-40-gabc"]),
-        ("local_execution", ["26.1.1", "26.2.0", "26.1"], ["25.5.10", "26.1.0"]),
-        ("integral_double_hash", ["26.1.0", "26.1.1", "head"], ["25.5.10", "25.6.0"]),
-        ("dnf_chain_limit", ["26.1.6", "26.2.1-rc1", "26.3.0"], ["25.5.10", "26.1.5", "26.2.0"]),
-    ]
+    WITH = {
+        "prune_by_bucket_id": ["26.2.1-rc2"],
+        "forward": ["26.2.1-rc1", "26.2.1-rc2"],
+        "stmt_invalidation": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "read_preference": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "local_execution": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "integral_double_hash": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "dnf_chain_limit": ["26.1.6", "26.2.1-rc1", "26.2.1-rc2"],
+        "switchover_refusal": ["26.1.%d" % i for i in range(2, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+    }
 
-    def test_boundaries(self):
-        for capability, yes, no in self.CASES:
-            for version in yes:
-                self.assertTrue(emu_caps.has(capability, version), (capability, version))
-            for version in no:
-                self.assertFalse(emu_caps.has(capability, version), (capability, version))
+    def test_every_capability_at_every_release(self):
+        self.assertEqual(set(self.WITH), set(emu_caps.table()["capabilities"]))
+        self.assertEqual(emu_caps.releases(), ["25.5.%d" % i for i in range(1, 11)]
+                         + ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"])
+        for capability, with_it in self.WITH.items():
+            for release in emu_caps.releases():
+                self.assertEqual(emu_caps.has(capability, release), release in with_it, (capability, release))
+
+    def test_other_versions_take_the_newest_release_at_or_before_them(self):
+        for version, release in [("26.2.1-rc1-5-gabc", "26.2.1-rc1"), ("26.2.1", "26.2.1-rc2"),
+                                 ("26.1.7", "26.1.6"), ("26.2.0-300-gabc", "26.1.6"),
+                                 ("26.3.0", "26.2.1-rc2"), ("26.3.0-115-gdef426247", "26.2.1-rc2"),
+                                 ("picodata 26.2.1-rc2", "26.2.1-rc2"), ("26.1.0", "25.5.10"),
+                                 ("25.6.0-40-gabc", "25.5.10"), ("25.5.0", None), ("24.6.1", None),
+                                 ("head", None), ("", None)]:
+            self.assertEqual(emu_caps.governing_release(version), release, version)
+        self.assertTrue(emu_caps.has("prune_by_bucket_id", "26.3.0-115-gdef426247"))
+        self.assertFalse(emu_caps.has("prune_by_bucket_id", "26.2.1-rc1-5-gabc"))
+        self.assertFalse(emu_caps.has("forward", "26.1.7"))
+        self.assertFalse(any(emu_caps.capabilities("24.6.1").values()))
+        self.assertTrue(all(emu_caps.capabilities("99.0.0").values()))
+
+    def test_emulated_builds_are_releases(self):
+        self.assertTrue(set(emu_caps.BUILDS) <= set(emu_caps.releases()))
+        self.assertEqual(emu_caps.DEFAULT_BUILD, emu_caps.releases()[-1])
+        self.assertEqual(emu_caps.build(None), emu_caps.DEFAULT_BUILD)
+        for name in ("head", "26.2", "26.2.0", "26.3.0", "25.5"):
+            with self.assertRaises(ValueError):
+                emu_caps.build(name)
+        # version(): "picodata X" from 26.2.1-rc1 (src/info.rs:147@26.2.1-rc1), bare before
+        self.assertEqual(emu_caps.version_function_text("26.2.1-rc2"), "picodata 26.2.1-rc2")
+        self.assertEqual(emu_caps.version_function_text("26.2.1-rc1"), "picodata 26.2.1-rc1")
+        self.assertEqual(emu_caps.version_function_text("26.1.6"), "26.1.6")
+        self.assertEqual(emu_caps.version_function_text("25.5.10"), "25.5.10")
 
     def test_versions(self):
         order = ["25.5.10", "26.1.0", "26.1.1", "26.1.1-12-gab", "26.2.1-rc1", "26.2.1-rc2",
@@ -319,6 +365,7 @@ class CapabilitiesTest(unittest.TestCase):
         for bad in ["", "26", "head", "26.1.1-beta", "26.1.1-rc", "26.1.1-12-g", "v26.1.1"]:
             self.assertIsNone(emu_caps.parse_version(bad), bad)
         self.assertEqual(emu_caps.dnf_chain_limit(), 512)
+        self.assertEqual(emu_caps.dnf_most_chains(), 513)
 
 
 class WritePartsTest(unittest.TestCase):
@@ -395,7 +442,12 @@ class DispatchPlanTest(unittest.TestCase):
                            {"name": "default_1_2", "replicaset": "default_1", "state": "Online"},
                            {"name": "default_2_1", "replicaset": "default_2", "state": "Offline"}]}
 
-    def plan(self, sql, version="26.2", instance="default_1_1", pref=None, params=None):
+    # Emulated builds with and without the local path, by capability.
+    WITH_LOCAL = next(b for b in reversed(emu_caps.BUILDS) if emu_caps.has("local_execution", b))
+    WITHOUT_LOCAL = next(b for b in emu_caps.BUILDS if not emu_caps.has("local_execution", b))
+
+    def plan(self, sql, version=None, instance="default_1_1", pref=None, params=None):
+        version = version or self.WITH_LOCAL
         write = not sql.lower().startswith("select")
         return emu_route.dispatch_plan(self.STATE, instance, version, emu_route.statement_tokens(sql), params,
                                        pref, write)
@@ -409,8 +461,9 @@ class DispatchPlanTest(unittest.TestCase):
         for sql in ("SELECT * FROM users WHERE id = %d" % k1, "UPDATE users SET id = id WHERE id = %d" % k1,
                     "INSERT INTO users VALUES (%d)" % k1):
             self.assertIsNone(self.plan(sql), sql)
-            self.assertEqual(self.plan(sql, version="25.5"),
-                             {"tiers": ["default"], "targets": ["default_1"]}, "25.5 has no local path: " + sql)
+            self.assertEqual(self.plan(sql, version=self.WITHOUT_LOCAL),
+                             {"tiers": ["default"], "targets": ["default_1"]},
+                             self.WITHOUT_LOCAL + " has no local path: " + sql)
         self.assertIsNone(self.plan("SELECT * FROM users WHERE id = $1", params=[str(k1)]))
 
     def test_everything_else_is_dispatched(self):
@@ -496,7 +549,7 @@ class ForwardTest(unittest.TestCase):
     """forward=off/ro_to_rw judged by the statement's bucket set, as enforce_forward_option and
     get_possible_forward_option (src/sql/router.rs, 26.2.1-rc1 and 26.3.0) judge it."""
 
-    def verdict(self, sql, instance="m1", wanted="off", params=None, version="head"):
+    def verdict(self, sql, instance="m1", wanted="off", params=None, version="26.2.1-rc2"):
         import emu_route
         return emu_route.forward_verdict(STATE, instance, version, emu_route.statement_tokens(sql), wanted, params)
 
@@ -552,10 +605,11 @@ class ForwardTest(unittest.TestCase):
         self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = 2000"), NOT_LOCAL)
         self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = $1", params=["2000"]), NOT_LOCAL)
         # 26.2.1-rc1 has forward but does not prune: a bucket_id filter is a filter, all buckets
+        self.assertFalse(emu_caps.has("prune_by_bucket_id", "26.2.1-rc1"))
         self.assertEqual(self.verdict("SELECT * FROM t WHERE bucket_id = 5", version="26.2.1-rc1"), SPAN)
 
     def test_not_judged_without_forward_or_when_not_hashable_here(self):
-        self.assertIsNone(self.verdict("SELECT * FROM t", version="26.2"))
+        self.assertIsNone(self.verdict("SELECT * FROM t", version="26.1.6"))
         self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = 1.0"))
         self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = $1", params=[None]))
         self.assertIsNone(self.verdict("SELECT * FROM t WHERE id = '1'"))
@@ -568,21 +622,96 @@ class ForwardTest(unittest.TestCase):
 class ErrorTextTest(unittest.TestCase):
     """Picodata's texts and SQLSTATEs for what the fronts answer or pass on."""
 
-    def test_explain_raw_tag_from_26_2_1_rc1(self):
+    def test_limit_texts_by_version(self):
+        """sbroad: before every limit text (traft's Error::Sbroad); the planner's check of INSERT ... VALUES
+        says unexpected number of values before 26.2.1-rc1; from 26.2.1-rc1 the EXPLAIN (RAW) tag."""
         import emu_front
         plain = "Exceeded maximum number of rows (5000) in virtual table: 5001"
-        for v in ("25.5", "26.1", "26.2", "26.2.0", "26.1.6"):
-            self.assertEqual(emu_front.row_limit_text(5000, 5001, v), plain, v)
-        for v in ("head", "26.2.1-rc1", "26.3.0"):
-            self.assertEqual(emu_front.row_limit_text(5000, 5001, v),
-                             "sbroad: Query 1 from EXPLAIN (RAW): " + plain, v)
-        self.assertEqual(emu_front.vdbe_limit_text(7, "head"),
-                         "sbroad: Query 1 from EXPLAIN (RAW): Reached a limit on max executed vdbe opcodes. Limit: 7")
-        self.assertEqual(emu_front.vdbe_limit_text(7, "26.2"), "Reached a limit on max executed vdbe opcodes. Limit: 7")
+        for v in ("25.5.10", "26.1.6", "26.2.0", "26.1.1-5-gabc"):
+            self.assertEqual(emu_front.row_limit_text(5000, 5001, v), "sbroad: " + plain, v)
+            self.assertEqual(emu_front.row_limit_text(5000, 5001, v, values=True),
+                             "sbroad: unexpected number of values: " + plain, v)
+            self.assertEqual(emu_front.vdbe_limit_text(7, v),
+                             "sbroad: Reached a limit on max executed vdbe opcodes. Limit: 7", v)
+        for v in ("26.2.1-rc1", "26.2.1-rc2", "26.3.0"):
+            for values in (False, True):
+                self.assertEqual(emu_front.row_limit_text(5000, 5001, v, values),
+                                 "sbroad: Query 1 from EXPLAIN (RAW): " + plain, v)
+            self.assertEqual(emu_front.vdbe_limit_text(7, v),
+                             "sbroad: Query 1 from EXPLAIN (RAW): Reached a limit on max executed vdbe opcodes. "
+                             "Limit: 7")
+
+    def test_read_only_refusal_by_version(self):
+        import emu_front
+        demoted = emu_front.error_msg("25006", "cannot execute UPDATE in a read-only transaction")
+        for v in ALL:
+            text = self.fields(emu_front.read_only_refusal(demoted, v))[2][1]
+            self.assertTrue(text.startswith("sbroad: "), (v, text))
+            self.assertIn("retry is required" if emu_caps.has("switchover_refusal", v)
+                          else "Can't modify data on a read-only instance", text)
+
+    def test_bind_texts(self):
+        import emu_front
+        json_oid, ts_oid = emu_front.JSON_OID, emu_front.TIMESTAMPTZ_OID
+
+        def bind(*values):
+            body = struct.pack("!hh", 1, 0) + struct.pack("!h", len(values))
+            for v in values:
+                body += struct.pack("!i", len(v)) + v
+            return body
+
+        self.assertEqual(emu_front.check_bind(bind(b"1", b'{"a": 1}'), 0, [20, json_oid]),
+                         ("0A000", "failed to bind parameter $2: feature is not supported: cannot represent json "
+                                   "in sbroad"))
+        self.assertEqual(emu_front.check_bind(bind(b"01/02/2025"), 0, [ts_oid]),
+                         ("22P02", "failed to bind parameter $1: decoding error: '01/02/2025' is not a valid "
+                                   "timestamptz"))
+        self.assertIsNone(emu_front.check_bind(bind(b"2025-01-02 00:00:00+00"), 0, [ts_oid]))
+
+    def test_version_calls_rewritten(self):
+        import emu_front
+        import emu_route
+        sql = "SELECT version(), \"version\", x.version() FROM t WHERE v = version ( )"
+        out = emu_front.version_call_text(sql, emu_route.statement_tokens(sql))
+        self.assertEqual(out, 'SELECT _picoemu.picodata_version(), "version", x.version() FROM t WHERE v = '
+                              '_picoemu.picodata_version()')
 
     def fields(self, m):
         import emu_front
         return [(k, emu_front.error_field(m, k.encode()).decode()) for k in "SCMDH"]
+
+    def test_storage_errors_in_picodatas_words(self):
+        import emu_front
+
+        # Every SQL-path error reaches a client as traft's Error::Sbroad, "sbroad: {0}" (README's table).
+        def sent(code, text, detail=None, bind=False):
+            body = emu_front.error_body(code, text, hint="a hint")
+            if detail:
+                body = body[:-1] + b"D" + emu_front.cstr(detail) + b"\0"
+            m = emu_front.msg(b"E", body)
+            tables = [{"name": "ty", "columns": [{"name": "id", "type": "int8"}, {"name": "name", "type": "text"},
+                                                 {"name": "n", "type": "numeric(10,2)"}]}]
+            return self.fields(emu_front.picodata_error(m, bind=bind, tables=tables))[1:3]
+
+        self.assertEqual(sent("23505", 'duplicate key value violates unique constraint "ty_pkey"',
+                              "Key (id)=(5) already exists."),
+                         [("C", "XX000"), ("M", 'sbroad: Duplicate key exists in unique index "ty_pkey" in space "ty" '
+                                                'with old tuple - [5] and new tuple - [5]')])
+        self.assertEqual(sent("23502", 'null value in column "name" of relation "ty" violates not-null constraint'),
+                         [("C", "XX000"), ("M", "sbroad: Tuple field 2 (name) type does not match one required by "
+                                                "operation: expected string, got nil")])
+        self.assertEqual(sent("23502", 'null value in column "n" of relation "ty" violates not-null constraint')[1],
+                         ("M", "sbroad: Tuple field 3 (n) type does not match one required by operation: expected "
+                               "decimal, got nil"))
+        self.assertEqual(sent("22012", "division by zero"),
+                         [("C", "XX000"), ("M", "sbroad: Failed to execute SQL statement: division by zero")])
+        self.assertEqual(sent("22003", "bigint out of range"),
+                         [("C", "XX000"), ("M", "sbroad: Failed to execute SQL statement: integer is overflowed")])
+        self.assertEqual(sent("22P02", 'invalid input syntax for type bigint: "abc"'),
+                         [("C", "XX000"), ("M", "sbroad: failed to parse 'abc' as a value of type int, consider "
+                                                "using explicit type casts")])
+        # at Bind, Picodata decodes the value itself and keeps 22P02 (the text is the emulator's)
+        self.assertEqual(sent("22P02", 'invalid input syntax for type bigint: "abc"', bind=True)[0], ("C", "22P02"))
 
     def test_server_errors_as_picodata_sends_them(self):
         import emu_front
@@ -591,9 +720,10 @@ class ErrorTextTest(unittest.TestCase):
         for code, text in same:
             self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text))),
                              [("S", "ERROR"), ("C", code), ("M", text), ("D", ""), ("H", "")])
-        for code, text in [("22012", "division by zero"), ("23505", "duplicate key value violates unique constraint"),
+        for code, text in [("23505", "duplicate key value violates unique constraint"),
                            ("23502", "null value in column"), ("40001", "could not serialize"),
-                           ("42601", "syntax error"), ("22P02", "invalid input syntax for type bigint"),
+                           ("42601", "syntax error"), ("22P02", "invalid input syntax for type json"),
+                           ("22003", "numeric field overflow"),
                            ("42501", "permission denied for table _pico_replicaset"), ("PE002", "does not own")]:
             self.assertEqual(self.fields(emu_front.picodata_error(pg(code, text)))[1:3], [("C", "XX000"), ("M", text)])
         # a parameter Picodata cannot decode at Bind keeps its code
@@ -609,7 +739,8 @@ class ErrorTextTest(unittest.TestCase):
 
 class DnfChainsTest(unittest.TestCase):
     """The OR-of-AND chains of a WHERE clause (emu_route.chains, picoroute's count: src/pg/fdw/keys.cpp)
-    and what the front sends for a statement over Picodata's limit of 512 (26.1.6+, 26.2.1-rc1+)."""
+    and what the front sends for a statement over what Picodata expands: MAX_DNF_CHAINS = 512 is checked
+    after a pop, so 513 chains still expand and 514 do not (26.1.6, 26.2.1-rc1 and later)."""
 
     @staticmethod
     def chains(sql):
@@ -638,13 +769,13 @@ class DnfChainsTest(unittest.TestCase):
     def test_over_the_limit_is_sent_unrouted_and_unpruned(self):
         import emu_front
         import emu_route
-        sql = "SELECT * FROM t WHERE t.bucket_id = 5 AND id IN (%s);" % ", ".join(str(i) for i in range(513))
+        sql = "SELECT * FROM t WHERE t.bucket_id = 5 AND id IN (%s);" % ", ".join(str(i) for i in range(514))
         toks = emu_route.statement_tokens(sql)
         r = {"toks": toks, "chains": emu_route.chains(toks)}
-        self.assertEqual(r["chains"], 513)
+        self.assertEqual(r["chains"], 514)
         out = emu_front.dnf_text(sql, r)
         self.assertTrue(out.startswith("SELECT * FROM t WHERE (t.bucket_id + 0) = 5 AND id IN (0, 1, "), out[:80])
-        self.assertTrue(out.endswith(", 512) /* picoemu: 513 OR-of-AND chains, over Picodata's DNF limit: "
+        self.assertTrue(out.endswith(", 513) /* picoemu: 514 OR-of-AND chains, over Picodata's DNF limit: "
                                      "not routed */"), out[-120:])
         # SELECT bucket_id keeps its column name: only WHERE clauses are rewritten
         self.assertEqual(emu_route.unpruned_text("SELECT bucket_id FROM t WHERE \"bucket_id\" = 1",
@@ -652,9 +783,9 @@ class DnfChainsTest(unittest.TestCase):
                          'SELECT bucket_id FROM t WHERE ("bucket_id" + 0) = 1')
 
     def test_over_the_limit_all_buckets_for_forward(self):
-        # key 2 only (bucket 1410, default_1): local at m1 up to 512 chains, all buckets above
-        self.assertIsNone(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 512)))
-        self.assertEqual(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 513)), SPAN)
+        # key 2 only (bucket 1410, default_1): local at m1 up to 513 chains, all buckets above
+        self.assertIsNone(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 513)))
+        self.assertEqual(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 514)), SPAN)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ my @statements = (
     "SELECT picoroute_master('default', 1)",
     "SELECT picoroute_bucket_id('default', 1)",
     "SELECT picoroute_bucket_id_with_count(3000, 1)",
+    "SELECT picoroute_bucket_id_for_version('26.1.6', 3000, 1)",
     "SELECT * FROM picoroute_route('default', 1)",
     'SELECT * FROM picoroute_status',
     'SELECT * FROM picoroute_tiers',

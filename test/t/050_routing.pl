@@ -60,13 +60,13 @@ sub owner_of {
 }
 
 # ---- strict mode: every point statement reaches the owner -----------------------------------
-# Strict mode (forward=off) exists from 26.2.1 only. Every version routes a statement by its
+# Strict mode (forward=off) exists from 26.2.1-rc1 (capability forward). Every version routes a statement by its
 # sharding-key predicate (id = 5): a read by key costs its owner only. picoroute sends a statement
 # that fixes the key to the owner without any bucket_id term, so a statement Picodata cannot route
 # by its key (k IS NULL) is served by the owner for the whole cluster: every master is asked. Writes
 # by key go to the owner.
 my $strict = picodata_has('forward');
-my $prune = picodata_has('bucket_prune');
+my $prune = picodata_has('prune_by_bucket_id');
 my $v = picodata_version();
 emu('strict', 'on') if $strict;
 my $mode = $strict ? 'strict' : "$v";
@@ -121,7 +121,7 @@ my ($pr, $pt) = run_and_touched('pairs', "SELECT note FROM pairs WHERE a = 'lol'
 is($pr, 'five', 'strict: two-column key SELECT');
 is_deeply($pt, read_cost($pair_owner), "$mode: two-column key read cost " . join(',', @{ read_cost($pair_owner) }));
 like($node->safe_psql('postgres', "EXPLAIN (COSTS OFF) SELECT * FROM pairs WHERE a = 'lol' AND b = 5"),
-     qr/Routing: bucket 442 -> 127\.0\.0\.1:$port_of{$pair_owner} \(master of replicaset /,
+     qr/Routing: bucket 442 -> 127\.0\.0\.1:$port_of{$pair_owner} \(master \S+ of replicaset /,
      'EXPLAIN shows bucket 442 (the documented hash of (lol, 5)) and its master');
 my $null_owner = owner_of('nk', '[null]');
 # Picodata does not route by "k IS NULL": the owner serves it for the whole cluster, which
@@ -142,20 +142,21 @@ PREPARE p(bigint) AS SELECT name FROM users WHERE id = $1;
 EXECUTE p(7); EXECUTE p(150); EXECUTE p(42);
 }), "name_7\nname_150\nname_42", 'strict: generic prepared statement routed per execution');
 
-# Remote errors keep their SQLSTATE (Picodata's: XX000 for all but a few protocol cases) and name the
-# instance.
+# Remote errors keep Picodata's message and get PostgreSQL's SQLSTATE where picoroute knows the text
+# (Picodata sends XX000 for all but a few protocol cases: core/sqlstate_map.h), and name the instance.
 my ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 CREATE FOREIGN TABLE missing (id bigint) SERVER pico OPTIONS (table_name 'no_such_table', sharding_key 'id');
 SELECT * FROM missing WHERE id = 5});
-like($err, qr/ERROR:  XX000: sbroad: table with name "no_such_table" not found/,
-     'remote error keeps Picodata\'s SQLSTATE XX000 and message');
+like($err, qr/ERROR:  42P01: sbroad: table with name "no_such_table" not found/,
+     'a missing table: Picodata\'s message, PostgreSQL\'s SQLSTATE 42P01');
 like($err, qr/remote SQL on Picodata instance 127\.0\.0\.1:\d+ \(replicaset [0-9a-f-]+\): SELECT "id" FROM "no_such_table" WHERE \("id" = 5\)(?! AND)/,
      'remote error names the instance, replicaset and remote SQL (no bucket filter)');
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SELECT * FROM picoroute_exec('default', 1, 'SELECT 1/0') AS t(x int)});
-like($err, qr/ERROR:  XX000: division by zero/, 'picoroute_exec: remote SQLSTATE XX000 kept');
+like($err, qr/ERROR:  22012: (?:sbroad: )?Failed to execute SQL statement: division by zero/,
+     'picoroute_exec: Picodata\'s division by zero is 22012');
 my $scan_started = Time::HiRes::time();
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
@@ -227,7 +228,7 @@ is($node->safe_psql('postgres', 'SELECT value FROM settings'), 'test', 'global t
     ok($replica_port{$sent}, "read_preference replica: the read is sent to a replica of $rs (got $sent)");
     my ($r, $t) = run_and_touched('users', 'SELECT name FROM users_r WHERE id = 9');
     is($r, 'name_9', 'read_preference replica: row read');
-    if (picodata_has('replica_reads')) {
+    if (picodata_has('read_preference')) {
         is(scalar(@$t), 1, 'read_preference replica: one instance touched');
         ok(@$t && $t->[0] ne $owner && $t->[0] =~ /^\Q$rs\E_/,
            "read_preference replica: served by a replica of $rs (got @$t)");

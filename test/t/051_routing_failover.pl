@@ -55,7 +55,7 @@ is(session(q{SET plan_cache_mode = force_generic_plan;
 PREPARE p(bigint) AS SELECT name FROM users WHERE id = $1;
 EXECUTE p(5);}), 'name_5', 'prepared statement before the move');
 emu('move', 'default', $bucket, $bucket, $to);
-# strict mode (forward=off) exists from 26.2.1; before, EXPLAIN EXECUTE alone shows the new owner
+# strict mode (forward=off) exists from 26.2.1-rc1 (capability forward); before, EXPLAIN EXECUTE alone shows the new owner
 my $strict = picodata_has('forward');
 emu('strict', 'on') if $strict;
 wait_for_is("SELECT picoroute_master('default', $bucket)", "127.0.0.1:$port_of{\"${to}_1\"}",

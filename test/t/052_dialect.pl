@@ -206,6 +206,23 @@ like($err, qr/is text, but Picodata column "id" is integer/, 'picoroute_check_fo
 is($out, 'name_5', 'an integer column over a bigint key still routes');
 like($err, qr/WARNING:  picoroute: sharding key column "id" of foreign table "narrow" is integer, narrower than Picodata's integer \(bigint\)/,
      '... with a warning');
+# Once per session per table: the check at first use runs again after each change of the map.
+{
+    my $bg = $node->background_psql('postgres', on_error_stop => 0);
+    $bg->query('SELECT name FROM narrow WHERE id = 5');
+    emu('move', 'default', '1', '1', 'default_2');
+    ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '3', 20),
+        'the map changed (bucket 1 moved)');
+    $bg->query('SELECT name FROM narrow WHERE id = 6');
+    $bg->query('SELECT name FROM narrow WHERE id = 7');
+    my @narrow = ($bg->{stderr} =~ /narrower than Picodata's/g);
+    is(scalar @narrow, 1, 'the narrower key type warns once per session per table, map changes or not')
+      or diag($bg->{stderr});
+    $bg->quit;
+    emu('move', 'default', '1', '1', 'default_1');
+    ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20),
+        'bucket 1 moved back');
+}
 ($ret, $out, $err) = $node->psql('postgres', q{
 CREATE FOREIGN TABLE missing (id bigint) SERVER pico OPTIONS (table_name 'no_such_table', sharding_key 'id');
 SELECT picoroute_check_foreign_table('missing')});

@@ -23,12 +23,13 @@ ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default
 my ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SELECT * FROM picoroute_exec('default', 1, 'SELECT id FROM big WHERE name NOT LIKE ''x%''') AS t(id bigint)});
-like($err, qr/ERROR:  XX000: rule parsing error: NOT LIKE/, 'a refused statement: XX000 rule parsing error');
+like($err, qr/ERROR:  XX000: sbroad: rule parsing error: NOT LIKE/,
+     'a refused statement: XX000 sbroad: rule parsing error');
 ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SELECT count(*) FROM picoroute_exec('default', 1, 'SELECT id FROM big') AS t(id bigint)});
-# From 26.2.1-rc1 the text comes tagged: "sbroad: Query 1 from EXPLAIN (RAW): Exceeded ...".
-like($err, qr/ERROR:  XX000: (?:sbroad: Query 1 from EXPLAIN \(RAW\): )?Exceeded maximum number of rows \(5000\) in virtual table: 5001/,
+# Behind traft's "sbroad: "; from 26.2.1-rc1 tagged: "sbroad: Query 1 from EXPLAIN (RAW): Exceeded ...".
+like($err, qr/ERROR:  XX000: sbroad: (?:Query 1 from EXPLAIN \(RAW\): )?Exceeded maximum number of rows \(5000\) in virtual table: 5001/,
      'a keyless read of 6000 rows: Picodata\'s row limit');
 is($node->safe_psql('postgres',
     q{SELECT count(*) FROM picoroute_exec('default', 1, 'SELECT id FROM big OPTION (sql_motion_row_max = 0)') AS t(id bigint)}),

@@ -15,12 +15,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
-use Picoroute::TestCluster qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options);
+use Picoroute::TestCluster
+  qw(emu emu_json start_emulator start_picoroute_node wait_for exec_options picodata_release_with);
 
 my $xo = exec_options();    # the emulator's instances parse no Picodata OPTION clause
 
-# Strict mode (Picodata's forward=off, head only) proves where rows land: pin that version.
-start_emulator(picodata => 'head');
+# Strict mode (Picodata's forward=off, capability forward) proves where rows land: pin a release with it.
+start_emulator(picodata => picodata_release_with(forward => 1));
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('create-table', 'tkeys', '--columns', 'k text, v int8');
 emu('create-table', 'dumped', '--columns', 'id int8, name text');
@@ -97,7 +98,8 @@ is($ret, 0, 'COPY into the partitioned table routes into the foreign partition')
 # as Picodata refuses with forward=off a statement whose buckets span replicasets.
 is(total(stored('users')), 50 + 41 + 10, 'COPY through the partitioned table stored its rows');
 ($ret, $out, $err) = $node->psql('postgres', "INSERT INTO parted VALUES (5000, 'x', 1) RETURNING *");
-like($err, qr/RETURNING is not supported/, 'RETURNING through a foreign partition is refused cleanly');
+is($out, '5000|x|1', 'RETURNING through a foreign partition returns the row as sent') or diag($err);
+is(total(stored('users')), 50 + 41 + 10 + 1, 'and stores it');
 
 # pg_dump --include-foreign-data, then restore into a new database: the rows go back.
 # Reading a whole table goes through a coordinator, which strict mode forbids.
@@ -134,7 +136,7 @@ my $owner3000 = emu_json('locate', 'users', '--key', '[3000]');
 ($ret, $out, $err) = $node->psql('postgres',
     "INSERT INTO users SELECT g, 'multi', 0 FROM generate_series(2991, 3010) g");
 isnt($ret, 0, 'a multi-row INSERT with a duplicate key on one owner fails');
-like($err, qr/duplicate key value/, 'the remote error is shown');
+like($err, qr/Duplicate key exists in unique index/, 'the remote error is shown');
 like($err, qr/The statement failed on instance 127\.0\.0\.1:$owner3000->{port} and was not applied there/,
      'DETAIL names the instance where it failed');
 my $committed = $node->safe_psql('postgres',
@@ -175,6 +177,19 @@ is($ret, 0, 'a TPC-B-like transaction block');
 @warnings = ($err =~ /WARNING:  /g);
 is(scalar @warnings, 1, 'one warning for its 4 remote writes') or diag($err);
 unlike($err, qr/rollback does not undo/, 'no rollback warning at COMMIT');
+# Under an OLTP load every transaction block writes: by default (once) only the session's first
+# block warns; warn warns at each.
+for my $mode (['once', 1], ['warn', 3]) {
+    ($ret, $out, $err) = $node->psql('postgres', qq{
+SET picoroute.remote_write_in_transaction = $mode->[0];
+BEGIN; UPDATE users SET v = v + 1 WHERE id = 4001; COMMIT;
+BEGIN; UPDATE users SET v = v + 1 WHERE id = 4001; COMMIT;
+BEGIN; UPDATE users SET v = v + 1 WHERE id = 4001; COMMIT;
+});
+    @warnings = ($err =~ /WARNING:  picoroute: writes to Picodata/g);
+    is(scalar @warnings, $mode->[1], "three blocks of a session, remote_write_in_transaction = $mode->[0]: "
+        . "$mode->[1] warning(s)") or diag($err);
+}
 # ROLLBACK TO SAVEPOINT undoes nothing remote: no second warning, and the transaction still counts
 # as having written (PREPARE TRANSACTION stays refused, the final rollback counts every write).
 ($ret, $out, $err) = $node->psql('postgres', q{
@@ -207,7 +222,7 @@ INSERT INTO users VALUES (4012, 'tx', 0);
 INSERT INTO users VALUES (4012, 'again', 0);
 ROLLBACK;
 });
-like($err, qr/duplicate key value/, 'an error aborts the block');
+like($err, qr/Duplicate key exists in unique index/, 'an error aborts the block');
 like($err, qr/WARNING:  picoroute: the rollback does not undo the 2 remote write statements/,
      'the abort warns, counting the statements sent, the failed one included');
 is($node->safe_psql('postgres', "SELECT count(*) FROM users WHERE id = 4012"), '1', 'the first INSERT stayed applied');
@@ -256,13 +271,13 @@ my $log_offset = -s $node->logfile;
 SET log_min_messages = fatal;
 INSERT INTO users VALUES (3000, 'again', 0);
 });
-like($err, qr/duplicate key value/, 'a remote error reaches the client');
+like($err, qr/Duplicate key exists in unique index/, 'a remote error reaches the client');
 my $log = slurp_file($node->logfile, $log_offset);
-unlike($log, qr/duplicate key value/, 'with log_min_messages = fatal, the remote error is not forced into the log');
+unlike($log, qr/Duplicate key exists in unique index/, 'with log_min_messages = fatal, the remote error is not forced into the log');
 $log_offset = -s $node->logfile;
 ($ret, $out, $err) = $node->psql('postgres', "INSERT INTO users VALUES (3000, 'again', 0)");
 $log = slurp_file($node->logfile, $log_offset);
-my @logged = ($log =~ /ERROR:  duplicate key value/g);
+my @logged = ($log =~ /ERROR:  (?:[0-9A-Z]{5}: )?(?:sbroad: )?Duplicate key exists in unique index/g);
 is(scalar @logged, 1, 'by default it is logged once, at ERROR');
 like($log, qr/STATEMENT:  INSERT INTO users VALUES \(3000, 'again', 0\)/, 'with its statement');
 

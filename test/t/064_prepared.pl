@@ -16,25 +16,24 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster qw(emu emu_json emu_audit emu_audit_clear start_emulator
-  start_picoroute_node wait_for exec_options picodata_version);
+  start_picoroute_node wait_for exec_options picodata_version picodata_has);
 
 my $dir = start_emulator(replicasets => 2, replication_factor => 1);
 emu('create-table', 'users', '--columns', 'id int8, name text, v int8');
 emu('load', 'users', '--rows', '200');
 my $version = picodata_version();
-my %family = ('25.5' => '25.5', '26.1' => '26.1', '26.2' => '26.2');
-my $family = $family{$version} // '26.2.1';
-# Named statements only where the instance reports invalidated ones: 26.1 and later, with the
-# startup options sent (execution_options 'on').
-my $named = $family ne '25.5' && exec_options() =~ /'on'/;
-note("emulated $version, picodata_version '$family': named statements expected: " . ($named ? 'yes' : 'no'));
+# Named statements only where the instance reports invalidated ones (capability stmt_invalidation:
+# 26.1.1 and later), with the startup options sent (execution_options 'on').
+my $has_inv = picodata_has('stmt_invalidation');
+my $named = $has_inv && exec_options() =~ /'on'/;
+note("emulated $version: named statements expected: " . ($named ? 'yes' : 'no'));
 
 my $node = start_picoroute_node(name => 'prepared');
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 20), 'map loaded');
 my $xo = exec_options();
 $node->safe_psql('postgres', qq{
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'default', dbname 'picodata', picodata_version '$family', $xo);
+  OPTIONS (tier 'default', dbname 'picodata', picodata_version '$version', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 });
@@ -123,7 +122,6 @@ my $status = emu_json('status', '--json');
 my ($inst) = grep { $_->{running} } @{ $status->{instances} };
 my $probe_out = `python3 $FindBin::RealBin/../emulator/stmt_probe.py --picoemu $FindBin::RealBin/../emulator/picoemu --dir $dir --port $inst->{port} --user admin --password admin --table users`;
 my $probe = decode_json($probe_out);
-my $has_inv = $family ne '25.5';
 for my $key (qw(asked direct plain)) {
     is_deeply($probe->{"${key}_before"}, { rows => [ ['1'] ] }, "probe ($key): the named statement runs");
 }
@@ -132,7 +130,7 @@ if ($has_inv) {
               'after DDL: 42999 at Bind for a session with pico_stmt_invalidation=true in its options');
     is_deeply($probe->{direct_after}, $probe->{asked_after}, 'the same with it as a startup parameter');
 } else {
-    is_deeply($probe->{asked_after}, { rows => [ ['1'] ] }, 'before 26.1 the option is ignored');
+    is_deeply($probe->{asked_after}, { rows => [ ['1'] ] }, 'without the capability the option is ignored');
 }
 is_deeply($probe->{plain_after}, { rows => [ ['1'] ] }, 'a session that did not ask runs the statement');
 is_deeply($probe->{asked_rerun}, { rows => [ ['1'] ] }, 'closed and prepared again, it runs');

@@ -15,7 +15,7 @@ use Test::More;
 use Time::HiRes qw(sleep);
 use Picoroute::TestCluster
   qw(emu emu_json emu_table start_emulator start_routing_node exec_options picodata_has emu_counters
-  counters_moved);
+  counters_moved picodata_release_with);
 
 $ENV{PICOEMU_LOG_STATEMENTS} = '1';
 my $dir = start_emulator(tiers => [ 'default:2:1:3000', 'small:2:1:600' ]);
@@ -43,11 +43,13 @@ sub sent {
 
 my $node = start_routing_node(name => 'nobucket', admin => 1, refresh_interval => '600s');
 my $xo = exec_options();
+# scatter 'masters' needs a release that prunes by bucket_id: pico_s names one, whatever is emulated.
+my $prune_release = picodata_release_with(prune_by_bucket_id => 1);
 $node->safe_psql('postgres', qq{
 CREATE SERVER pico FOREIGN DATA WRAPPER picoroute OPTIONS (tier 'default', dbname 'picodata', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico OPTIONS (user 'picoroute', password 'picoroute');
 CREATE SERVER pico_s FOREIGN DATA WRAPPER picoroute
-  OPTIONS (tier 'small', dbname 'picodata', scatter 'masters', picodata_version '26.2.1', $xo);
+  OPTIONS (tier 'small', dbname 'picodata', scatter 'masters', picodata_version '$prune_release', $xo);
 CREATE USER MAPPING FOR CURRENT_USER SERVER pico_s OPTIONS (user 'picoroute', password 'picoroute');
 CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 CREATE FOREIGN TABLE notes (id bigint, body text) SERVER pico_s OPTIONS (sharding_key 'id');

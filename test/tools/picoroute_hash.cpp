@@ -1,13 +1,14 @@
 // picoroute_hash: prints the Picodata bucket id of a sharding key given on the command line.
 //
-//   picoroute_hash [--count N] [--hex] [--double-rule RULE] VALUE...
+//   picoroute_hash [--count N] [--hex] [--rule 25.5|26.1] VALUE...
 //
 // Each VALUE is one key column, in key order: int:N (signed or up to 2^64-1), text:STRING,
 // decimal:TEXT, uuid:UUID, bool:true|false, null, double:NUMBER,
 // datetime:EPOCH[,NSEC[,TZOFFSET[,TZINDEX]]]. The bucket count defaults to 3000 (Picodata's
 // default). With --hex the key bytes are printed as hex on a line of their own before the bucket
-// id. --double-rule chooses how doubles are hashed: ieee754 (Picodata up to 26.1.0, the default) or
-// integral-as-integer (26.1.1 and later). Bad arguments exit with status 2 and a message on stderr.
+// id. --rule chooses the hashing rule of a Picodata release line (core/bucket_hash.h HashRule, the
+// rules differ for doubles only): 25.5 (the default) or 26.1 (from the 26.1.0 tag on). Bad
+// arguments exit with status 2 and a message on stderr.
 #include "core/bucket_hash.h"
 #include "core/errors.h"
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,8 +30,7 @@ class UsageError : public std::runtime_error {
 };
 
 const char kUsage[] =
-    "usage: picoroute_hash [--count N] [--hex] [--double-rule ieee754|integral-as-integer] "
-    "VALUE...\n"
+    "usage: picoroute_hash [--count N] [--hex] [--rule 25.5|26.1] VALUE...\n"
     "  VALUE: int:N text:S decimal:D uuid:U bool:true|false null double:X\n"
     "         datetime:EPOCH[,NSEC[,TZOFFSET[,TZINDEX]]]\n";
 
@@ -127,12 +128,10 @@ void add_value(picoroute::KeyEncoder &enc, const std::string &arg) {
     }
 }
 
-picoroute::DoubleHashRule parse_double_rule(const std::string &text) {
-    for (auto rule :
-         {picoroute::DoubleHashRule::Ieee754, picoroute::DoubleHashRule::IntegralAsInteger})
-        if (text == picoroute::double_hash_rule_name(rule))
-            return rule;
-    throw UsageError("unknown double rule \"" + text + "\"");
+picoroute::HashRule parse_rule(const std::string &text) {
+    if (std::optional<picoroute::HashRule> rule = picoroute::parse_hash_rule(text))
+        return *rule;
+    throw UsageError("unknown hashing rule \"" + text + "\" (25.5 or 26.1)");
 }
 
 std::string to_hex(const std::string &bytes) {
@@ -151,7 +150,7 @@ int main(int argc, char **argv) {
     try {
         uint32_t count = 3000;
         bool show_hex = false;
-        auto rule = picoroute::DoubleHashRule::Ieee754;
+        auto rule = picoroute::HashRule::Picodata25_5;
         std::vector<std::string> values;
         for (int i = 1; i < argc; ++i) {
             const std::string arg = argv[i];
@@ -161,10 +160,10 @@ int main(int argc, char **argv) {
                 count = static_cast<uint32_t>(parse_signed(argv[++i], 1, UINT32_MAX, "--count"));
             } else if (arg == "--hex") {
                 show_hex = true;
-            } else if (arg == "--double-rule") {
+            } else if (arg == "--rule") {
                 if (i + 1 >= argc)
-                    throw UsageError("--double-rule needs a rule");
-                rule = parse_double_rule(argv[++i]);
+                    throw UsageError("--rule needs a rule");
+                rule = parse_rule(argv[++i]);
             } else if (arg == "--help" || arg == "-h") {
                 std::cout << kUsage;
                 return 0;

@@ -1,10 +1,12 @@
-// Picodata versions as Picodata writes them, and the capability table at every boundary. The
-// table must equal src/core/capabilities.json, which the emulator reads.
+// Picodata versions as Picodata writes them, the shipped releases, and the capability table at
+// every release and between. The table must equal src/core/capabilities.json, which the emulator
+// reads.
 #include "core/capabilities.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -72,69 +74,109 @@ TEST(CapabilitiesTest, OrdersAsReleased) {
             << ascending[i] << " < " << ascending[i + 1];
 }
 
-// Every row at the versions around its thresholds.
-TEST(CapabilitiesTest, PruneByBucketIdFrom26_2_1_rc2AndMasterAfter26_3_0_115) {
-    auto prune = [](const char *version) { return has(version, Capability::PruneByBucketId); };
-    EXPECT_FALSE(prune("25.5.10"));
-    EXPECT_FALSE(prune("26.1.6"));
-    EXPECT_FALSE(prune("26.2.0"));
-    EXPECT_FALSE(prune("26.2.1-rc1"));
-    EXPECT_FALSE(prune("26.2.1rc1"));
-    EXPECT_TRUE(prune("26.2.1-rc2"));
-    EXPECT_TRUE(prune("26.2.1"));
-    EXPECT_TRUE(prune("26.2.5"));
-    EXPECT_FALSE(prune("26.3.0"));  // the tag that starts the 26.3 series predates it
-    EXPECT_FALSE(prune("26.3.0-114-gabc"));
-    EXPECT_TRUE(prune("26.3.0-115-gdef426247"));
-    EXPECT_TRUE(prune("26.3.1"));
-    EXPECT_TRUE(prune("27.1.1"));
-}
-
-TEST(CapabilitiesTest, ForwardFrom26_2_1_rc1) {
-    EXPECT_FALSE(has("26.1.6", Capability::Forward));
-    EXPECT_FALSE(has("26.2.0", Capability::Forward));
-    EXPECT_FALSE(has("26.2.0-300-gabc", Capability::Forward));
-    EXPECT_TRUE(has("26.2.1-rc1", Capability::Forward));
-    EXPECT_TRUE(has("26.2.1", Capability::Forward));
-    EXPECT_TRUE(has("26.3.0", Capability::Forward));
-}
-
-TEST(CapabilitiesTest, StatementInvalidationReadPreferenceAndDoubleHashFrom26_1) {
-    for (Capability c : {Capability::StmtInvalidation, Capability::ReadPreference,
-                         Capability::IntegralDoubleHash}) {
-        EXPECT_FALSE(has("25.5.10", c)) << capability_name(c);
-        EXPECT_FALSE(has("25.6.0-40-gabc", c)) << capability_name(c);
-        EXPECT_TRUE(has("26.1.0", c)) << capability_name(c);
-        EXPECT_TRUE(has("26.1.1", c)) << capability_name(c);
-        EXPECT_TRUE(has("26.2.0", c)) << capability_name(c);
-        EXPECT_TRUE(has("26.3.0-142-g812716f7e", c)) << capability_name(c);
+TEST(CapabilitiesTest, ReleasesAreTheShippedBuildsAscending) {
+    const std::vector<Release> &all = releases();
+    ASSERT_FALSE(all.empty());
+    for (size_t i = 0; i < all.size(); i++) {
+        std::optional<Version> parsed = parse_version(all[i].version);
+        ASSERT_TRUE(parsed.has_value()) << all[i].version;
+        EXPECT_EQ(to_string(*parsed), all[i].version) << "written as its build reports it";
+        EXPECT_NE(std::string(all[i].source).find('@'), std::string::npos) << all[i].version;
+        if (i > 0) {
+            EXPECT_TRUE(v(all[i - 1].version) < *parsed) << all[i].version;
+        }
     }
+    EXPECT_EQ(std::string(all.front().version), "25.5.1");
+    EXPECT_EQ(std::string(all.back().version), "26.2.1-rc2");
+    for (const char *release : {"25.5.10", "26.1.1", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"})
+        EXPECT_TRUE(is_release(release)) << release;
+    // Development tags, master builds and what was never shipped are not releases.
+    for (const char *other : {"25.6.0", "26.1.0", "26.2.0", "26.3.0", "26.2.1", "26.2.1rc1",
+                              "26.3.0-142-g812716f7e", "picodata 26.1.6", "26.2", "", "head"})
+        EXPECT_FALSE(is_release(other)) << other;
+    EXPECT_EQ(releases_text(), "25.5.1 to 25.5.10, 26.1.1 to 26.1.6, 26.2.1-rc1, 26.2.1-rc2");
 }
 
-TEST(CapabilitiesTest, LocalExecutionFrom26_1_1) {
-    EXPECT_FALSE(has("25.5.10", Capability::LocalExecution));
-    EXPECT_FALSE(has("26.1.0", Capability::LocalExecution));
-    EXPECT_TRUE(has("26.1.1", Capability::LocalExecution));
+TEST(CapabilitiesTest, AVersionHasWhatTheNewestReleaseAtOrBeforeItHas) {
+    auto governing = [](const char *text) {
+        std::optional<Version> r = governing_release(v(text));
+        return r ? to_string(*r) : std::string("none");
+    };
+    EXPECT_EQ(governing("25.5.10"), "25.5.10");
+    EXPECT_EQ(governing("26.1.6"), "26.1.6");
+    EXPECT_EQ(governing("26.2.1-rc1"), "26.2.1-rc1");
+    EXPECT_EQ(governing("26.2.1-rc1-5-gabc"), "26.2.1-rc1");  // a build after the tag
+    EXPECT_EQ(governing("26.2.1-rc2"), "26.2.1-rc2");
+    EXPECT_EQ(governing("26.2.1"), "26.2.1-rc2");  // the final release, not yet listed
+    EXPECT_EQ(governing("26.1.7"), "26.1.6");      // a later release of a line
+    EXPECT_EQ(governing("26.1.5-3-gabc"), "26.1.5");
+    EXPECT_EQ(governing("26.2.0"), "26.1.6");  // development tags
+    EXPECT_EQ(governing("26.2.0-300-gabc"), "26.1.6");
+    EXPECT_EQ(governing("26.3.0"), "26.2.1-rc2");
+    EXPECT_EQ(governing("26.3.0-115-gdef426247"), "26.2.1-rc2");
+    EXPECT_EQ(governing("27.1.1"), "26.2.1-rc2");
+    EXPECT_EQ(governing("26.1.0"), "25.5.10");
+    EXPECT_EQ(governing("25.6.0-40-gabc"), "25.5.10");
+    EXPECT_EQ(governing("25.5.0"), "none");  // before every release: nothing
+    EXPECT_EQ(governing("25.4.4"), "none");
+}
+
+// Every capability at every release, as the table says it, and at the versions between.
+TEST(CapabilitiesTest, EveryCapabilityAtEveryRelease) {
+    struct Expect {
+        Capability capability;
+        std::vector<const char *> with;
+    };
+    const std::vector<Expect> expected = {
+        {Capability::PruneByBucketId, {"26.2.1-rc2"}},
+        {Capability::Forward, {"26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::StmtInvalidation,
+         {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::ReadPreference,
+         {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::LocalExecution,
+         {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::IntegralDoubleHash,
+         {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::DnfChainLimit, {"26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::SwitchoverRefusal,
+         {"26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+    };
+    ASSERT_EQ(expected.size(), capability_table().size());
+    for (const Expect &e : expected)
+        for (const Release &r : releases()) {
+            bool with = std::find_if(e.with.begin(), e.with.end(), [&](const char *w) {
+                            return std::string(w) == r.version;
+                        }) != e.with.end();
+            EXPECT_EQ(has(r.version, e.capability), with)
+                << capability_name(e.capability) << " at " << r.version;
+        }
+}
+
+TEST(CapabilitiesTest, BuildsBetweenTagsAndNewerReleases) {
+    // rc2 prunes by bucket_id; a build after rc1 does not; master builds are taken as rc2 (the
+    // newest release they follow): at 26.3.0-114 that is a wrong "has", which costs N x N storage
+    // queries of a 'masters' scatter and never an answer (capabilities.h).
+    EXPECT_FALSE(has("26.2.1-rc1-5-gabc", Capability::PruneByBucketId));
+    EXPECT_TRUE(has("26.2.1-rc2-3-gabc", Capability::PruneByBucketId));
+    EXPECT_TRUE(has("26.2.1", Capability::PruneByBucketId));
+    EXPECT_TRUE(has("26.3.0-115-gdef426247", Capability::PruneByBucketId));
+    EXPECT_TRUE(has("27.1.1", Capability::PruneByBucketId));
+    // A later 26.1 release keeps 26.1.6's capabilities, not 26.2's.
+    EXPECT_TRUE(has("26.1.7", Capability::DnfChainLimit));
+    EXPECT_FALSE(has("26.1.7", Capability::Forward));
+    // Development lines before their first release: what the release before them has.
+    EXPECT_FALSE(has("26.1.0", Capability::IntegralDoubleHash));
+    EXPECT_FALSE(has("25.6.0-40-gabc", Capability::StmtInvalidation));
+    EXPECT_FALSE(has("26.2.0", Capability::Forward));
     EXPECT_TRUE(has("26.2.0", Capability::LocalExecution));
+    // The version() text of 26.2.1-rc1 and later.
+    EXPECT_TRUE(has("picodata 26.2.1-rc2", Capability::PruneByBucketId));
 }
 
-TEST(CapabilitiesTest, DnfChainLimitFrom26_1_6And26_2_1_rc1) {
+TEST(CapabilitiesTest, DnfMostChainsIsOneOverPicodatasConstant) {
     EXPECT_EQ(kDnfChainLimit, 512u);
-    EXPECT_FALSE(has("25.5.10", Capability::DnfChainLimit));
-    EXPECT_FALSE(has("26.1.5", Capability::DnfChainLimit));
-    EXPECT_TRUE(has("26.1.6", Capability::DnfChainLimit));
-    EXPECT_FALSE(has("26.2.0", Capability::DnfChainLimit));  // 26.2.0 came before 26.1.6's fix
-    EXPECT_TRUE(has("26.2.1-rc1", Capability::DnfChainLimit));
-    EXPECT_TRUE(has("26.3.0", Capability::DnfChainLimit));
-}
-
-TEST(CapabilitiesTest, SwitchoverRefusalFrom26_1_2And26_2_1_rc1) {
-    EXPECT_FALSE(has("25.5.10", Capability::SwitchoverRefusal));
-    EXPECT_FALSE(has("26.1.1", Capability::SwitchoverRefusal));
-    EXPECT_TRUE(has("26.1.2", Capability::SwitchoverRefusal));
-    EXPECT_FALSE(has("26.2.0", Capability::SwitchoverRefusal));
-    EXPECT_TRUE(has("26.2.1-rc1", Capability::SwitchoverRefusal));
-    EXPECT_TRUE(has("26.3.0", Capability::SwitchoverRefusal));
+    EXPECT_EQ(kDnfMostChains, 513u);
 }
 
 TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {
@@ -142,6 +184,7 @@ TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {
         EXPECT_FALSE(has("", row.capability)) << row.name;
         EXPECT_FALSE(has("unknown", row.capability)) << row.name;
         EXPECT_FALSE(has("25.5.1", row.capability)) << row.name;
+        EXPECT_FALSE(has("24.6.1", row.capability)) << row.name;
         EXPECT_TRUE(has("99.0.0", row.capability)) << row.name;
     }
 }
@@ -151,14 +194,31 @@ TEST(CapabilitiesTest, TableEqualsTheJsonTheEmulatorReads) {
     ASSERT_TRUE(in.good());
     nlohmann::json doc = nlohmann::json::parse(in);
     EXPECT_EQ(doc.at("dnf_chain_limit").get<size_t>(), kDnfChainLimit);
+    const nlohmann::json &shipped = doc.at("releases");
+    ASSERT_EQ(shipped.size(), releases().size());
+    for (size_t i = 0; i < shipped.size(); i++) {
+        EXPECT_EQ(shipped[i].at("version").get<std::string>(), releases()[i].version);
+        EXPECT_EQ(shipped[i].at("source").get<std::string>(), releases()[i].source);
+    }
     const nlohmann::json &rows = doc.at("capabilities");
     EXPECT_EQ(rows.size(), capability_table().size());
     for (const CapabilityRow &row : capability_table()) {
         ASSERT_TRUE(rows.contains(row.name)) << row.name;
-        std::vector<std::string> since(row.since.begin(), row.since.end());
-        EXPECT_EQ(rows.at(row.name).at("since").get<std::vector<std::string>>(), since) << row.name;
-        for (const char *first : row.since)
-            EXPECT_TRUE(parse_version(first).has_value()) << first;
+        const nlohmann::json &ranges = rows.at(row.name).at("releases");
+        ASSERT_EQ(ranges.size(), row.releases.size()) << row.name;
+        for (size_t i = 0; i < ranges.size(); i++) {
+            const ReleaseRange &range = row.releases[i];
+            EXPECT_EQ(ranges[i].at("first").get<std::string>(), range.first) << row.name;
+            EXPECT_EQ(ranges[i].at("last").get<std::string>(), range.last) << row.name;
+            EXPECT_EQ(ranges[i].at("source").get<std::string>(), range.source) << row.name;
+            // Both ends are releases of one line, in order, and every entry is cited.
+            EXPECT_TRUE(is_release(range.first)) << range.first;
+            EXPECT_TRUE(is_release(range.last)) << range.last;
+            Version first = v(range.first), last = v(range.last);
+            EXPECT_TRUE(first.major == last.major && first.minor == last.minor) << row.name;
+            EXPECT_FALSE(last < first) << row.name;
+            EXPECT_NE(std::string(range.source).find('@'), std::string::npos) << row.name;
+        }
     }
 }
 
@@ -174,8 +234,8 @@ TEST(CapabilitiesTest, ACapabilitySetAnswersAsHas) {
     }
     EXPECT_EQ(CapabilitySet().bits(), 0u);
     EXPECT_EQ(CapabilitySet("garbage").bits(), 0u);
-    EXPECT_TRUE(CapabilitySet("26.2.1").has(Capability::PruneByBucketId));
-    EXPECT_FALSE(CapabilitySet("26.2.0").has(Capability::PruneByBucketId));
+    EXPECT_TRUE(CapabilitySet("26.2.1-rc2").has(Capability::PruneByBucketId));
+    EXPECT_FALSE(CapabilitySet("26.2.1-rc1").has(Capability::PruneByBucketId));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+using picoroute::retry::closed_at_startup;
 using picoroute::retry::read_retryable;
 using picoroute::retry::refused_before_running;
 
@@ -54,4 +55,21 @@ TEST(RetryRulesTest, AReadIsSentAgainAfterAConnectionFailureOnTheWay) {
     EXPECT_FALSE(
         read_retryable("XX000", "Exceeded maximum number of rows (5000) in virtual table"));
     EXPECT_FALSE(read_retryable("", ""));
+}
+
+TEST(RetryRulesTest, AConnectionClosedAtStartupIsToldApart) {
+    // libpq's message when Picodata closes the connection unanswered (bad startup options).
+    EXPECT_TRUE(closed_at_startup(
+        "connection to server at \"127.0.0.1\", port 4327 failed: server closed the connection "
+        "unexpectedly\n\tThis probably means the server terminated abnormally\n\tbefore or while "
+        "processing the request."));
+    // An instance that does not listen, a timeout, a refused login are other failures.
+    EXPECT_FALSE(closed_at_startup(
+        "connection to server at \"127.0.0.1\", port 4327 failed: Connection refused\n\tIs the "
+        "server running on that host and accepting TCP/IP connections?"));
+    EXPECT_FALSE(
+        closed_at_startup("timeout after 5 s (picoroute.connect_timeout) while connecting"));
+    EXPECT_FALSE(closed_at_startup(
+        "connection to server at \"127.0.0.1\", port 4327 failed: FATAL:  28P01: password "
+        "authentication failed for user \"u\""));
 }

@@ -86,7 +86,7 @@ TEST(Route, BucketGoesToTheOwnersMaster) {
     EXPECT_EQ(target.replicaset, "r1");
     ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
     EXPECT_EQ(target.address, "10.0.0.3:4327");
-    EXPECT_EQ(route::describe(target), "10.0.0.3:4327 (master of replicaset r2)");
+    EXPECT_EQ(route::describe(target), "10.0.0.3:4327 (master b1 of replicaset rs2)");
 }
 
 TEST(Route, ReplicaPreferenceUsesAReplicaWhenThereIsOne) {

@@ -14,7 +14,8 @@
 //  11. a write with keys: grouped with the leader preference whatever the table's;
 //  12. scatter 'masters' where bucket_id does not prune: the note, then one coordinator;
 //  13. scatter 'masters' where it prunes: every master with its ranges, retry rule Never, while
-//      each master's bucket list keeps the WHERE clause within Picodata's 512 chains; else (or
+//      each master's bucket list keeps the WHERE clause within the 513 chains Picodata expands
+//      (MAX_DNF_CHAINS = 512 checked after a pop: 513 expand, 514 do not); else (or
 //      with a key list) one coordinator, and the description says why (dnf_chains counted);
 //  14. no keys, scatter 'coordinator': "scatter through coordinator <address>";
 //  15. a conversion error of a key value propagates;
@@ -22,6 +23,7 @@
 #include "core/statement_route.h"
 
 #include "core/bucket_hash.h"
+#include "core/capabilities.h"
 
 #include <gtest/gtest.h>
 
@@ -93,13 +95,13 @@ struct Recorder {
 };
 
 std::string int_bytes(int64_t value) {
-    KeyEncoder e;
+    KeyEncoder e(kNewestHashRule);  // integers hash alike under every rule
     e.add_int(value);
     return e.bytes();
 }
 
 uint32_t bucket_of_ints(std::vector<int64_t> values, uint32_t count = 3000) {
-    KeyEncoder e;
+    KeyEncoder e(kNewestHashRule);  // integers hash alike under every rule
     for (int64_t v : values)
         e.add_int(v);
     return bucket_id_for_bytes(e.bytes(), count);
@@ -171,7 +173,7 @@ TEST(StatementRouteTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
     EXPECT_EQ(r.targets[0].address, "b:1");
     EXPECT_FALSE(r.keyless);
     EXPECT_EQ(r.retry, RetryRule::Read);
-    EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master of replicaset r2)");
+    EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master b:1 of replicaset r2)");
 }
 
 TEST(StatementRouteTest, TheProductOfSeveralColumnsIsHashedValueByValue) {  // 6
@@ -248,10 +250,10 @@ TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
     };
     std::string expected;
     if (!low.empty())
-        expected = list(low) + " -> a:1 (master of replicaset r1)";
+        expected = list(low) + " -> a:1 (master a:1 of replicaset r1)";
     if (!high.empty())
         expected +=
-            (expected.empty() ? "" : "; ") + list(high) + " -> b:1 (master of replicaset r2)";
+            (expected.empty() ? "" : "; ") + list(high) + " -> b:1 (master b:1 of replicaset r2)";
     ASSERT_FALSE(low.empty() || high.empty());  // 1, 2 and 3 have both owners
     // Each owner sent the whole key list would answer for all of it: the first gets it once and
     // routes it by the key, with every bucket (a retry re-routes by them).
@@ -314,8 +316,8 @@ TEST(StatementRouteTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) 
     EXPECT_EQ(r.retry, RetryRule::Read);
     EXPECT_TRUE(r.keyless);
     EXPECT_EQ(r.description,
-              "scatter 'masters' needs picodata_version 26.2.1 or later (bucket_id does not "
-              "restrict a statement before); scatter through coordinator c:1");
+              "scatter 'masters' needs a Picodata version that restricts a statement by bucket_id "
+              "(26.2.1-rc2); scatter through coordinator c:1");
     ASSERT_EQ(rec.spread_calls.size(), 1u);
     EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Any, false));
 }
@@ -339,16 +341,40 @@ TEST(StatementRouteTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
 }
 
 TEST(StatementRouteTest, MastersScatterAtTheChainLimitStillScatters) {  // 13
+    EXPECT_EQ(caps::kDnfMostChains, 513u);
     Recorder rec;
-    rec.ranges_a = {{1, 256}};
-    rec.ranges_b = {{257, 512}};
+    rec.ranges_a = {{1, 513}};  // 513 chains: Picodata still expands them
+    rec.ranges_b = {{514, 600}};
     StatementInfo st = sharded();
+    st.write = true;  // a write is never split: one statement per master
     st.scatter_masters = true;
     st.prune_by_bucket_id = true;
-    st.where_chains = 2;  // 2 x 256 = 512 chains: the limit itself is allowed
     StatementRoute r = route_statement(st, rec.lookups());
-    EXPECT_EQ(r.targets.size(), 2u);
+    ASSERT_EQ(r.targets.size(), 2u);
+    EXPECT_EQ(dnf_chains(1, r.targets[0]), 513u);
     EXPECT_TRUE(rec.spread_calls.empty());
+    // The same with a WHERE clause of 3 chains and 171 buckets: 513 chains.
+    rec.ranges_a = {{1, 171}};
+    rec.ranges_b = {{172, 300}};
+    st.where_chains = 3;
+    r = route_statement(st, rec.lookups());
+    EXPECT_EQ(r.targets.size(), 2u);
+}
+
+TEST(StatementRouteTest, MastersScatterWriteOneChainOverTheLimitGoesThroughOneCoordinator) {  // 13
+    Recorder rec;
+    rec.ranges_a = {{1, 514}};  // 514 chains: Picodata would ask every replicaset from a:1
+    rec.ranges_b = {{515, 600}};
+    StatementInfo st = sharded();
+    st.write = true;
+    st.scatter_masters = true;
+    st.prune_by_bucket_id = true;
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "c:1");
+    EXPECT_EQ(r.description,
+              "scatter 'masters': the buckets of a:1 expand the WHERE clause to 514 OR-of-AND "
+              "chains, more than Picodata expands (513); scatter through coordinator c:1");
 }
 
 TEST(StatementRouteTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) {  // 13
@@ -358,16 +384,17 @@ TEST(StatementRouteTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) { 
     StatementInfo st = sharded();
     st.scatter_masters = true;
     st.prune_by_bucket_id = true;
-    st.where_chains = 3;  // b:1: 3 x 200 = 600 chains; 170 buckets a statement keep 510
+    st.where_chains = 3;  // b:1: 3 x 200 = 600 chains; 171 buckets a statement keep 513
     StatementRoute r = route_statement(st, rec.lookups());
     ASSERT_EQ(r.targets.size(), 3u);
     EXPECT_EQ(r.targets[0].address, "a:1");
     EXPECT_EQ(r.targets[1].address, "b:1");
     EXPECT_EQ(r.targets[2].address, "b:1");
-    EXPECT_EQ(r.targets[1].ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{101, 270}}));
-    EXPECT_EQ(r.targets[2].ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{271, 300}}));
+    EXPECT_EQ(r.targets[1].ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{101, 271}}));
+    EXPECT_EQ(r.targets[2].ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{272, 300}}));
+    EXPECT_EQ(dnf_chains(st.where_chains, r.targets[1]), 513u);
     for (const Target &t : r.targets)
-        EXPECT_LE(dnf_chains(st.where_chains, t), 512u);
+        EXPECT_LE(dnf_chains(st.where_chains, t), 513u);
     EXPECT_EQ(r.retry, RetryRule::Never);
     EXPECT_EQ(r.description,
               "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-100), b:1 (buckets 101-300 "
@@ -390,18 +417,19 @@ TEST(StatementRouteTest, MastersScatterWriteOverTheChainLimitGoesThroughOneCoord
     EXPECT_EQ(r.retry, RetryRule::Write);
     EXPECT_EQ(r.description,
               "scatter 'masters': the buckets of b:1 expand the WHERE clause to 600 OR-of-AND "
-              "chains, over Picodata's limit of 512; scatter through coordinator c:1");
+              "chains, more than Picodata expands (513); scatter through coordinator c:1");
 }
 
-TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierReadsInStatementsOf512Buckets) {  // 13
-    Recorder rec;  // 2000 and 1000 buckets: a plain scan is over 512 chains at each master
+TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierReadsInStatementsOf513Buckets) {  // 13
+    Recorder rec;  // 2000 and 1000 buckets: a plain scan is over 513 chains at each master
     StatementInfo st = sharded();
     st.scatter_masters = true;
     st.prune_by_bucket_id = true;
     StatementRoute r = route_statement(st, rec.lookups());
     ASSERT_EQ(r.targets.size(), 6u);  // 4 statements for a:1, 2 for b:1
     for (const Target &t : r.targets)
-        EXPECT_LE(dnf_chains(1, t), 512u);
+        EXPECT_LE(dnf_chains(1, t), 513u);
+    EXPECT_EQ(dnf_chains(1, r.targets[0]), 513u);
     EXPECT_NE(r.description.find("in 4 statements"), std::string::npos) << r.description;
 }
 
@@ -427,7 +455,7 @@ TEST(StatementRouteTest, SplitByChainsCoversEveryBucketOnceWithinTheLimit) {
     b.ranges = {{4, 9}};  // 6 buckets
     Target c;             // no ranges: kept as it is
     c.address = "c:1";
-    // 512 / 200 = 2 buckets a statement
+    // 513 / 200 = 2 buckets a statement
     // In turns: every master's first piece, then every second one, ...
     std::vector<Target> pieces = split_by_chains({a, b, c}, 200);
     std::vector<std::string> got;
@@ -436,7 +464,7 @@ TEST(StatementRouteTest, SplitByChainsCoversEveryBucketOnceWithinTheLimit) {
         for (const auto &[s, e] : p.ranges)
             text += " " + std::to_string(s) + "-" + std::to_string(e);
         got.push_back(text);
-        EXPECT_LE(dnf_chains(200, p), 512u);
+        EXPECT_LE(dnf_chains(200, p), 513u);
     }
     EXPECT_EQ(got, (std::vector<std::string>{"a:1: 1-2", "b:1: 4-5", "c:1:", "a:1: 3-3 10-10",
                                              "b:1: 6-7", "a:1: 11-12", "b:1: 8-9", "a:1: 20-20"}));

@@ -18,8 +18,9 @@
 // large table exceeds. The table's own limit options do not apply: ANALYZE bounds itself.
 //
 // Cost on Picodata: the count scans the table on every storage. The sample statement reads the
-// chosen buckets on every storage; up to 26.2.0 `bucket_id IN (...)` is only a filter there (every
-// replicaset is asked), from 26.2.1 it restricts the statement to the buckets' owners.
+// chosen buckets on every storage; `bucket_id IN (...)` is only a filter there (every replicaset is
+// asked) but on releases that prune by bucket_id (26.2.1-rc2, capability prune_by_bucket_id), where
+// it restricts the statement to the buckets' owners.
 extern "C" {
 #include "postgres.h"
 

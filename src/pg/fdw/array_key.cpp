@@ -1,6 +1,6 @@
 // A scan whose sharding key is compared with an array known only at execution: "key = ANY($1)"
 // with an array parameter of a generic plan, or "key = ANY(ARRAY(SELECT ...))" over a subquery.
-// Picodata reads no arrays before 26.2.1 (query.pest gains ArrayLiteral there) and picoroute
+// Picodata reads no arrays before 26.2.1-rc1 (query.pest gains ArrayLiteral there) and picoroute
 // writes key lists as IN lists for every version, so such a clause cannot go with the statement
 // as written; evaluated here it would make the scan read the whole table and search the array for
 // every row. Instead the array is evaluated once per execution, its distinct values are routed by
@@ -121,7 +121,7 @@ Expr *take_array_key_clause(PlannerInfo *root, RelOptInfo *baserel, const TableI
 
 int array_key_max_values(List *remote_exprs) {
     int chains = std::max(1, where_dnf_chains(remote_exprs));
-    return std::max(1, static_cast<int>(caps::kDnfChainLimit) / chains);
+    return std::max(1, static_cast<int>(caps::kDnfMostChains) / chains);
 }
 
 void init_array_key(ArrayKey *ak, Expr *array, Oid key_type, PlanState *ps) {

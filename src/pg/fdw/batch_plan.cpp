@@ -245,7 +245,7 @@ Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *best
     int chains = where_dnf_chains(extract_actual_clauses(info->remote_conds, false));
     int batch = std::max(1, setting_join_batch_size);
     int max_keys =
-        std::max(1, std::min(batch, static_cast<int>(caps::kDnfChainLimit) / std::max(1, chains)));
+        std::max(1, std::min(batch, static_cast<int>(caps::kDnfMostChains) / std::max(1, chains)));
 
     CustomScan *cs = makeNode(CustomScan);
     cs->scan.plan.targetlist = tlist;

@@ -27,6 +27,7 @@ extern "C" {
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -196,8 +197,13 @@ std::string distribution_fix(const Declared &d, bool global, const std::vector<s
     return "ALTER FOREIGN TABLE " + d.table + " OPTIONS (" + join(changes) + ");";
 }
 
-// Compares; throws the first disagreement, warns about types that hash the same.
-void compare(const Declared &d, const Remote &r) {
+// Tables whose narrower key type was warned about in this session: the check at first use runs
+// again at each change of the map, and the warning needs saying once per session per table.
+std::set<Oid> warned_narrow;
+
+// Compares; throws the first disagreement, warns about types that hash the same (when `relid` is
+// not yet in warned_narrow; InvalidOid: always).
+void compare(const Declared &d, const Remote &r, Oid relid) {
     const int code = ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION;
     std::string ft = "foreign table \"" + d.table + "\"";
     std::string pt = "Picodata table \"" + d.remote + "\"";
@@ -225,6 +231,7 @@ void compare(const Declared &d, const Remote &r) {
                        "ALTER FOREIGN TABLE " + d.table + " OPTIONS (" +
                            (d.has_sharding_key ? "SET" : "ADD") + " sharding_key '" + join(r.key) +
                            "');");
+    bool warn_narrow = relid == InvalidOid || warned_narrow.count(relid) == 0;
     for (const Declared::Column &c : d.key_columns) {
         auto it = r.types.find(c.name);
         if (it == r.types.end())
@@ -243,7 +250,9 @@ void compare(const Declared &d, const Remote &r) {
                            wanted ? "ALTER FOREIGN TABLE " + d.table + " ALTER COLUMN " + c.name +
                                         " TYPE " + wanted + ";"
                                   : "Picodata cannot shard by that type.");
-        if (!exact_type(it->second, c.type)) {
+        if (!exact_type(it->second, c.type) && warn_narrow) {
+            if (relid != InvalidOid)
+                warned_narrow.insert(relid);  // the other narrow columns still warn, this once
             std::string message = "picoroute: sharding key column \"" + c.name + "\" of " + ft +
                                   " is " + c.type_name + ", narrower than Picodata's " +
                                   it->second + " (" + (wanted ? wanted : "?") + ")";
@@ -291,7 +300,7 @@ void check_declaration_at_first_use(TableInfo *table, Oid userid) {
             return;
         }
         if (r.found)
-            compare(d, r);
+            compare(d, r, table->relid);
         checked[table->relid] = generation;
     });
 }
@@ -319,7 +328,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_check_foreign_table) {
                        "picoroute: Picodata has no table \"" + d.remote + "\" (foreign table \"" +
                            d.table + "\")",
                        {}, "Set the table option table_name, or use IMPORT FOREIGN SCHEMA.");
-    compare(d, r);
+    compare(d, r, InvalidOid);  // asked for: every warning
     checked[relid] = current_map().generation;
     PG_RETURN_BOOL(true);
 }

@@ -52,7 +52,8 @@ struct Context {
 
 // A value sent as $n: a parameter, or a value computed here for each outer row.
 bool sent_as_param(Node *node, Context *cx) {
-    return IsA(node, Param) || (cx->varno != 0 && is_outer_value(node, cx->varno));
+    return IsA(node, Param) || is_local_coercion(node) ||
+           (cx->varno != 0 && is_outer_value(node, cx->varno));
 }
 
 void deparse_node(Node *node, Context *cx);
@@ -145,10 +146,14 @@ void deparse_const(Const *c, Context *cx) {
             appendStringInfoString(cx->buf, DatumGetBool(c->constvalue) ? "true" : "false");
             return;
         case TEXTOID:
-        case VARCHAROID: {
+        case VARCHAROID:
+        case BPCHAROID: {
             // A backslash reads differently under standard_conforming_strings = off on the
-            // remote side: such a value goes as a parameter, which nothing reinterprets.
+            // remote side: such a value goes as a parameter, which nothing reinterprets. A
+            // character(n) value goes without its trailing blanks (shippable.cpp).
             char *text = OidOutputFunctionCall(out, c->constvalue);
+            if (c->consttype == BPCHAROID)
+                trim_trailing_blanks(text);
             if (strchr(text, '\\') != nullptr)
                 add_param(reinterpret_cast<Node *>(c), cx);
             else
@@ -325,6 +330,11 @@ void deparse_node(Node *node, Context *cx) {
         }
         case T_Aggref:
             deparse_aggref(reinterpret_cast<Aggref *>(node), cx);
+            return;
+        case T_CoalesceExpr:
+            appendStringInfoString(cx->buf, "coalesce(");
+            deparse_list(reinterpret_cast<CoalesceExpr *>(node)->args, ", ", cx);
+            appendStringInfoChar(cx->buf, ')');
             return;
         default:
             elog(ERROR, "picoroute: cannot deparse node type %d", static_cast<int>(nodeTag(node)));

@@ -109,6 +109,12 @@ Datum numeric_to_typmod(Datum value, int32 typmod) {
     return out;
 }
 
+void trim_trailing_blanks(char *text) {
+    size_t len = strlen(text);
+    while (len > 0 && text[len - 1] == ' ')
+        text[--len] = '\0';
+}
+
 void refuse_json_value(Relation rel, AttrNumber attnum) {
     ereport(ERROR,
             (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -56,11 +56,11 @@ struct TableInfo {
     int batch_size;
     // The version capabilities are looked up for (core/capabilities.h): the server option
     // picodata_version when given (an override), else the cluster's detected version (the lowest
-    // of its online instances), "26.2" while none is known.
+    // of its online instances), "" (no capability) while none is known.
     const char *picodata_version;
-    // How that version hashes an integral double key value, and what it can do, looked up once
-    // with the version.
-    DoubleHashRule double_rule;
+    // How that version hashes a sharding key (core/bucket_hash.h), and what it can do, looked up
+    // once with the version.
+    HashRule hash_rule;
     caps::CapabilitySet capabilities;
     bool exec_options;    // execution_options 'on': OPTION (...) and startup options are sent
     int motion_row_max;   // sql_motion_row_max of the table, else the server; -1 when not given
@@ -154,6 +154,9 @@ bool output_needs_transmission_modes(Oid type);
 // A numeric value rounded to the scale of `typmod` when that is exact (no digit lost, no
 // overflow); the value itself otherwise. Picodata hashes a decimal with its scale.
 Datum numeric_to_typmod(Datum value, int32 typmod);
+// Cuts the trailing blanks of a character(n) value's text in place: picoroute sends character(n)
+// values as PostgreSQL compares them (shippable.cpp).
+void trim_trailing_blanks(char *text);
 // Refuses a non-NULL value for a json/jsonb column (a Picodata map, array or any column): Picodata
 // cannot take such values as parameters.
 void refuse_json_value(Relation rel, AttrNumber attnum);
@@ -172,6 +175,12 @@ bool is_foreign_expr(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 // other relations of the same query level (the other side of a join clause, a lateral reference),
 // with no column of relation `relid`, no volatile function, no subquery, aggregate or placeholder.
 bool is_outer_value(Node *node, Index relid);
+// A length coercion (varchar(n), character(n), numeric(p,s), timestamptz(p)) of a value with no
+// column, no volatile function and no subquery: evaluated here and sent as a parameter, so that
+// Picodata gets the value PostgreSQL would store and PostgreSQL raises its own errors.
+bool is_local_coercion(Node *node);
+// is_local_coercion or is_outer_value: a value computed here and sent as $n.
+bool is_local_value(Node *node, Index relid);
 // The kinds of operators Picodata implements with PostgreSQL's meaning (shippable.cpp decides,
 // deparse.cpp writes them).
 enum class OpKind { None, Compare, Order, Arith, Negate, Like, NotLike, ILike, NotILike };
@@ -255,6 +264,7 @@ struct RoutedStatement {
     List *param_states;  // ExprState per $n
     FmgrInfo *param_out;
     int32 *param_typmods;    // per $n: the numeric(p,s) typmod to rescale its value to, or -1
+    bool *param_trim;        // per $n: a character(n) value, sent without its trailing blanks
     bool params_need_modes;  // some $n is written by an output function the settings change
     List *key_kinds;         // IntList or NIL
     List *key_states;        // ExprState per key expression
@@ -277,6 +287,11 @@ struct RoutedStatement {
     // without it describes the decision its keys give at that time (explain_routing).
     bool describe;
     uint32 sent_again;  // statements sent again by every execution (EXPLAIN ANALYZE)
+    // A pushed ORDER BY or LIMIT with a local plan for the same rows (upper.cpp): Picodata's
+    // row-limit error, which comes before any row, ends the execution without results and sets
+    // row_limit_exceeded instead of being raised.
+    bool row_limit_fallback;
+    bool row_limit_exceeded;
     // A write's log (remote/write_ledger.h): created with the first execution in the statement's
     // memory, unless the caller gives one that outlives it (a TRUNCATE of several tables).
     WriteLog *log;
@@ -421,16 +436,13 @@ bool deparse_join_from(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel, L
 List *join_routing(RelOptInfo *joinrel, List **key_exprs, Index *anchor);
 
 // ---- modifications (modify.cpp, direct_modify.cpp) and IMPORT FOREIGN SCHEMA (import.cpp) ----
-// INSERT and the row-by-row UPDATE / DELETE callbacks.
+// INSERT and the row-by-row UPDATE / DELETE callbacks (row_modify.cpp writes the latter).
 void install_modify_callbacks(struct FdwRoutine *routine);
 // UPDATE and DELETE run remotely as one statement.
 void install_direct_modify_callbacks(struct FdwRoutine *routine);
 // Refuses (ereport) an UPDATE that would change a sharding-key column: the row would belong to
 // another bucket.
 void refuse_key_update(TableInfo *table, List *target_attrs);
-// Refuses an UPDATE or DELETE of `relid` that is not one remote statement (row by row): raised
-// when the executor starts, by the scan of its target or by BeginForeignModify. Plain.
-void refuse_row_by_row(CmdType op, Oid relid);
 // The user whose user mapping a statement uses: the owner of the view it came through
 // (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
 Oid user_for_rte(RangeTblEntry *rte);

@@ -7,6 +7,7 @@ extern "C" {
 #include "access/transam.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
@@ -33,7 +34,7 @@ namespace {
 // A constant, a parameter, or a value of the outer row (a join clause of a parameterized scan).
 bool is_value(Node *node, Index relid) {
     node = strip_relabel(node);
-    return node != nullptr && (IsA(node, Const) || IsA(node, Param) || is_outer_value(node, relid));
+    return node != nullptr && (IsA(node, Const) || IsA(node, Param) || is_local_value(node, relid));
 }
 
 bool is_equality(Oid opno) {
@@ -50,7 +51,7 @@ Oid array_element_type(Node *array) {
 }
 
 bool array_of_values(Node *array, Index relid) {
-    if (IsA(array, Const) || IsA(array, Param) || is_outer_value(array, relid))
+    if (IsA(array, Const) || IsA(array, Param) || is_local_value(array, relid))
         return true;
     if (!IsA(array, ArrayExpr) || reinterpret_cast<ArrayExpr *>(array)->multidims)
         return false;
@@ -119,6 +120,100 @@ Node *strip_relabel(Node *node) {
     return node;
 }
 
+namespace {
+
+// The value `cond` (column = value) gives key column `attnum`, or nullptr.
+Node *equality_value(Node *cond, Index relid, AttrNumber attnum, HashClass column_class) {
+    if (!IsA(cond, OpExpr))
+        return nullptr;
+    OpExpr *op = reinterpret_cast<OpExpr *>(cond);
+    if (list_length(op->args) != 2 || !is_equality(op->opno))
+        return nullptr;
+    Node *l = static_cast<Node *>(linitial(op->args));
+    Node *r = static_cast<Node *>(lsecond(op->args));
+    Node *value = nullptr;
+    if (is_key_var(l, relid, attnum) && is_value(r, relid))
+        value = r;
+    else if (is_key_var(r, relid, attnum) && is_value(l, relid))
+        value = l;
+    if (value == nullptr || hash_class(exprType(strip_relabel(value))) != column_class)
+        return nullptr;
+    return strip_relabel(value);
+}
+
+// Appends to *values the values of `cond` when it is an OR of equalities of key column `attnum`
+// (nested ORs included); false when an arm is anything else.
+bool or_values(Node *cond, Index relid, AttrNumber attnum, HashClass column_class, List **values) {
+    if (IsA(cond, BoolExpr) && reinterpret_cast<BoolExpr *>(cond)->boolop == OR_EXPR) {
+        ListCell *lc;
+        foreach (lc, reinterpret_cast<BoolExpr *>(cond)->args)
+            if (!or_values(static_cast<Node *>(lfirst(lc)), relid, attnum, column_class, values))
+                return false;
+        return true;
+    }
+    Node *value = equality_value(cond, relid, attnum, column_class);
+    if (value == nullptr)
+        return false;
+    *values = lappend(*values, value);
+    return true;
+}
+
+// `k = a OR k = b` as the key list k IN (a, b) (an ARRAY[a, b] of the values' common type), so
+// that it routes like the IN list it means; nullptr when it is not one.
+Node *or_as_key_array(Node *cond, Index relid, AttrNumber attnum, HashClass column_class) {
+    if (!IsA(cond, BoolExpr) || reinterpret_cast<BoolExpr *>(cond)->boolop != OR_EXPR)
+        return nullptr;
+    List *values = NIL;
+    if (!or_values(cond, relid, attnum, column_class, &values))
+        return nullptr;
+    Oid type = exprType(static_cast<Node *>(linitial(values)));
+    ListCell *lc;
+    foreach (lc, values)
+        if (exprType(static_cast<Node *>(lfirst(lc))) != type)
+            return nullptr;  // 1 OR 10000000000: an integer and a bigint
+    Oid array_type = get_array_type(type);
+    if (!OidIsValid(array_type))
+        return nullptr;
+    ArrayExpr *array = makeNode(ArrayExpr);
+    array->array_typeid = array_type;
+    array->array_collid = exprCollation(static_cast<Node *>(linitial(values)));
+    array->element_typeid = type;
+    array->elements = values;
+    array->multidims = false;
+    array->location = -1;
+    return reinterpret_cast<Node *>(array);
+}
+
+// The KeyKind `cond` gives key column `attnum` (0: none) and its value expression.
+int key_kind_of(Node *cond, Index relid, AttrNumber attnum, HashClass column_class, Node **expr) {
+    *expr = equality_value(cond, relid, attnum, column_class);
+    if (*expr != nullptr)
+        return KEY_SCALAR;
+    *expr = or_as_key_array(cond, relid, attnum, column_class);
+    if (*expr != nullptr)
+        return KEY_ARRAY;
+    if (IsA(cond, ScalarArrayOpExpr)) {
+        ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(cond);
+        if (!sa->useOr || !is_equality(sa->opno))
+            return 0;
+        Node *array = static_cast<Node *>(lsecond(sa->args));
+        if (!is_key_var(static_cast<Node *>(linitial(sa->args)), relid, attnum) ||
+            !array_of_values(array, relid) || hash_class(array_element_type(array)) != column_class)
+            return 0;
+        *expr = array;
+        return KEY_ARRAY;
+    }
+    if (IsA(cond, NullTest)) {
+        NullTest *nt = reinterpret_cast<NullTest *>(cond);
+        if (nt->nulltesttype == IS_NULL &&
+            is_key_var(reinterpret_cast<Node *>(nt->arg), relid, attnum))
+            return KEY_NULL;
+    }
+    return 0;
+}
+
+}  // namespace
+
 List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key_exprs) {
     *key_exprs = NIL;
     if (table->global || table->nkeys == 0)
@@ -129,52 +224,22 @@ List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key
         HashClass column_class = hash_class(get_atttype(table->relid, attnum));
         if (column_class == HashClass::None)
             return NIL;
-        bool found = false;
+        int kind = 0;
         ListCell *lc;
         foreach (lc, conds) {
             Node *cond = static_cast<Node *>(lfirst(lc));
             if (IsA(cond, RestrictInfo))
                 cond = reinterpret_cast<Node *>(reinterpret_cast<RestrictInfo *>(cond)->clause);
-            if (IsA(cond, OpExpr)) {
-                OpExpr *op = reinterpret_cast<OpExpr *>(cond);
-                if (list_length(op->args) != 2 || !is_equality(op->opno))
-                    continue;
-                Node *l = static_cast<Node *>(linitial(op->args));
-                Node *r = static_cast<Node *>(lsecond(op->args));
-                Node *value = nullptr;
-                if (is_key_var(l, relid, attnum) && is_value(r, relid))
-                    value = r;
-                else if (is_key_var(r, relid, attnum) && is_value(l, relid))
-                    value = l;
-                if (value == nullptr || hash_class(exprType(strip_relabel(value))) != column_class)
-                    continue;
-                kinds = lappend_int(kinds, KEY_SCALAR);
-                exprs = lappend(exprs, strip_relabel(value));
-                found = true;
-            } else if (IsA(cond, ScalarArrayOpExpr)) {
-                ScalarArrayOpExpr *sa = reinterpret_cast<ScalarArrayOpExpr *>(cond);
-                if (!sa->useOr || !is_equality(sa->opno))
-                    continue;
-                Node *array = static_cast<Node *>(lsecond(sa->args));
-                if (!is_key_var(static_cast<Node *>(linitial(sa->args)), relid, attnum) ||
-                    !array_of_values(array, relid) ||
-                    hash_class(array_element_type(array)) != column_class)
-                    continue;
-                kinds = lappend_int(kinds, KEY_ARRAY);
-                exprs = lappend(exprs, array);
-                found = true;
-            } else if (IsA(cond, NullTest)) {
-                NullTest *nt = reinterpret_cast<NullTest *>(cond);
-                if (nt->nulltesttype != IS_NULL ||
-                    !is_key_var(reinterpret_cast<Node *>(nt->arg), relid, attnum))
-                    continue;
-                kinds = lappend_int(kinds, KEY_NULL);
-                found = true;
-            }
-            if (found)
-                break;
+            Node *expr = nullptr;
+            kind = key_kind_of(cond, relid, attnum, column_class, &expr);
+            if (kind == 0)
+                continue;
+            kinds = lappend_int(kinds, kind);
+            if (expr != nullptr)
+                exprs = lappend(exprs, expr);
+            break;
         }
-        if (!found)
+        if (kind == 0)
             return NIL;
     }
     *key_exprs = exprs;

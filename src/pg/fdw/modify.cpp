@@ -4,8 +4,9 @@
 // INSERT: each row's bucket is computed from its sharding-key values; rows are grouped by the
 // instance that owns their bucket and sent as one multi-row INSERT per instance and batch
 // (batch_size), all instances in parallel. UPDATE and DELETE run remotely as one statement
-// (direct modification), routed like a scan when the sharding key is fixed. An UPDATE that would
-// change a sharding-key column is refused: the row would belong to another bucket.
+// (direct modification), routed like a scan when the sharding key is fixed, or else row by row,
+// by primary key (row_modify.cpp). An UPDATE that would change a sharding-key column is refused:
+// the row would belong to another bucket.
 //
 // Picodata commits every statement on its own: remote writes are not undone by a local ROLLBACK,
 // and a batch sent to several instances may be applied on some of them when another one fails.
@@ -35,6 +36,7 @@ extern "C" {
 
 #include "core/statement_route.h"
 #include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 
@@ -53,6 +55,7 @@ namespace {
 
 // Executor state of an INSERT (also of COPY FROM and of tuple routing into a foreign partition).
 struct InsertState {
+    ModifyKind kind;  // first (row_modify.h): row_by_row false
     Relation rel;
     TableInfo *table;
     List *target_attrs;
@@ -89,26 +92,50 @@ List *insert_target_attrs(Relation rel) {
     return attrs;
 }
 
-List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int) {
+// RETURNING of an INSERT is answered from the row as sent (the values given and the columns'
+// local defaults, which Picodata stores unchanged): only bucket_id, which Picodata computes itself,
+// is not known here.
+void refuse_unknown_returning(Oid relid, List *returning) {
+    AttrNumber bucket = get_attnum(relid, "bucket_id");
+    if (bucket == InvalidAttrNumber || returning == NIL)
+        return;
+    List *vars = pull_var_clause(reinterpret_cast<Node *>(returning), PVC_RECURSE_AGGREGATES |
+                                                                          PVC_RECURSE_WINDOWFUNCS |
+                                                                          PVC_RECURSE_PLACEHOLDERS);
+    ListCell *lc;
+    foreach (lc, vars) {
+        Var *var = lfirst_node(Var, lc);
+        if (var->varattno == bucket || var->varattno == 0)
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("picoroute: INSERT ... RETURNING cannot return column \"bucket_id\" of "
+                            "foreign table \"%s\"",
+                            get_rel_name(relid)),
+                     errdetail("picoroute answers RETURNING from the values it sends; Picodata "
+                               "computes bucket_id itself when it stores the row."),
+                     errhint("List the other columns in RETURNING (RETURNING * includes "
+                             "bucket_id); picoroute_bucket_id() computes a key's bucket.")));
+    }
+}
+
+List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                            int subplan_index) {
     RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
     TableInfo *table = get_table_info(rte->relid);
     CmdType op = plan->operation;
+    List *set_attrs = NIL;
     if (op == CMD_UPDATE) {
-        List *tlist = NIL, *attrs = NIL;
-        get_translated_update_targetlist(root, resultRelation, &tlist, &attrs);
-        refuse_key_update(table, attrs);
+        List *tlist = NIL;
+        get_translated_update_targetlist(root, resultRelation, &tlist, &set_attrs);
+        refuse_key_update(table, set_attrs);
     }
-    // Refused when it runs (picoroute supports UPDATE and DELETE as one remote statement only,
-    // direct_modify.cpp): a generic plan of a prepared statement, where an array parameter
-    // keeps a clause here, must still plan so that its cost can send the plan cache back to
-    // custom plans (scan.cpp charges such a scan disable_cost).
+    // Not one remote statement (direct_modify.cpp did not take it): written row by row
+    // (row_modify.cpp), the columns set and the command.
     if (op == CMD_UPDATE || op == CMD_DELETE)
-        return list_make2(NIL, makeInteger(op));
+        return list_make2(set_attrs, makeInteger(op));
     if (plan->returningLists != NIL)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("picoroute: INSERT ... RETURNING is not supported on foreign table "
-                               "\"%s\"",
-                               get_rel_name(rte->relid))));
+        refuse_unknown_returning(
+            rte->relid, static_cast<List *>(list_nth(plan->returningLists, subplan_index)));
     if (plan->onConflictAction != ONCONFLICT_NONE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("picoroute: INSERT ... ON CONFLICT is not supported on foreign "
@@ -163,19 +190,33 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
     return s;
 }
 
+int rows_per_insert(ResultRelInfo *rinfo);
+
 void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
                             int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
         return;
-    if (list_length(fdw_private) > 1)
-        refuse_row_by_row(static_cast<CmdType>(intVal(lsecond(fdw_private))),
-                          RelationGetRelid(rinfo->ri_RelationDesc));
+    if (list_length(fdw_private) > 1) {
+        row_modify_begin(mtstate, rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
+                         static_cast<List *>(linitial(fdw_private)));
+        return;
+    }
     EState *estate = mtstate->ps.state;
     RangeTblEntry *rte =
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
-    rinfo->ri_FdwState =
+    InsertState *s =
         create_insert_state(estate, rinfo->ri_RelationDesc,
                             static_cast<List *>(linitial(fdw_private)), user_for_rte(rte));
+    // With RETURNING, PostgreSQL hands the rows over one by one (no batch insert): they are
+    // buffered up to batch_size and sent together, the rest at EndForeignModify, which runs
+    // before any RETURNING row reaches the client (the portal holds them until the statement
+    // ends). Row triggers see each row as it is inserted.
+    TriggerDesc *trig = rinfo->ri_TrigDesc;
+    s->buffer_rows = rinfo->ri_projectReturning != nullptr &&
+                     !(trig && (trig->trig_insert_before_row || trig->trig_insert_after_row));
+    rinfo->ri_FdwState = s;
+    if (s->buffer_rows)
+        s->batch_size = rows_per_insert(rinfo);
 }
 
 // COPY FROM (a ModifyTableState without a plan) and tuple routing of an INSERT or a COPY into a
@@ -195,11 +236,7 @@ void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
                         errmsg("picoroute: INSERT ... ON CONFLICT is not supported on foreign "
                                "table \"%s\"",
                                RelationGetRelationName(rel))));
-    if (rinfo->ri_projectReturning != nullptr)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("picoroute: INSERT ... RETURNING is not supported on foreign "
-                               "table \"%s\"",
-                               RelationGetRelationName(rel))));
+    refuse_unknown_returning(RelationGetRelid(rel), rinfo->ri_returningList);
     // A partition reached by routing has no range table entry of its own: the root's decides
     // whose user mapping is used.
     ResultRelInfo *root = rinfo->ri_RootResultRelInfo;
@@ -240,7 +277,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 if (!routed)
                     return std::nullopt;
                 return key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
-                                  &key_nulls[r * t->nkeys], count, t->double_rule);
+                                  &key_nulls[r * t->nkeys], count, t->hash_rule);
             },
             lookups);
         std::vector<Job> jobs;
@@ -296,7 +333,10 @@ void buffer_row(InsertState *s, TupleTableSlot *slot) {
         Oid type = TupleDescAttr(desc, attnum - 1)->atttypid;
         if (!isnull && (type == JSONOID || type == JSONBOID))
             refuse_json_value(s->rel, attnum);
-        s->values[r * s->nattrs + c] = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        char *text = isnull ? nullptr : OutputFunctionCall(&s->out[c], value);
+        if (text != nullptr && type == BPCHAROID)  // as PostgreSQL compares it (shippable.cpp)
+            trim_trailing_blanks(text);
+        s->values[r * s->nattrs + c] = text;
         c++;
     }
     reset_transmission_modes(nestlevel);
@@ -367,12 +407,10 @@ void picoEndForeignInsert(EState *, ResultRelInfo *rinfo) {
         flush_rows(s);
 }
 
-int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
+// The rows of one remote INSERT (batch_size, capped by Picodata's row limit and by 65535
+// parameters).
+int rows_per_insert(ResultRelInfo *rinfo) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
-    if (rinfo->ri_projectReturning != nullptr ||
-        (rinfo->ri_TrigDesc &&
-         (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
-        return 1;
     TableInfo *table = s ? s->table : get_table_info(RelationGetRelid(rinfo->ri_RelationDesc));
     int batch = table->batch_size;
     int nattrs = s ? s->nattrs : RelationGetDescr(rinfo->ri_RelationDesc)->natts;
@@ -385,7 +423,24 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
     return Max(batch, 1);
 }
 
-void picoEndForeignModify(EState *, ResultRelInfo *) {}
+int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
+    // With RETURNING the rows come one by one and are buffered (picoBeginForeignModify).
+    if (rinfo->ri_projectReturning != nullptr ||
+        (rinfo->ri_TrigDesc &&
+         (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
+        return 1;
+    return rows_per_insert(rinfo);
+}
+
+void picoEndForeignModify(EState *, ResultRelInfo *rinfo) {
+    ModifyKind *kind = static_cast<ModifyKind *>(rinfo->ri_FdwState);
+    if (kind == nullptr)
+        return;
+    if (kind->row_by_row)
+        row_modify_end(rinfo);
+    else
+        flush_rows(reinterpret_cast<InsertState *>(kind));
+}
 
 // How send_rows routes the rows of an INSERT into `table` with columns `attrs` (EXPLAIN's
 // "Routing"; "Batch Size" says how many rows one remote INSERT carries at most).
@@ -410,10 +465,8 @@ const char *insert_routing(TableInfo *table, List *attrs) {
 void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
                               ExplainState *es) {
     if (list_length(fdw_private) > 1) {
-        ExplainPropertyText("Refused",
-                            "not one remote statement (a row-by-row UPDATE or DELETE): the "
-                            "statement fails when it runs",
-                            es);
+        row_modify_explain(rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
+                           static_cast<List *>(linitial(fdw_private)), es);
         return;
     }
     if (!es->verbose)
@@ -433,39 +486,25 @@ void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fd
     appendStringInfoString(&sql, option);
     ExplainPropertyText("Remote SQL", sql.data, es);
     ExplainPropertyText("Routing", insert_routing(table, attrs), es);
-    ExplainPropertyInteger("Batch Size", nullptr, rinfo->ri_BatchSize, es);
+    ExplainPropertyInteger(
+        "Batch Size", nullptr,
+        rinfo->ri_BatchSize == 1 && rinfo->ri_projectReturning != nullptr &&
+                !(rinfo->ri_TrigDesc && (rinfo->ri_TrigDesc->trig_insert_before_row ||
+                                         rinfo->ri_TrigDesc->trig_insert_after_row))
+            ? rows_per_insert(rinfo)
+            : rinfo->ri_BatchSize,
+        es);
 }
 
-// Never called: UPDATE and DELETE either run as direct modifications or are refused when the
-// executor starts (refuse_row_by_row). The executor only checks that the callbacks exist.
-TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *,
-                                         TupleTableSlot *) {
-    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                    errmsg("picoroute: row-by-row UPDATE or DELETE is not supported on foreign "
-                           "table \"%s\"",
-                           RelationGetRelationName(rinfo->ri_RelationDesc))));
-    return nullptr;
+// An UPDATE or DELETE that is not one remote statement, row by row (row_modify.cpp).
+TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                         TupleTableSlot *plan_slot) {
+    return row_modify_exec(rinfo, slot, plan_slot);
 }
 
 }  // namespace
 
 namespace picoroute::pg::fdw {
-
-void refuse_row_by_row(CmdType op, Oid relid) {
-    const char *what = op == CMD_UPDATE ? "UPDATE" : "DELETE";
-    ereport(ERROR,
-            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-             errmsg("picoroute: this %s on foreign table \"%s\" cannot run as one remote statement",
-                    what, get_rel_name(relid)),
-             errdetail("Picodata rows have no identity that a row-by-row %s could use: the %s must "
-                       "all be sent to Picodata, and RETURNING, joins and local functions are not "
-                       "supported.",
-                       what,
-                       op == CMD_UPDATE ? "WHERE clause and SET expressions"
-                                        : "conditions of the WHERE clause"),
-             errhint("Use columns, constants, parameters, comparisons, IN, IS NULL, LIKE and "
-                     "AND/OR/NOT only, or run the statement with picoroute_exec.")));
-}
 
 void refuse_key_update(TableInfo *table, List *target_attrs) {
     ListCell *lc;
@@ -504,6 +543,7 @@ void install_modify_callbacks(FdwRoutine *routine) {
     routine->EndForeignInsert = picoEndForeignInsert;
     routine->ExecForeignUpdate = picoExecForeignRowChange;
     routine->ExecForeignDelete = picoExecForeignRowChange;
+    routine->AddForeignUpdateTargets = add_foreign_update_targets;
 }
 
 }  // namespace picoroute::pg::fdw

@@ -3,13 +3,15 @@
 //   server:        tier (default: the tier flagged _pico_tier.is_default, else 'default'),
 //                  scatter (coordinator | masters),
 //                  read_preference (leader | replica | any), dbname, sslmode, batch_size,
-//                  picodata_version (25.5 | 26.1 | 26.2 | 26.2.1: overrides the detected
-//                  version; without it the lowest version of the online instances, 26.2
+//                  picodata_version (a release Picodata shipped, as it reports itself:
+//                  25.5.1 ... 26.2.1-rc2, caps::releases(); overrides the detected version;
+//                  without it the lowest version of the online instances, no capability
 //                  until one is known),
 //                  execution_options (on | off), sql_motion_row_max, sql_vdbe_opcode_max,
 //                  pushdown_aggregates (on | off)
 //   user mapping:  user, password (a non-superuser must give a password)
-//   foreign table: table_name, sharding_key ('a, b': columns in hashing order),
+//   foreign table: table_name, sharding_key ('a, b': columns in hashing order), primary_key
+//                  ('a, b': the identity of a row written row by row, else read from _pico_index),
 //                  distribution (sharded | global), batch_size, sql_motion_row_max,
 //                  sql_vdbe_opcode_max, pushdown_aggregates
 //
@@ -69,6 +71,7 @@ const OptionDef kOptions[] = {
     {"password", UserMappingRelationId},
     {"table_name", ForeignTableRelationId},
     {"sharding_key", ForeignTableRelationId},
+    {"primary_key", ForeignTableRelationId},
     {"distribution", ForeignTableRelationId},
     {"batch_size", ForeignTableRelationId},
     {"sql_motion_row_max", ForeignTableRelationId},
@@ -98,6 +101,27 @@ void check_enum(DefElem *def, const char *const *allowed) {
              errhint("Valid values: %s.", list.data)));
 }
 
+// picodata_version names a release Picodata shipped, exactly as its build reports it
+// (core/capabilities.h releases()): what a cluster of that release can do is known.
+void check_release(DefElem *def) {
+    const char *value = defGetString(def);
+    if (guarded([&] { return caps::is_release(value); }))
+        return;
+    char *releases = nullptr;
+    guarded([&] {
+        std::string text = caps::releases_text();
+        pg_call([&] { releases = pstrdup(text.c_str()); });
+    });
+    ereport(ERROR,
+            (errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+             errmsg("picoroute: invalid value for option \"%s\": \"%s\"", def->defname, value),
+             errdetail("The option names a Picodata release as its instances report it "
+                       "(_pico_instance.picodata_version): %s.",
+                       releases),
+             errhint("For another build, name the newest of these releases it follows, or leave "
+                     "the option out: picoroute then follows the version the cluster reports.")));
+}
+
 // Splits "a, b" into a List of String names (identifiers may be double-quoted).
 List *split_key(const char *value, const char *option) {
     char *copy = pstrdup(value);
@@ -114,7 +138,6 @@ void validate(List *options, Oid catalog) {
     static const char *const scatter_values[] = {"coordinator", "masters", nullptr};
     static const char *const pref_values[] = {"leader", "replica", "any", nullptr};
     static const char *const dist_values[] = {"sharded", "global", nullptr};
-    static const char *const version_values[] = {"25.5", "26.1", "26.2", "26.2.1", nullptr};
     static const char *const onoff_values[] = {"on", "off", nullptr};
     bool has_key = false, is_global = false;
     ListCell *lc;
@@ -149,10 +172,14 @@ void validate(List *options, Oid catalog) {
             foreach (kc, split_key(defGetString(def), def->defname))
                 check_remote_name(static_cast<const char *>(lfirst(kc)), "sharding key column");
             has_key = true;
+        } else if (strcmp(def->defname, "primary_key") == 0) {
+            ListCell *kc;
+            foreach (kc, split_key(defGetString(def), def->defname))
+                check_remote_name(static_cast<const char *>(lfirst(kc)), "primary key column");
         } else if (strcmp(def->defname, "table_name") == 0) {
             check_remote_name(defGetString(def), "table");
         } else if (strcmp(def->defname, "picodata_version") == 0) {
-            check_enum(def, version_values);
+            check_release(def);
         } else if (strcmp(def->defname, "execution_options") == 0 ||
                    strcmp(def->defname, "pushdown_aggregates") == 0) {
             check_enum(def, onoff_values);
@@ -202,11 +229,16 @@ int int_option(List *options, const char *name) {
     return out;
 }
 
-// What is assumed of a cluster whose version is not known yet (push mode, no map yet).
-constexpr const char *kUndetectedVersion = "26.2";
+// What is assumed of a cluster whose version is not known yet (push mode before the first map, no
+// online instance that reports a version): no version, so no capability, as on 25.5. It costs the
+// least if wrong: a newer cluster then only loses work savings (no named remote statements, doubles
+// hashed by 25.5's rule: a hop for an integral double key; scatter 'masters' through one
+// coordinator), where assuming a newer version of an older cluster would keep named statements
+// that it never reports invalidated after DDL.
+constexpr const char *kUndetectedVersion = "";
 
 // The version a server's capabilities are looked up for: its option picodata_version when given
-// (an override), else the lowest version the online instances of the map report, else 26.2.
+// (an override), else the lowest version the online instances of the map report, else none.
 std::string server_version(const char *option) {
     if (option != nullptr)
         return option;
@@ -283,9 +315,7 @@ TableInfo *build_table_info(Oid relid) {
     const char *version_option = option_value(server->options, "picodata_version");
     t->picodata_version = palloc_copy([&] { return server_version(version_option); });
     t->capabilities = guarded([&] { return caps::CapabilitySet(t->picodata_version); });
-    t->double_rule = t->capabilities.has(caps::Capability::IntegralDoubleHash)
-                         ? DoubleHashRule::IntegralAsInteger
-                         : DoubleHashRule::Ieee754;
+    t->hash_rule = hash_rule_for(t->capabilities);
     const char *exec_options = option_value(server->options, "execution_options");
     t->exec_options = exec_options == nullptr || strcmp(exec_options, "off") != 0;
     t->motion_row_max = int_option(ft->options, "sql_motion_row_max");

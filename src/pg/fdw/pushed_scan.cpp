@@ -40,7 +40,37 @@ struct PushedState {
     Oid *types;
     int32 *typmods;
     MemoryContext tuple_cxt;
+    // Picodata's answer exceeded the row bound: the rows come from the local plan below
+    // (outerPlanState), planned by upper.cpp for this case.
+    bool fallback;
+    bool fallback_used;  // by some execution (EXPLAIN ANALYZE)
 };
+
+// The next row of the local plan, copied into the scan slot (its first natts columns are the
+// remote select list; a sort key computed there may follow).
+TupleTableSlot *fallback_next(ForeignScanState *node, PushedState *us) {
+    TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+    for (;;) {
+        // The executor calls IterateForeignScan in the per-tuple context, reset for each row: the
+        // plan below runs in the query's context, as any node (its Sort keeps its state there).
+        MemoryContext old = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+        TupleTableSlot *row = ExecProcNode(outerPlanState(node));
+        MemoryContextSwitchTo(old);
+        if (TupIsNull(row))
+            return ExecClearTuple(slot);
+        if (us->skipped < us->offset) {
+            us->skipped++;
+            continue;
+        }
+        slot_getsomeattrs(row, us->natts);
+        ExecClearTuple(slot);
+        for (int i = 0; i < us->natts; i++) {
+            slot->tts_values[i] = row->tts_values[i];
+            slot->tts_isnull[i] = row->tts_isnull[i];
+        }
+        return ExecStoreVirtualTuple(slot);
+    }
+}
 
 // A value Picodata returned, in the local result type. Integers may come back as decimals
 // (sum of integers is a decimal in Picodata): those go through numeric.
@@ -111,6 +141,7 @@ void pushed_begin(ForeignScanState *node, int eflags) {
     }
     us->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
+    us->st->row_limit_fallback = outerPlanState(node) != nullptr;
     node->fdw_state = us;
 }
 
@@ -124,6 +155,8 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
         us->cur_result = 0;
         us->cur_row = 0;
         us->skipped = 0;
+        us->fallback = st->row_limit_exceeded;
+        us->fallback_used = us->fallback_used || us->fallback;
         for (int i = 0; i < st->nresults; i++) {
             PGresult *res = st->results[i];
             if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != us->natts)
@@ -134,6 +167,8 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
                                 errcontext("remote SQL: %s%s", st->sql, st->tail)));
         }
     }
+    if (us->fallback)
+        return fallback_next(node, us);
     for (;;) {
         while (us->cur_result < st->nresults &&
                us->cur_row >= PQntuples(st->results[us->cur_result])) {
@@ -187,6 +222,11 @@ void pushed_explain(ForeignScanState *node, ExplainState *es) {
     explain_remote(st, node, es, psprintf("%s%s", st->sql, st->tail));
     if (us->offset > 0)
         ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
+    if (outerPlanState(node) != nullptr)
+        ExplainPropertyText("Over the Row Bound",
+                            us->fallback_used ? "computed here by the plan below (it was)"
+                                              : "computed here by the plan below",
+                            es);
 }
 
 }  // namespace picoroute::pg::fdw

@@ -66,8 +66,12 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
     if (n == 0)
         return values;
     int nestlevel = st->params_need_modes ? set_transmission_modes() : -1;
-    for (int i = 0; i < n; i++)
-        values[i] = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
+    for (int i = 0; i < n; i++) {
+        char *text = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
+        if (text != nullptr && st->param_trim[i])
+            trim_trailing_blanks(text);
+        values[i] = text;
+    }
     if (nestlevel >= 0)
         reset_transmission_modes(nestlevel);
     return values;
@@ -80,7 +84,7 @@ route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
     int nkeys = list_length(st->key_kinds);
     for (int i = 0; i < nkeys; i++)
         out.counts.push_back(static_cast<size_t>(keys[i].n));
-    DoubleHashRule rule = st->table->double_rule;
+    HashRule rule = st->table->hash_rule;
     out.encode = [keys, rule](size_t column, size_t index) {
         KeyEncoder encoder(rule);
         add_key_datum(encoder, keys[column].type, keys[column].values[index],
@@ -316,6 +320,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
     st->key_states = ExecInitExprList(key_exprs, ps);
     st->param_out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
     st->param_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nparams + 1)));
+    st->param_trim = static_cast<bool *>(palloc0(sizeof(bool) * (nparams + 1)));
     int i = 0;
     ListCell *lc;
     foreach (lc, param_exprs) {
@@ -330,6 +335,7 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
                                    : -1;
         if (output_needs_transmission_modes(exprType(expr)))
             st->params_need_modes = true;
+        st->param_trim[i] = exprType(expr) == BPCHAROID;
         fmgr_info(out, &st->param_out[i++]);
     }
     int nkeys = list_length(key_kinds);
@@ -380,6 +386,7 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext) {
 
 void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys) {
     release_results(st);
+    st->row_limit_exceeded = false;
     Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
     if (st->is_write)
         before_remote_write(RelationGetRelationName(st->rel));
@@ -398,6 +405,11 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
             run_jobs(jobs, conn_params_for(st->table->serverid, userid), st->table->tier, pref,
                      retry, st->is_write ? st->log : nullptr, &st->sent_again);
         } catch (const PgError &e) {
+            // The caller computes the same rows here (a pushed ORDER BY or LIMIT over the bound).
+            if (st->row_limit_fallback && is_row_limit_error(e)) {
+                st->row_limit_exceeded = true;
+                return;
+            }
             // Nothing was handed over yet: every job is read again, in chunks.
             std::vector<ResultPtr> chunks;
             if (!read_in_chunks(st, jobs, retry, e, &chunks))

@@ -198,9 +198,10 @@ void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
 
 void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
     Cost startup = kStatementCost;
-    // The target of an UPDATE or DELETE with a condition evaluated here is refused when it runs
-    // (modify.cpp): in a prepared statement's generic plan (an array parameter), this cost sends
-    // the plan cache back to custom plans, whose constant array goes to Picodata.
+    // The target of an UPDATE or DELETE with a condition evaluated here is written row by row,
+    // one remote statement per row (row_modify.cpp): in a prepared statement's generic plan (an
+    // array parameter), this cost sends the plan cache back to custom plans, whose constant array
+    // goes to Picodata as one statement.
     RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
     CmdType cmd = root->parse->commandType;
     if ((cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
@@ -314,15 +315,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
                                          : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
     RangeTblEntry *rte = exec_rt_fetch(rti, estate);
     Oid userid = user_for_rte(rte);
-    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) {
-        // The target of an UPDATE or DELETE read here row by row (not one remote statement) is
-        // refused before anything is sent.
-        CmdType cmd = estate->es_plannedstmt->commandType;
-        if ((cmd == CMD_UPDATE || cmd == CMD_DELETE) &&
-            list_member_int(estate->es_plannedstmt->resultRelations, static_cast<int>(rti)))
-            refuse_row_by_row(cmd, RelationGetRelid(rel));
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
-    }
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     List *priv = plan->fdw_private;
     List *exprs = plan->fdw_exprs;

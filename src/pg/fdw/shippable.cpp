@@ -6,11 +6,22 @@
 // columns of the foreign table, constants, parameters, comparisons (= <> < <= > >=; on text the
 // ordering ones only under a byte-order collation, as Picodata orders strings by bytes), LIKE,
 // ILIKE (byte-order collation), NOT LIKE / NOT ILIKE written NOT (a LIKE b), + - * on numbers,
+// / on integers and doubles, % on integers, || on text, COALESCE over one type (arith_ok),
 // unary minus on integers and numerics written (0 - x), IN / NOT IN lists (= ANY / <> ALL over a
 // constant array or an ARRAY[...] of constants and parameters), IS [NOT] NULL, AND / OR / NOT,
-// for the types Picodata knows (integers, double precision, numeric, text, varchar, boolean,
-// uuid, timestamptz). Everything else (functions, casts, COLLATE, real, other types, a
-// non-deterministic collation) is evaluated locally.
+// for the types Picodata knows (integers, double precision, numeric, text, varchar, character,
+// name, boolean, uuid, timestamptz; real columns, constants and parameters only as values and in
+// comparisons with each other). Everything else (functions, casts, COLLATE, arithmetic on real,
+// other types, a non-deterministic collation) is evaluated locally.
+//
+// character(n) values go without their trailing blanks (a constant written so, a parameter's and
+// an inserted value's text trimmed: routed.cpp, modify.cpp), which is how PostgreSQL compares them
+// and how picoroute hashes them (key_datum.cpp); LIKE on character(n) stays local (PostgreSQL
+// matches the padded value).
+//
+// A length coercion of a value computed here ($1 assigned to a varchar(n), character(n),
+// numeric(p,s) or timestamptz(p) column in a generic plan) is evaluated here and its result sent
+// as a parameter (is_local_value): the same value and the same error as PostgreSQL's.
 //
 // A parameter is only shipped where something fixes its type (a column or constant it is compared
 // with or added to): "$1 IS NULL", "$1 = $2", "$1 + $2" and "$1 IN (...)" stay local. The values
@@ -56,7 +67,8 @@ RemoteOp remote_operator(Oid opno, int nargs) {
     if (nargs == 2) {
         static const char *const compare[] = {"=", "<>"};
         static const char *const order[] = {"<", "<=", ">", ">="};
-        static const char *const arith[] = {"+", "-", "*"};
+        // "/" and "%" only on some types, "||" only on text: shippable_opexpr checks them.
+        static const char *const arith[] = {"+", "-", "*", "/", "%", "||"};
         for (const char *op : compare)
             if (strcmp(name, op) == 0)
                 out = {OpKind::Compare, op};
@@ -176,7 +188,68 @@ Refs refs_of(Node *node, Relids relids) {
 
 // A parameter, or a value computed here: Picodata gets it as $n, typed by what surrounds it.
 bool param_like(Node *node, Index relid) {
-    return IsA(node, Param) || is_outer_value(node, relid);
+    return IsA(node, Param) || is_local_value(node, relid);
+}
+
+// real: Picodata has only doubles, which hold what picoroute writes (a real's shortest text);
+// two reals compare there as here, a real against a double or in arithmetic does not.
+bool real_operands_fit(OpKind kind, Oid left, Oid right) {
+    if (left != FLOAT4OID && right != FLOAT4OID)
+        return true;
+    return left == right && (kind == OpKind::Compare || kind == OpKind::Order);
+}
+
+// A column, constant or parameter of a type that is shipped as a value only (real).
+bool value_only_type(Oid type) {
+    return type == FLOAT4OID;
+}
+
+bool is_integer_type(Oid type) {
+    return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+// An arithmetic or concatenation operator whose result Picodata computes as PostgreSQL does (its
+// storages evaluate expressions with Tarantool's SQL, src/box/sql/mem.c and util.c of the
+// picodata-25.5 branch of Picodata's tarantool fork; the grammar has "+ - * / %" and "||" at every
+// release, sql-planner/src/frontend/sql/query.pest:409-415@25.5.10 and :437-443@26.1.6,
+// crates/sql-frontend/src/frontend/sql/ast/query.pest:463-469@26.2.1-rc2,
+// sql-frontend/src/frontend/sql/ast/query.pest:461-467@26.3.0):
+//   + - *  on numbers (as before);
+//   /      on integers (both truncate toward zero: sql_div_int, util.c:959) and doubles (IEEE;
+//          both refuse a division by zero: mem_div, mem.c:2311), not on numerics (Tarantool's
+//          decimal_div keeps up to 38 digits where PostgreSQL chooses a scale);
+//   %      on integers (the sign of the dividend, as C and PostgreSQL: sql_rem_int, util.c:998);
+//   ||     on text (textcat: NULL when either side is NULL, as mem_concat, mem.c:1989), not the
+//          anytextcat forms that turn a number into text.
+bool arith_ok(const char *spelling, OpExpr *op) {
+    Oid left = exprType(static_cast<Node *>(linitial(op->args)));
+    Oid right = exprType(static_cast<Node *>(lsecond(op->args)));
+    if (strcmp(spelling, "||") == 0)
+        return is_text_type(left) && is_text_type(right) && is_text_type(op->opresulttype);
+    if (strcmp(spelling, "%") == 0)
+        return is_integer_type(left) && is_integer_type(right);
+    if (strcmp(spelling, "/") == 0)
+        return (is_integer_type(left) && is_integer_type(right)) ||
+               (left == FLOAT8OID && right == FLOAT8OID);
+    return is_number_type(left);
+}
+
+// COALESCE (a function of Picodata's at every release: sql-planner/src/executor/engine.rs:130
+// @25.5.10, :138@26.1.6, crates/sql-executor/src/executor/engine.rs:93@26.2.1-rc2,
+// sql-executor/src/executor/engine.rs:93@26.3.0): the first value that is not NULL, over values
+// of one type (PostgreSQL adds a cast where they differ, which is evaluated here).
+bool shippable_coalesce(CoalesceExpr *c, RelOptInfo *rel) {
+    if (!shippable_type(c->coalescetype) || !deterministic_collation(c->coalescecollid))
+        return false;
+    ListCell *lc;
+    foreach (lc, c->args)
+        if (exprType(static_cast<Node *>(lfirst(lc))) != c->coalescetype)
+            return false;
+    // Picodata types a parameter by what surrounds it: one argument must not be a parameter.
+    bool typed = false;
+    foreach (lc, c->args)
+        typed = typed || !param_like(static_cast<Node *>(lfirst(lc)), rel->relid);
+    return typed && shippable_args(c->args, rel);
 }
 
 // A binary operator (comparison, LIKE, arithmetic) Picodata can type: it needs one operand that
@@ -192,19 +265,28 @@ bool shippable_opexpr(OpExpr *op, RelOptInfo *rel) {
         return false;
     Node *first = static_cast<Node *>(linitial(op->args));
     Oid argtype = exprType(first);
+    if (!real_operands_fit(rop.kind, argtype,
+                           nargs == 2 ? exprType(static_cast<Node *>(lsecond(op->args))) : argtype))
+        return false;
     switch (rop.kind) {
         case OpKind::Order:
             // Picodata orders strings by their bytes.
             if (is_text_type(argtype) && !byte_order_collation(op->inputcollid))
                 return false;
             break;
+        case OpKind::Like:
+        case OpKind::NotLike:
+            // PostgreSQL matches a character(n) value with its padding.
+            if (argtype == BPCHAROID)
+                return false;
+            break;
         case OpKind::ILike:
         case OpKind::NotILike:
-            if (!byte_order_collation(op->inputcollid))
+            if (!byte_order_collation(op->inputcollid) || argtype == BPCHAROID)
                 return false;
             break;
         case OpKind::Arith:
-            if (!is_number_type(argtype))
+            if (!arith_ok(rop.spelling, op))
                 return false;
             break;
         case OpKind::Negate:
@@ -246,20 +328,23 @@ bool shippable_saop(ScalarArrayOpExpr *sa, RelOptInfo *rel) {
 bool shippable(Node *node, RelOptInfo *rel) {
     if (node == nullptr)
         return false;
-    if (is_outer_value(node, rel->relid))  // computed here for each outer row: a parameter
-        return shippable_type(exprType(node));
+    if (is_local_value(node, rel->relid))  // computed here: a parameter
+        return shippable_type(exprType(node)) || value_only_type(exprType(node));
     switch (nodeTag(node)) {
         case T_Var: {
             Var *var = reinterpret_cast<Var *>(node);
             return bms_is_member(var->varno, rel->relids) && var->varlevelsup == 0 &&
-                   var->varattno > 0 && shippable_type(var->vartype);
+                   var->varattno > 0 &&
+                   (shippable_type(var->vartype) || value_only_type(var->vartype));
         }
-        case T_Const:
-            return shippable_type(reinterpret_cast<Const *>(node)->consttype);
+        case T_Const: {
+            Oid type = reinterpret_cast<Const *>(node)->consttype;
+            return shippable_type(type) || value_only_type(type);
+        }
         case T_Param: {
             Param *p = reinterpret_cast<Param *>(node);
             return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
-                   shippable_type(p->paramtype);
+                   (shippable_type(p->paramtype) || value_only_type(p->paramtype));
         }
         case T_RelabelType: {
             RelabelType *r = reinterpret_cast<RelabelType *>(node);
@@ -274,6 +359,8 @@ bool shippable(Node *node, RelOptInfo *rel) {
             return shippable_saop(reinterpret_cast<ScalarArrayOpExpr *>(node), rel);
         case T_BoolExpr:
             return shippable_args(reinterpret_cast<BoolExpr *>(node)->args, rel);
+        case T_CoalesceExpr:
+            return shippable_coalesce(reinterpret_cast<CoalesceExpr *>(node), rel);
         case T_NullTest: {
             // A test of a value alone ($1 IS NOT NULL) is decided here: nothing would type it.
             NullTest *nt = reinterpret_cast<NullTest *>(node);
@@ -291,6 +378,17 @@ bool shippable(Node *node, RelOptInfo *rel) {
 
 bool is_foreign_expr(PlannerInfo *, RelOptInfo *rel, Expr *expr) {
     return shippable(reinterpret_cast<Node *>(expr), rel);
+}
+
+bool is_local_coercion(Node *node) {
+    if (node == nullptr || !exprIsLengthCoercion(node, nullptr))
+        return false;
+    Refs refs = refs_of(node, nullptr);
+    return !refs.rel_var && !refs.outer_var && !refs.unfit && !contain_volatile_functions(node);
+}
+
+bool is_local_value(Node *node, Index relid) {
+    return is_local_coercion(node) || is_outer_value(node, relid);
 }
 
 bool is_outer_value(Node *node, Index relid) {

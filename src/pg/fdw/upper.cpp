@@ -75,6 +75,10 @@ struct UpperInfo {
     bool has_limit;
     int64 limit;   // rows fetched: LIMIT n + m
     int64 offset;  // rows skipped here
+    // Over a table read without a key under a row bound (keyless_row_bound): the same rows
+    // computed here, sorted and limited over a scan of the table, which reads in chunks over the
+    // bound; the ForeignScan runs it when Picodata answers that its statement exceeds the bound.
+    Path *fallback;
     double rows;
     Cost startup;
     Cost total;
@@ -133,6 +137,28 @@ bool column_tlist(RelOptInfo *base, PathTarget *target, List **tlist) {
         return false;
     *tlist = add_to_flat_tlist(NIL, vars);
     return true;
+}
+
+// The row bound of a read of `u`'s table without a key (keyless_row_bound), 0 when none applies:
+// a pushed join, or a WHERE clause that fixes the sharding key (one bucket, no coordinator).
+int64 keyless_bound(UpperInfo *u) {
+    if (IS_JOIN_REL(u->base))
+        return 0;
+    List *key_exprs = NIL;
+    if (analyze_key_clauses(u->info->table, u->base->relid, u->info->remote_conds, &key_exprs) !=
+        NIL)
+        return 0;
+    return keyless_row_bound(u->info->table);
+}
+
+// The scan of the table alone (the cheapest, read in chunks over the bound) projected to the
+// remote select list, which the ForeignScan's rows follow column by column.
+Path *fallback_input(PlannerInfo *root, UpperInfo *u) {
+    Path *scan = u->base->cheapest_total_path;
+    if (scan == nullptr || scan->param_info != nullptr)
+        return nullptr;
+    PathTarget *target = make_pathtarget_from_tlist(u->tlist);
+    return reinterpret_cast<Path *>(create_projection_path(root, u->base, scan, target));
 }
 
 // ---- GROUP BY / HAVING ----------------------------------------------------------------------
@@ -290,10 +316,20 @@ void add_ordered_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, Upper
     Cost sort = u->rows * cpu_operator_cost;
     u->startup = u->total - u->rows * cpu_tuple_cost * kRowTransfer + sort;
     u->total += sort;
+    int64 bound = u->grouped ? 0 : keyless_bound(u);
+    Path *input = bound > 0 ? fallback_input(root, u) : nullptr;
+    if (input != nullptr)
+        u->fallback = reinterpret_cast<Path *>(
+            create_sort_path(root, u->base, input, root->sort_pathkeys, -1.0));
     output->fdw_private = u;
+    // Without a LIMIT every row travels either way: a table known (ANALYZE) to have more matching
+    // rows than the bound is sorted here over its chunked scan rather than asked for first, in
+    // vain. The LIMIT stage may still push ORDER BY ... LIMIT over this.
+    if (bound > 0 && u->rows > static_cast<double>(bound))
+        return;
     add_path(output, reinterpret_cast<Path *>(create_foreign_upper_path(
                          root, output, root->upper_targets[UPPERREL_ORDERED], u->rows, u->startup,
-                         u->total, u->pathkeys, nullptr, NIL)));
+                         u->total, u->pathkeys, u->fallback, NIL)));
 }
 
 // ---- LIMIT ----------------------------------------------------------------------------------
@@ -310,6 +346,27 @@ bool constant_count(Node *node, int64 *value) {
         return false;
     *value = DatumGetInt64(c->constvalue);
     return *value >= 0;
+}
+
+// Under a keyless row bound: false when the LIMIT n + m asks for more rows than the bound (the
+// statement could only fail: the query is computed here over the chunked scan); otherwise sets
+// u->fallback to the same LIMIT over the local plan of what it limits (`fresh`: the table's
+// rows, no ORDER BY), for an answer that still exceeds the bound (every storage's n + m rows
+// gathered, or, where Picodata sorts only at the coordinator, every matching row).
+bool limit_fallback(PlannerInfo *root, UpperInfo *u, bool fresh) {
+    int64 bound = u->grouped ? 0 : keyless_bound(u);
+    if (bound <= 0)
+        return true;
+    if (u->limit > bound)
+        return false;
+    Path *input = fresh ? fallback_input(root, u) : u->fallback;
+    if (input == nullptr)
+        return true;
+    Node *count = reinterpret_cast<Node *>(makeConst(
+        INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(u->limit), false, FLOAT8PASSBYVAL));
+    u->fallback = reinterpret_cast<Path *>(
+        create_limit_path(root, u->base, input, nullptr, count, LIMIT_OPTION_COUNT, 0, u->limit));
+    return true;
 }
 
 void add_final_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, UpperInfo *prev,
@@ -345,6 +402,8 @@ void add_final_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, UpperIn
     u->has_limit = true;
     u->limit = count + offset;
     u->offset = offset;
+    if (!limit_fallback(root, u, prev == nullptr))
+        return;
     double fetched = Min(u->rows, static_cast<double>(u->limit));
     u->rows = clamp_row_est(Max(fetched - static_cast<double>(offset), 1.0));
     // Picodata stops after n + m rows: only those travel.
@@ -353,7 +412,7 @@ void add_final_paths(PlannerInfo *root, RelOptInfo *base, RelInfo *info, UpperIn
     output->fdw_private = u;
     add_path(output, reinterpret_cast<Path *>(create_foreign_upper_path(
                          root, output, root->upper_targets[UPPERREL_FINAL], u->rows, u->startup,
-                         u->total, u->pathkeys, nullptr, NIL)));
+                         u->total, u->pathkeys, u->fallback, NIL)));
 }
 
 }  // namespace

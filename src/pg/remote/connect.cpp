@@ -10,12 +10,15 @@ extern "C" {
 
 #include "pg/remote/connect.h"
 
+#include "core/sqlstate_map.h"
 #include "core/address.h"
+#include "core/retry_rules.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/libpq_io.h"
 #include "pg/settings.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace picoroute::pg::remote {
@@ -24,20 +27,29 @@ namespace {
 
 void ignore_notice(void *, const char *) {}
 
+// The SQLSTATE of the error the server sent while the connection started (the verbose form of
+// libpq's message: "FATAL:  3D000: ..."), or "" when there is none (a network failure).
+std::string startup_sqlstate(const std::string &message) {
+    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
+        size_t at = message.find(severity);
+        if (at == std::string::npos)
+            continue;
+        std::string code = message.substr(at + strlen(severity), 7);
+        if (code.size() == 7 && code.compare(5, 2, ": ") == 0)
+            return code.substr(0, 5);
+    }
+    return "";
+}
+
 // A failed login, told apart from an unreachable instance: the server's SQLSTATE (class 28, from
 // the verbose form of libpq's message) or a password the server asked for and did not get.
 // Returns the SQLSTATE, or 0 when the failure is not an authentication failure.
 int authentication_failure(PGconn *conn, const std::string &message) {
     if (PQconnectionNeedsPassword(conn))
         return ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
-    for (const char *severity : {"FATAL:  ", "ERROR:  "}) {
-        size_t at = message.find(severity);
-        if (at == std::string::npos)
-            continue;
-        std::string code = message.substr(at + strlen(severity), 7);
-        if (code.size() == 7 && code.compare(0, 2, "28") == 0 && code.compare(5, 2, ": ") == 0)
-            return MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]);
-    }
+    std::string code = startup_sqlstate(message);
+    if (code.compare(0, 2, "28") == 0)
+        return MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]);
     return 0;
 }
 
@@ -105,8 +117,42 @@ TcpAddress connect_target(const std::string &address) {
     return target;
 }
 
+// Whether the connection sent startup options: picoroute.conninfo's keyword options (the user's
+// own, picoroute_exec), or libpq's default from PGOPTIONS.
+bool user_startup_options(const ConnParams &params) {
+    if (!params.server_name.empty())
+        return false;
+    for (const auto &[keyword, value] : params.options)
+        if (keyword == "options")
+            return !value.empty();
+    const char *env = getenv("PGOPTIONS");
+    return env != nullptr && env[0] != '\0';
+}
+
+// The instance closed the connection while it opened, without an answer (retry::closed_at_startup):
+// Picodata refusing the startup packet. With the user's own startup options that is their fault,
+// and every instance refuses them alike: an error of its own, not retried elsewhere. Else (the
+// FDW's options are picoroute's, read by every release) a ConnectionFailure that says so.
+[[noreturn]] void closed_at_startup(const std::string &message, const std::string &address,
+                                    const ConnParams &params) {
+    if (user_startup_options(params))
+        throw SqlError(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
+                       "picoroute: Picodata instance " + utf8_truncate(address, 100) +
+                           " closed the connection at startup without an answer",
+                       retry::kClosedAtStartupDetail,
+                       "Check the keyword options of picoroute.conninfo (and PGOPTIONS): Picodata "
+                       "reads name=value,name=value there (sql_motion_row_max, "
+                       "sql_vdbe_opcode_max, read_preference, ...).");
+    throw ConnectionFailure(
+        address,
+        without_verbose_parts(message) +
+            " (closed at startup without an answer: " + retry::kClosedAtStartupDetail + ")",
+        false);
+}
+
 // A failed attempt to connect: an authentication error (not a topology problem: no worker
-// wake-up, no retry elsewhere), or else a ConnectionFailure.
+// wake-up, no retry elsewhere), a startup Picodata refused (closed_at_startup), or else a
+// ConnectionFailure.
 [[noreturn]] void connect_failed(PGconn *conn, const std::string &address,
                                  const ConnParams &params) {
     std::string message = libpq_message(PQerrorMessage(conn));
@@ -125,6 +171,21 @@ TcpAddress connect_target(const std::string &address) {
                            ? "Check the user and password of picoroute.conninfo."
                            : "Check the user mapping of server \"" + params.server_name + "\".");
     }
+    if (retry::closed_at_startup(message))
+        closed_at_startup(message, address, params);
+    // Any other refusal no retry can cure (a database that does not exist, a bad startup
+    // option) fails at once too, with the server's SQLSTATE, instead of being retried for
+    // picoroute.failover_wait as an unreachable instance would be.
+    std::string code = startup_sqlstate(message);
+    if (sqlstate::startup_refusal_is_final(code))
+        throw SqlError(MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]),
+                       "picoroute: Picodata instance " + address +
+                           " refused the connection: " + server_message(message),
+                       {},
+                       params.server_name.empty()
+                           ? "Check picoroute.conninfo."
+                           : "Check the options of server \"" + params.server_name +
+                                 "\" (dbname, options) and its user mapping.");
     throw ConnectionFailure(address, without_verbose_parts(message), false);
 }
 

@@ -14,6 +14,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/remote_text.h"
+#include "core/sqlstate_map.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -120,6 +121,7 @@ bool idle_connection_alive(PGconn *conn) {
 // how many remote writes a transaction block sent (ROLLBACK does not undo them).
 bool remote_write_in_xact = false;
 bool warned_in_xact = false;
+bool warned_in_session = false;  // picoroute.remote_write_in_transaction = once
 int64_t writes_in_block = 0;
 
 // At the abort of a transaction block that wrote through picoroute: what stays applied.
@@ -223,8 +225,10 @@ void before_remote_write(const char *relation) {
                                "undo it."),
                      errhint("Run the write outside BEGIN ... COMMIT, or set "
                              "picoroute.remote_write_in_transaction to warn or off.")));
-        if (!warned_in_xact) {
+        bool once = setting_remote_write_in_transaction == REMOTE_WRITE_ONCE;
+        if (!warned_in_xact && !(once && warned_in_session)) {
             warned_in_xact = true;
+            warned_in_session = true;
             ereport(WARNING,
                     (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
                      errmsg("picoroute: writes to Picodata (%s) are committed at once and are not "
@@ -232,8 +236,12 @@ void before_remote_write(const char *relation) {
                             relation),
                      errdetail("Picodata commits every remote statement on its own; the local "
                                "transaction block does not include it."),
-                     errhint("This warning is given once per transaction block; "
-                             "picoroute.remote_write_in_transaction sets it to error or off.")));
+                     errhint("%s", once ? "This warning is given once per session; "
+                                          "picoroute.remote_write_in_transaction sets it to "
+                                          "warn (once per transaction block), error or off."
+                                        : "This warning is given once per transaction block; "
+                                          "picoroute.remote_write_in_transaction sets it to "
+                                          "once (once per session), error or off.")));
         }
     }
     remote_write_in_xact = true;
@@ -519,10 +527,14 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     if (const char *h = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT))
         hint = bounded_utf8(h);
     int code = ERRCODE_CONNECTION_FAILURE;
-    if (state != nullptr && strlen(state) == 5)
-        code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
     std::string message =
         primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
+    if (state != nullptr && strlen(state) == 5) {
+        // Picodata's XX000 becomes PostgreSQL's code where its text says what failed
+        // (core/sqlstate_map.h).
+        std::string_view mapped = sqlstate::for_remote_error(state, message);
+        code = MAKE_SQLSTATE(mapped[0], mapped[1], mapped[2], mapped[3], mapped[4]);
+    }
     if (message.empty())
         message = "picoroute: remote statement failed";
     std::string context = "remote SQL on Picodata instance " + address;

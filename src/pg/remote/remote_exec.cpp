@@ -311,11 +311,13 @@ std::string retried_for(TimestampTz since) {
 }
 
 // The error for a write whose connection was lost after it was sent: it may have been applied.
+// Its outcome is unknown: statement_completion_unknown (40003), not a connection failure (08006),
+// which a client may take for "nothing happened" and retry.
 [[noreturn]] void raise_lost_write(const Job &job, const std::string &address,
                                    const std::string &message, WriteLog *log) {
     if (log != nullptr)
         log->record_unknown(address);
-    throw SqlError(ERRCODE_CONNECTION_FAILURE,
+    throw SqlError(ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN,
                    "picoroute: lost the connection to Picodata instance " + address +
                        " while it ran a write: " + message,
                    "Target: " + describe(job.target) +

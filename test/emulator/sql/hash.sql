@@ -72,15 +72,17 @@ CREATE OR REPLACE FUNCTION _picoemu.enc_bool(v boolean) RETURNS bytea
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $f$ SELECT CASE WHEN v IS NULL THEN '\xc0'::bytea WHEN v THEN '\xc3'::bytea ELSE '\xc2'::bytea END $f$;
 
--- Doubles hash by the emulated version's rule (picoemu.double_as_integer, from picoemu.conf). Up to
--- 26.1.0 every double is cb + big-endian IEEE 754. From 26.1.1 a finite integral double v with
--- -2^63 <= v < 2^64 hashes as the MessagePack integer it equals (-0.0 as 0, 2^63 and above as
--- unsigned cf); NaN, the infinities, fractions and values outside that range stay IEEE 754.
-CREATE OR REPLACE FUNCTION _picoemu.enc_double_ieee754(v float8) RETURNS bytea
+-- Doubles hash by the hashing rule of the emulated version's release line (picoemu.hash_rule, from
+-- picoemu.conf; src/core/bucket_hash.h says where each was read). 25.5: every double is cb +
+-- big-endian IEEE 754. 26.1 (from the 26.1.0 tag on): a finite integral double v with
+-- -2^63 <= v < 2^64 hashes as the MessagePack integer it equals, marker included (-0.0 as 0, 2^63
+-- and above as unsigned cf); NaN, the infinities, fractions and values outside that range as their
+-- 8 big-endian IEEE 754 bytes without the cb header. Integers keep their marker under both.
+CREATE OR REPLACE FUNCTION _picoemu.enc_double_25_5(v float8) RETURNS bytea
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $f$ SELECT CASE WHEN v IS NULL THEN '\xc0'::bytea ELSE '\xcb'::bytea || float8send(v) END $f$;
 
-CREATE OR REPLACE FUNCTION _picoemu.enc_double_integral(v float8) RETURNS bytea
+CREATE OR REPLACE FUNCTION _picoemu.enc_double_26_1(v float8) RETURNS bytea
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $f$
 DECLARE
   b bytea;
@@ -88,7 +90,7 @@ BEGIN
   IF v IS NULL THEN RETURN '\xc0'::bytea; END IF;
   IF v IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8) OR v <> trunc(v)
      OR v < -9223372036854775808::float8 OR v >= 18446744073709551616::float8 THEN
-    RETURN _picoemu.enc_double_ieee754(v);
+    RETURN float8send(v);
   END IF;
   IF v >= 9223372036854775808::float8 THEN  -- beyond bigint: cf + the 64 bits, top bit set
     b := int8send((v - 9223372036854775808::float8)::int8);
@@ -97,11 +99,11 @@ BEGIN
   RETURN _picoemu.enc_int(v::int8);
 END $f$;
 
--- STABLE: it reads the setting. Unset (a server without a version) means the default version's rule.
+-- STABLE: it reads the setting. Unset (a server without a version) means the newest line's rule.
 CREATE OR REPLACE FUNCTION _picoemu.enc_double(v float8) RETURNS bytea
 LANGUAGE sql STABLE PARALLEL SAFE AS
-$f$ SELECT CASE WHEN coalesce(nullif(current_setting('picoemu.double_as_integer', true), ''), 'on')::boolean
-                THEN _picoemu.enc_double_integral(v) ELSE _picoemu.enc_double_ieee754(v) END $f$;
+$f$ SELECT CASE coalesce(nullif(current_setting('picoemu.hash_rule', true), ''), '26.1')
+                WHEN '25.5' THEN _picoemu.enc_double_25_5(v) ELSE _picoemu.enc_double_26_1(v) END $f$;
 
 CREATE OR REPLACE FUNCTION _picoemu.enc_uuid(v uuid) RETURNS bytea
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS

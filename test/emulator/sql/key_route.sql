@@ -156,7 +156,7 @@ BEGIN
 END $f$;
 
 -- A statement's list of buckets, "SELECT ... FROM t WHERE [<conditions> AND] bucket_id IN (n, ...)",
--- by which Picodata restricts a statement from 26.2.1 while it expands to at most 512 OR-of-AND
+-- by which Picodata restricts a statement from 26.2.1-rc2 while it expands to at most 513 OR-of-AND
 -- chains (the view passes lists = true on those versions): NULL when the text is not of that shape,
 -- when the list is not a conjunct of the whole WHERE clause, or when the conditions before it have
 -- an OR (they could multiply the chains past the limit). Leaving out a branch whose buckets hold
@@ -190,7 +190,7 @@ BEGIN
     IF w ~ '[()]' THEN RETURN NULL; END IF;
   END IF;
   l := string_to_array(regexp_replace(m[3], '\s', '', 'g'), ',')::int8[];
-  IF cardinality(l) = 0 OR cardinality(l) > 512 THEN RETURN NULL; END IF;
+  IF cardinality(l) = 0 OR cardinality(l) > 513 THEN RETURN NULL; END IF;  -- emu_caps.dnf_most_chains
   RETURN l;
 EXCEPTION WHEN OTHERS THEN
   RETURN NULL;

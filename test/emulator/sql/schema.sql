@@ -56,8 +56,16 @@ CREATE VIEW public._pico_tier AS SELECT * FROM json_to_recordset(_picoemu.catalo
 CREATE VIEW public._pico_table AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_table')) AS x(
   id bigint, name text, distribution json, format json, schema_version bigint, operable boolean,
   engine text, owner bigint, description text);
+-- Only each table's primary key (index 0): `parts` lists [field, type, collation, is_nullable, path].
+CREATE VIEW public._pico_index AS SELECT * FROM json_to_recordset(_picoemu.catalog_doc('_pico_index')) AS x(
+  table_id bigint, id bigint, name text, type text, opts json, parts json, operable boolean,
+  schema_version bigint);
 GRANT SELECT ON public._pico_instance, public._pico_peer_address, public._pico_replicaset,
-  public._pico_tier, public._pico_table TO PUBLIC;
+  public._pico_tier, public._pico_table, public._pico_index TO PUBLIC;
+-- SQL version() as the emulated build answers it (emu_caps.version_function_text, in the setting
+-- picoemu.version_text): the fronts send a client's version() as _picoemu.picodata_version().
+CREATE FUNCTION _picoemu.picodata_version() RETURNS text
+LANGUAGE sql STABLE AS $f$ SELECT current_setting('picoemu.version_text') $f$;
 
 GRANT USAGE ON SCHEMA _picoemu TO PUBLIC;
 CREATE TABLE _picoemu.meta (key text PRIMARY KEY, value text);

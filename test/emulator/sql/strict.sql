@@ -52,7 +52,11 @@ END $f$;
 -- It then raises PE004: the statement's implicit transaction is rolled back, and the front runs it
 -- again (emu_front.py MOVE_STATES), now through the new map. The message is the one the client gets
 -- when the front gives up (after 60 s): Picodata's for a storage reference that timed out
--- (src/sql.rs proc_sql_execute_impl and src/sql/lua.rs VshardError, 25.5.10 to 26.3.0).
+-- (src/sql.rs:2709 proc_sql_execute_impl; src/sql/lua.rs:647-661 and :733-742 VshardError, a
+-- ProcLua box error that tarantool's Error writes "box error: ProcLua: ..." (tarantool/tarantool/src/
+-- error.rs:48); all @25.5.10, the same through 26.2.1-rc2), behind the "sbroad: " of the coordinator
+-- that dispatched the statement (src/traft/error.rs:139@25.5.10; the wrappers between are not
+-- reproduced).
 CREATE OR REPLACE FUNCTION _picoemu.check_transfer(tbl text, tier text, b bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog AS $f$
 DECLARE dst text; phase text; t0 timestamptz; waited interval; why text;
@@ -83,7 +87,7 @@ BEGIN
       why := 'the move waits for this statement''s locks';
     END IF;
     IF why IS NOT NULL THEN
-      RAISE EXCEPTION 'Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded (type: ClientError, code: 78, name: TIMEOUT)'
+      RAISE EXCEPTION 'sbroad: Failed to add a storage reference: box error: ProcLua: vshard error: Timeout exceeded (type: ClientError, code: 78, name: TIMEOUT)'
         USING ERRCODE = 'PE004',
         DETAIL = format('picoemu: bucket %s of table "%s" was in flight at instance %s (%s after %s ms): '
                         'the statement runs again', b, tbl, current_setting('picoemu.instance'), why,

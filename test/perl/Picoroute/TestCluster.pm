@@ -16,7 +16,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
-  exec_options picodata_version picodata_has free_port_range start_fake_instance fake_log
+  exec_options picodata_version picodata_has picodata_release_with free_port_range start_fake_instance fake_log
   emu_counters counters_moved create_pgbench_tables define_move_at coordinator_session);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
@@ -52,21 +52,46 @@ sub exec_options {
 }
 my ($emu_dir, $emu_port);
 
-# The emulated Picodata version: PICOROUTE_PICODATA_VERSION (25.5, 26.1, 26.2 or head), else the
-# emulator's default. A test file run under a name ending in .picodata-VERSION.pl (a link
-# test/run_all.sh makes, so that one `prove -j` runs the version-dependent files on several
-# versions) emulates that VERSION. Tests whose expectations differ by version ask picodata_has().
-my $picodata_version = $0 =~ /\.picodata-([0-9a-z.]+)\.pl$/ ? $1 : $ENV{PICOROUTE_PICODATA_VERSION} // '';
+# The emulated Picodata build: PICOROUTE_PICODATA_VERSION (a release, as `picoemu versions` lists
+# them: 25.5.10, 26.1.6, 26.2.1-rc1, 26.2.1-rc2), else the emulator's default (the newest). A test
+# file run under a name ending in .picodata-VERSION.pl (a link test/run_all.sh makes, so that one
+# `prove -j` runs the version-dependent files on several builds) emulates that VERSION. Tests whose
+# expectations differ by version ask picodata_has(), never the build's name.
+my $picodata_version =
+  $0 =~ /\.picodata-([0-9a-z.-]+)\.pl$/ ? $1 : $ENV{PICOROUTE_PICODATA_VERSION} // '';
 my %capabilities;
 
 sub picodata_version { return $picodata_version; }
 
-# Whether the emulated version has a capability (bucket_prune, local_exec, replica_reads, forward),
-# as `picoemu status --json` reports it.
+# Whether the emulated build has a capability, named as in src/core/capabilities.json
+# (prune_by_bucket_id, forward, stmt_invalidation, read_preference, local_execution,
+# integral_double_hash, dnf_chain_limit, switchover_refusal), as `picoemu status --json` reports it.
 sub picodata_has {
     my ($cap) = @_;
     die "unknown capability $cap" unless exists $capabilities{$cap};
     return $capabilities{$cap} ? 1 : 0;
+}
+
+# A release the emulator emulates whose capabilities are as asked (name => 1 or 0, every one), the
+# newest such: for a server option picodata_version that must give picoroute those capabilities
+# whatever the emulated build (picodata_release_with(prune_by_bucket_id => 1) for scatter 'masters').
+# Dies when no emulated release fits.
+my $emulated_builds;
+
+sub picodata_release_with {
+    my (%want) = @_;
+    if (!$emulated_builds) {
+        my ($stdout, $stderr);
+        IPC::Run::run([ $emulator, 'versions', '--json' ], '>', \$stdout, '2>', \$stderr)
+          or die "picoemu versions failed: $stderr";
+        $emulated_builds = decode_json($stdout);
+    }
+    for my $build (reverse @{ $emulated_builds->{ascending} }) {
+        my $caps = $emulated_builds->{builds}{$build}{capabilities};
+        return $build
+          unless grep { !exists $caps->{$_} || ($caps->{$_} ? 1 : 0) != ($want{$_} ? 1 : 0) } keys %want;
+    }
+    die 'no emulated release with ' . join(', ', map { "$_ => $want{$_}" } sort keys %want);
 }
 
 # The command line of a picoemu command for this test file's cluster (for IPC::Run::start).
@@ -138,11 +163,12 @@ sub emu_private_psql {
 # statement picoroute sends that Picodata would not parse fails the suite that sent it. A read that
 # picoroute bounded itself (OPTION (sql_motion_row_max = N), N > 0) and that exceeded its bound is
 # not a refusal of picoroute's SQL: picoroute reads it again in chunks of buckets, or reports the
-# error to the client (059_bounded_reads.pl checks both). From 26.2.1-rc1 the text comes after a
-# prefix naming the query of the plan that hit the limit.
+# error to the client (059_bounded_reads.pl checks both). The text follows "sbroad: ", and from
+# 26.2.1-rc1 a prefix naming the query of the plan that hit the limit.
 sub bounded_read_over_its_bound {
     my ($r) = @_;
-    return $r->{sqlstate} eq 'XX000' && $r->{message} =~ /^(?:sbroad: Query \d+ from EXPLAIN \(RAW\): )?Exceeded maximum number of rows \((\d+)\)/
+    return $r->{sqlstate} eq 'XX000'
+      && $r->{message} =~ /^sbroad: (?:Query \d+ from EXPLAIN \(RAW\): )?Exceeded maximum number of rows \((\d+)\)/
       && $1 > 0 && $r->{statement} =~ /OPTION \(sql_motion_row_max = $1\b/;
 }
 test2_add_callback_testing_done(sub {
@@ -180,7 +206,8 @@ sub start_emulator {
     my $status = emu_json('status', '--json');
     $picodata_version = $status->{picodata_version};
     %capabilities = %{ $status->{capabilities} };
-    note("emulated Picodata version: $picodata_version ($status->{picodata_release})");
+    note("emulated Picodata build: $picodata_version (capabilities: "
+          . join(', ', grep { $capabilities{$_} } sort keys %capabilities) . ')');
     return $emu_dir;
 }
 
@@ -266,7 +293,7 @@ sub start_routing_node {
 # exec_options() but pico_on, which leaves execution_options at its default.
 my %server_options = (
     pico       => [ 'default', '' ],
-    pico_m     => [ 'default', "scatter 'masters', picodata_version '26.2.1'" ],
+    pico_m     => [ 'default', "scatter 'masters', picodata_version '<prune_by_bucket_id>'" ],
     pico_r     => [ 'default', "read_preference 'replica'" ],
     pico_on    => [ 'default', '' ],
     pico_other => [ 'other',   '' ],
@@ -280,7 +307,9 @@ sub create_servers {
     for my $name (@names) {
         my $server = $server_options{$name} or die "unknown server $name";
         my @options = ("tier '$server->[0]'", "dbname 'picodata'");
-        push @options, $server->[1] if $server->[1] ne '';
+        # '<capability>': the newest emulated release with it (picodata_release_with)
+        (my $extra = $server->[1]) =~ s/<(\w+)>/picodata_release_with($1 => 1)/ge;
+        push @options, $extra if $extra ne '';
         push @options, exec_options() unless $name eq 'pico_on';
         $sql .= "CREATE SERVER $name FOREIGN DATA WRAPPER picoroute OPTIONS ("
           . join(', ', @options) . ");\n"

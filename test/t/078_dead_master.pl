@@ -29,7 +29,7 @@ emu_table('users', 'id int8, name text, v int8', rows => 60);
 my $node = start_routing_node(name => 'dead_master', refresh_interval => '200ms');
 create_servers($node, 'pico');
 create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', 'pico');
-my $local = picodata_has('local_exec');
+my $local = picodata_has('local_execution');
 note('the emulated version ' . ($local ? 'has' : 'has no') . ' local execution path');
 
 my %keys;

@@ -31,7 +31,7 @@ CREATE FOREIGN TABLE users (id bigint, name text, v bigint) SERVER pico
   OPTIONS (sharding_key 'id', batch_size '10');
 CREATE FOREIGN TABLE other (id bigint, v bigint) SERVER pico OPTIONS (sharding_key 'id');
 });
-my $local = picodata_has('local_exec');
+my $local = picodata_has('local_execution');
 my $addr1 = "127.0.0.1:$port_of{default_1_1}";
 
 my %keys;
