@@ -30,7 +30,7 @@ PG_SRCS := $(sort $(wildcard src/pg/*.cpp) $(wildcard src/pg/remote/*.cpp) $(wil
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 # pg_regress suites, on a temporary instance that preloads the library (see test/regress.conf).
-REGRESS = setup upgrade hashing topology_push errors privileges routing dialect live exec analyze upper runtime_params join_pushdown join
+REGRESS = setup upgrade hashing topology_push errors privileges routing dialect live exec analyze upper runtime_params join_pushdown join route_checks
 REGRESS_OUTDIR ?= .
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=$(REGRESS_OUTDIR)/tmp_check \
 	--outputdir=$(REGRESS_OUTDIR) --load-extension=picoroute

@@ -127,9 +127,8 @@ SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY[1, 2, 3])$
 -- Never for the target of an UPDATE or DELETE: one remote statement carries only the clauses
 -- Picodata evaluates, so these are written row by row as any with a clause evaluated here; nor
 -- under a row lock.
-EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids));
-EXPLAIN (VERBOSE, COSTS OFF) UPDATE users SET v = 1 WHERE id = ANY(ARRAY(SELECT id FROM local_ids));
 SELECT * FROM explain_v($$DELETE FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids))$$);
+SELECT * FROM explain_v($$UPDATE users SET v = 1 WHERE id = ANY(ARRAY(SELECT id FROM local_ids))$$);
 SELECT * FROM explain_v($$SELECT name FROM users WHERE id = ANY(ARRAY(SELECT id FROM local_ids)) FOR UPDATE$$);
 
 DROP TABLE local_ids, local_big;

@@ -26,8 +26,9 @@ TAP_JOBS=${PICOROUTE_TAP_JOBS:-3}
 RUN_USER=${PICOROUTE_TEST_USER:-postgres}
 # The emulated builds (test/emulator/emu_caps.py BUILDS) and their capabilities (src/core/
 # capabilities.json): 25.5.10 has none; 26.1.6 adds stmt_invalidation, read_preference,
-# local_execution, integral_double_hash, dnf_chain_limit and switchover_refusal; 26.2.1-rc1 adds
-# forward; 26.2.1-rc2 adds prune_by_bucket_id. So the newest has every capability and the oldest
+# local_execution, integral_double_hash, dnf_chain_limit, switchover_refusal and
+# explain_insert_buckets; 26.2.1-rc1 adds forward and explain_sections; 26.2.1-rc2 adds
+# prune_by_bucket_id. So the newest has every capability and the oldest
 # none: every file runs on the newest, and the version-dependent ones also on the oldest, which sees
 # each capability absent. The builds between only combine the same capabilities otherwise, and each
 # would run every version-dependent file once more, which the time budget (the whole command under
@@ -120,6 +121,7 @@ step "hash cross-check, emulator dialect tests, port ranges"
 python3 test/tools/bucket_hash_reference.py --self-test
 python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
 python3 test/emulator/test_emu_dialect.py
+python3 test/emulator/test_emu_explain.py
 python3 test/tools/port_range.py --self-test
 
 # The package is the one build of the extension (PGXS make inside pg_buildext, from `make dist`);

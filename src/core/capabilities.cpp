@@ -181,6 +181,24 @@ const std::vector<CapabilityRow> &capability_table() {
            "\"retry is required: \" in proc_sql_execute, src/sql.rs:2827@26.1.2 to "
            ":2829@26.1.6; absent at 26.1.1"},
           {"26.2.1-rc1", "26.2.1-rc2", "src/sql.rs:2910@26.2.1-rc1 and :2987@26.2.1-rc2"}}},
+        // Read by the emulator only (its EXPLAIN); picoroute's route check reads every format.
+        {Capability::ExplainSections,
+         "explain_sections",
+         {{"26.2.1-rc1", "26.2.1-rc2",
+           "\"# Buckets\" section, test/int/sql/explain.sql:47@26.2.1-rc1 and :47@26.2.1-rc2; "
+           "column EXPLAIN, src/pgproto/backend/describe.rs:363@26.2.1-rc1 and :362@26.2.1-rc2; "
+           "absent at 26.1.6 (buckets = [...], explain.sql:44@26.1.6; column QUERY PLAN, "
+           "describe.rs:372@26.1.6)"}}},
+        {Capability::ExplainInsertBuckets,
+         "explain_insert_buckets",
+         {{"26.1.1", "26.1.6",
+           "try_calculate_sharded_insert_buckets, "
+           "sql-planner/src/executor/bucket_discovery.rs:101@26.1.1 to :130@26.1.6; absent at "
+           "25.5.10 (buckets = unknown: can_estimate_buckets, "
+           "sql-planner/src/ir/explain/execution_info.rs:165@25.5.10)"},
+          {"26.2.1-rc1", "26.2.1-rc2",
+           "sql-executor/src/executor/bucket_discovery.rs:130@26.2.1-rc1, "
+           "crates/sql-executor/src/executor/bucket_discovery.rs:147@26.2.1-rc2"}}},
     };
     return table;
 }
@@ -293,7 +311,7 @@ CapabilitySet::CapabilitySet(std::string_view version) {
     std::optional<Version> v = parse_version(version);
     if (!v)
         return;
-    static_assert(static_cast<uint32_t>(Capability::SwitchoverRefusal) < 32,
+    static_assert(static_cast<uint32_t>(Capability::ExplainInsertBuckets) < 32,
                   "a CapabilitySet holds 32 capabilities");
     for (const CapabilityRow &row : capability_table())
         if (caps::has(*v, row.capability))

@@ -37,14 +37,16 @@ std::string to_string(const Version &v);
 std::optional<std::string> lowest_version(const std::vector<std::string> &versions);
 
 enum class Capability {
-    PruneByBucketId,     // bucket_id = N / IN (...) restricts a statement to the owners
-    Forward,             // session option forward (off: refuse statements owned elsewhere)
-    StmtInvalidation,    // startup option pico_stmt_invalidation (42999 on stale statements)
-    ReadPreference,      // read_preference as startup option and in OPTION (...)
-    LocalExecution,      // a single-bucket statement at its owner runs there (no second hop)
-    IntegralDoubleHash,  // a double equal to an integer hashes as that integer
-    DnfChainLimit,       // above kDnfMostChains OR-of-AND chains a statement goes everywhere
-    SwitchoverRefusal,   // a write reaching a demoted master is refused with "retry is required"
+    PruneByBucketId,       // bucket_id = N / IN (...) restricts a statement to the owners
+    Forward,               // session option forward (off: refuse statements owned elsewhere)
+    StmtInvalidation,      // startup option pico_stmt_invalidation (42999 on stale statements)
+    ReadPreference,        // read_preference as startup option and in OPTION (...)
+    LocalExecution,        // a single-bucket statement at its owner runs there (no second hop)
+    IntegralDoubleHash,    // a double equal to an integer hashes as that integer
+    DnfChainLimit,         // above kDnfMostChains OR-of-AND chains a statement goes everywhere
+    SwitchoverRefusal,     // a write reaching a demoted master is refused with "retry is required"
+    ExplainSections,       // plain EXPLAIN prints "# Logical plan" / "# Buckets" sections
+    ExplainInsertBuckets,  // EXPLAIN of an INSERT ... VALUES names the buckets of its rows
 };
 
 // Picodata's MAX_DNF_CHAINS (sql-planner/src/ir/transformation/dnf.rs:90@26.1.6,
@@ -98,6 +100,8 @@ const char *capability_name(Capability capability);
 //   a bucket filter. It also decides picoroute_bucket_id's answer for doubles.
 // - StmtInvalidation lets a connection keep named statements; the rule grants it only to versions
 //   at or after 26.1.1, and every release since has it.
+// ExplainSections and ExplainInsertBuckets shape the emulator's EXPLAIN only: picoroute's route
+// check reads every format and judges an answer it cannot use as inconclusive (route_check.h).
 // The rule takes nothing away from a later build that Picodata may add, so a capability that a
 // future release drops would be assumed there: the table must then get that release.
 bool has(const Version &version, Capability capability);

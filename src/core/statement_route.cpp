@@ -179,6 +179,16 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
             out.description = "no row can match the sharding key condition: nothing sent";
             return out;
         }
+        if (st.hashing_disagrees) {
+            Target c = lookups.spread(pref, st.write);
+            out.keyless = false;
+            out.description =
+                "Picodata hashes this sharding key differently (picoroute_route_checks): "
+                "through coordinator " +
+                c.address + ", which routes it by its own hashing";
+            out.targets = {c};
+            return out;
+        }
         if (combos <= kMaxKeyCombinations && st.bucket_count > 0) {
             out.targets = lookups.group(key_buckets(*st.keys, combos, st.bucket_count), pref);
             out.keyless = false;

@@ -50,6 +50,10 @@ struct StatementInfo {
     // Whether anyone will read the description: false leaves it empty for a keyed statement or
     // a global table (the point statements), with the same targets.
     bool describe = true;
+    // Picodata hashes these key values differently from picoroute (the route check,
+    // core/route_check.h): a keyed statement goes through a coordinator, which routes it by its
+    // own hashing, instead of to the owner of picoroute's bucket.
+    bool hashing_disagrees = false;
 };
 
 // The topology lookups of the decision (each may throw when the map cannot answer).
@@ -77,6 +81,7 @@ struct StatementRoute {
 // (Picodata routes it by its key, and a filter would turn a bucket computed differently into an
 // empty answer): the owner of its buckets gets it, and when they have several owners, the first of
 // them gets it once and routes it on. Only a 'masters' scatter restricts each master to its ranges.
+// A key Picodata hashes differently (hashing_disagrees) goes to one coordinator, as keyed.
 StatementRoute route_statement(const StatementInfo &statement, const StatementLookups &lookups);
 
 // The OR-of-AND chains of "(<where>) AND bucket_id IN (<the target's buckets>)" as Picodata expands

@@ -1,7 +1,7 @@
 // Library entry point: defines the settings, installs the batched-join planner hook and, when
-// preloaded, the shared memory (the map store's slots and the worker's status block, each with its
-// own size and initialisation), the worker and the hooks that make a failed write say what it
-// wrote (pg/remote/write_ledger.h).
+// preloaded, the shared memory (the map store's slots, the worker's status block and the table of
+// route-check verdicts, each with its own size and initialisation), the worker and the hooks that
+// make a failed write say what it wrote (pg/remote/write_ledger.h).
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -18,6 +18,7 @@ void _PG_init(void);
 #include "pg/fdw/batch_join.h"
 #include "pg/map_store.h"
 #include "pg/remote/write_ledger.h"
+#include "pg/route_checks.h"
 #include "pg/settings.h"
 #include "pg/worker.h"
 #include "pg/worker_status.h"
@@ -30,8 +31,9 @@ shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 void request_shmem() {
     if (prev_shmem_request_hook)
         prev_shmem_request_hook();
-    RequestAddinShmemSpace(
-        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size()));
+    RequestAddinShmemSpace(add_size(
+        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size()),
+        picoroute::pg::route_checks_shmem_size()));
     picoroute::pg::map_store_request_lock();
 }
 
@@ -41,6 +43,7 @@ void startup_shmem() {
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     picoroute::pg::map_store_shmem_init();
     picoroute::pg::worker_status_shmem_init();
+    picoroute::pg::route_checks_shmem_init();
     LWLockRelease(AddinShmemInitLock);
 }
 

@@ -7,6 +7,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/errors.h"
+#include "pg/route_checks.h"
 #include "pg/settings.h"
 
 #include <climits>
@@ -200,6 +201,7 @@ void define_settings() {
                             &setting_max_map_memory, 64 * 1024, 0, INT_MAX / 1024, PGC_SUSET,
                             GUC_UNIT_KB, nullptr, nullptr, nullptr);
     define_statement_settings();
+    define_route_check_settings();
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

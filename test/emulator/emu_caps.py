@@ -103,6 +103,18 @@ def version_function_text(version):
     return version
 
 
+def hash_rule(version, wrong=False):
+    """The hashing rule of `version`'s release line, named as test/tools/bucket_hash_reference.py and
+    the storages' picoemu.hash_rule name it: "26.1" where the version has integral_double_hash, else
+    "25.5" (src/core/bucket_hash.h, hash_rule_for). `wrong`: the other rule, for a cluster made with
+    `picoemu up --wrong-hash double` (a test device: it hashes doubles unlike the release it claims
+    to be, where its rows are stored and in EXPLAIN alike)."""
+    rule = "26.1" if has("integral_double_hash", version) else "25.5"
+    if wrong:
+        rule = "25.5" if rule == "26.1" else "26.1"
+    return rule
+
+
 def dnf_chain_limit():
     """Picodata's MAX_DNF_CHAINS (512)."""
     return table()["dnf_chain_limit"]

@@ -394,7 +394,8 @@ class Cluster:
             delay = min(delay * 2, 0.25)
 
     # ---- commands: lifecycle -------------------------------------------------------------------
-    def up(self, tiers, base_port, advertise_wildcard, auth, picodata_version, advertise_private=False):
+    def up(self, tiers, base_port, advertise_wildcard, auth, picodata_version, advertise_private=False,
+           wrong_hash=None):
         if self.st is not None:
             started = []
             for i in self.st.active_instances():
@@ -413,6 +414,8 @@ class Cluster:
         self.ensure_dir()
         st = self.st = new_state(self.state_path, base_port, tiers, advertise_wildcard, auth, picodata_version,
                                      advertise_private)
+        if wrong_hash:  # a test device (emu_explain.py): fixed for the life of the cluster
+            st.d["wrong_hash"] = wrong_hash
         for tier in st.tiers:
             for _ in range(tier["replicasets"]):
                 rs = st.new_replicaset(tier)

@@ -22,6 +22,17 @@ DEFAULT_VERSION = emu_caps.DEFAULT_BUILD
 ARRAYS_FROM = emu_caps.parse_version("26.2.1-rc1")
 
 
+# EXPLAIN's parenthesised options. 25.5.x: `EXPLAIN (RAW [, FMT])` only (ExplainQueryPlan,
+# sql-planner/src/frontend/sql/query.pest:273-277@25.5.1 and @25.5.10). From 26.1.1: a list of facets in
+# any order, RAW and FMT (ExplainFacet, ExplainQueryPlan, query.pest:295-301@26.1.1 and @26.1.6). From
+# 26.2.1-rc1 also BUCKETS, LOGICAL, FORWARD and CONTEXT (sql-frontend/src/frontend/sql/ast/
+# query.pest:302-312@26.2.1-rc1, crates/sql-frontend/...:303-313@26.2.1-rc2). Explain is a compound-atomic
+# rule (`${ ^"explain" ~ (WO ~ ExplainQueryPlan)? ~ W ~ (Query | AnonymousBlock) }`): the statement must
+# follow the closing parenthesis after a blank.
+EXPLAIN_FACETS_FROM = emu_caps.parse_version("26.1.1")
+EXPLAIN_MORE_FACETS_FROM = emu_caps.parse_version("26.2.1-rc1")
+
+
 def version_key(version):
     """The version text the rules are looked up for (the default build when None)."""
     v = str(version or DEFAULT_VERSION).strip()
@@ -44,6 +55,17 @@ def has_arrays(v):
     """= ANY(ARRAY[...]) and typed array parameters: only from 26.2.1-rc1 (dialect, section 1;
     ARRAYS_FROM)."""
     return emu_caps.parse_version(version_key(v)) >= ARRAYS_FROM
+
+
+def explain_facets(v):
+    """The options EXPLAIN (...) takes at version v, any number in any order; None on 25.5.x, where
+    only (raw) and (raw, fmt) parse."""
+    p = emu_caps.parse_version(version_key(v))
+    if p >= EXPLAIN_MORE_FACETS_FROM:
+        return ("raw", "fmt", "buckets", "logical", "forward", "context")
+    if p >= EXPLAIN_FACETS_FROM:
+        return ("raw", "fmt")
+    return None
 
 
 # ---- keywords (dialect, section 1: the 25.5.1 list; the master grammar adds `array`) ----------------
@@ -629,11 +651,6 @@ def _statement_kind(toks, v):
     if w == "show":
         raise Reject("show", "SHOW is not in Picodata's grammar")
     if w == "explain":
-        if len(toks) > 1 and (toks[1].text == "(" or (toks[1].kind == "ident" and toks[1].low in (
-                "analyze", "analyse", "verbose"))):
-            if not (toks[1].text == "(" and len(toks) > 2 and toks[2].low == "raw"):
-                raise Reject("statement", "EXPLAIN options other than (raw[, fmt]) are not in Picodata's "
-                             "grammar")
         return "explain", None
     if w == "deallocate":
         return "deallocate", None
@@ -646,6 +663,30 @@ def _statement_kind(toks, v):
                      "create-table / grant / revoke)" % first.text.upper())
     raise Reject("statement", "%s is not a Picodata statement (PostgreSQL-only: no cursors, COPY, "
                  "SHOW, LISTEN, PREPARE/EXECUTE, DO, VACUUM, START TRANSACTION ...)" % first.text.upper())
+
+
+def explain_options(toks, v):
+    """EXPLAIN's options as Picodata's grammar reads them at version v (EXPLAIN_FACETS_FROM): (their
+    names lowercased, the index of the statement's first token). Reject when they do not parse."""
+    if len(toks) < 2:
+        raise Reject("statement", "EXPLAIN needs a statement")
+    if toks[1].text != "(":
+        return (), 1
+    allowed = explain_facets(v)
+    takes = ("(raw) or (raw, fmt)" if allowed is None else
+             "a list of %s" % ", ".join(allowed))
+    end = next((k for k in range(2, len(toks)) if toks[k].text == ")"), None)
+    words = toks[2:end] if end is not None else []
+    names = tuple(t.low for t in words[0::2])
+    parses = (end is not None and len(words) % 2 == 1 and all(t.text == "," for t in words[1::2])
+              and all(t.kind == "ident" for t in words[0::2]))
+    if parses:
+        parses = names in (("raw",), ("raw", "fmt")) if allowed is None else all(n in allowed for n in names)
+    if not parses:
+        raise Reject("statement", "EXPLAIN takes %s in Picodata %s (ExplainQueryPlan)" % (takes, v))
+    if end + 1 >= len(toks) or not toks[end + 1].space_before:
+        raise Reject("statement", "EXPLAIN (...) must be followed by a blank and a statement (Explain)")
+    return names, end + 1
 
 
 def _count_insert_rows(toks, depth):
@@ -713,6 +754,15 @@ def validate(sql, version=DEFAULT_VERSION):
         return Verdict(kind, sql, tag=tag)  # accepted and ignored (autocommit session, no GUCs)
     if kind == "truncate":
         return truncate_verdict(toks, v)
+    if kind == "explain":
+        # EXPLAIN takes no ANALYZE or VERBOSE: a word there is the start of a statement, and rules out
+        # as a statement below; its options are not expressions, so the rules see the statement only.
+        _names, start = explain_options(toks, v)
+        toks = toks[:1] + toks[start:]
+        if len(toks) > 1 and toks[1].kind == "ident" and toks[1].low not in QUERY_WORDS:
+            raise Reject("statement", "EXPLAIN %s: Picodata's grammar is EXPLAIN [(options)] followed by a "
+                         "query or a block, no ANALYZE or VERBOSE (the emulator explains queries only)"
+                         % toks[1].text.upper())
     # before the signs are merged: in `set + 1` the slip is the unquoted keyword, not a prefix +
     r_keyword_identifier(toks, None, v, keywords(v))
     toks = merge_signs(toks)

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import emu_dialect as dialect  # noqa: E402
 import emu_caps  # noqa: E402
+import emu_explain  # noqa: E402
 import emu_parts  # noqa: E402
 import emu_route  # noqa: E402
 import emu_stmts  # noqa: E402
@@ -1044,6 +1045,9 @@ class Session:
         if v.kind in ("tcl", "set"):
             self.synth(msg(b"C", cstr(v.tag)) + msg(b"Z", b"I"))
             return
+        if emu_explain.answered(v):
+            self.synth(self.explain(v.sql, v.options, None, b"Q"))
+            return
         if v.kind == "deallocate":
             self.forget_deallocated(sql)
         limit = self.motion_limit(v.options)
@@ -1080,6 +1084,30 @@ class Session:
             self.send_server(raw if sent == sql else msg(b"Q", cstr(sent)))
         if restore:
             self.inject_simple(restore)
+
+    def explain(self, sql, opts, params, what, nparams=0):
+        """An EXPLAIN, answered here as Picodata answers it (emu_explain): the answer to a simple
+        Query (b"Q"), to the Describe of a statement (b"S") or a portal (b"P"), or to an Execute
+        (b"E"). One the emulator cannot answer (EXPLAIN (RAW)) is refused and recorded in the audit."""
+        st = self.front.settings
+        st.refresh()
+        if what in (b"S", b"P"):
+            return emu_explain.describe(st.version, what == b"S", nparams)
+        try:
+            lines = emu_explain.answer(sql, params, st.d, st.version, self.motion_limit(opts),
+                                       self.vdbe_limit(opts))
+        except Exception as exc:  # Picodata's error, or the emulator's own failure (said so)
+            if isinstance(exc, emu_explain.NotEmulated):
+                self.front.audit.record(self, "explain", "XX000", str(exc), sql)
+            elif not isinstance(exc, emu_explain.ExplainError):
+                log("EXPLAIN not emulated (%r) | %s" % (exc, sql[:200]))
+                exc = "picoemu: EXPLAIN not emulated: %r" % exc
+            if what != b"Q":
+                self.skip_until_sync = True  # the rest of the batch is discarded, as after any error
+            return error_msg("XX000", str(exc)) + (msg(b"Z", b"I") if what == b"Q" else b"")
+        if what == b"Q":
+            return emu_explain.simple(st.version, lines)
+        return emu_explain.rows(lines)
 
     # ---- forward (26.2.1-rc1+): refused by the statement's bucket set, before it runs --------------
     def route(self, v):
@@ -1281,11 +1309,12 @@ class Session:
             return
         info = {"kind": v.kind, "tag": v.tag, "options": v.options, "insert_rows": v.insert_rows,
                 "sql": sql, "types": None, "reads": v.reads, "gen": self.front.settings.table_gen,
-                "route": self.route(v) if v.kind == "query" else None}
+                "route": self.route(v) if v.kind == "query" else None,
+                "explain": v.sql if emu_explain.answered(v) else None, "params": v.params}
         if name:
             log("named statement %s prepared (%d named in this session)"
                 % (name, sum(1 for k in self.stmts if k and k != name) + 1))
-        if v.kind in ("tcl", "set"):
+        if v.kind in ("tcl", "set") or info["explain"] is not None:
             self.stmts[name] = info
             self.synth(msg(b"1"))
             return
@@ -1332,7 +1361,8 @@ class Session:
         if info is not None and self.invalidated(stmt, info):
             return
         self.portals[portal] = info
-        if info is not None and info["kind"] in ("tcl", "set"):
+        if info is not None and (info["kind"] in ("tcl", "set") or info.get("explain") is not None):
+            self.portal_params[portal] = bind_values(body, pos)
             self.synth(msg(b"2"))
             return
         self.inject_bind_params(body)
@@ -1374,6 +1404,9 @@ class Session:
         if info is not None and info["kind"] in ("tcl", "set"):
             self.synth((msg(b"t", b"\0\0") if what == b"S" else b"") + msg(b"n"))
             return
+        if info is not None and info.get("explain") is not None:
+            self.synth(self.explain(info["explain"], info["options"], None, what, info["params"]))
+            return
         self.push(Entry("fwd", ends=(b"n", b"T")))
         self.send_server(raw)
 
@@ -1381,7 +1414,7 @@ class Session:
         what = body[:1]
         name, _ = read_cstr(body, 1)
         info = (self.stmts if what == b"S" else self.portals).pop(name, None)
-        if info is not None and info["kind"] in ("tcl", "set"):
+        if info is not None and (info["kind"] in ("tcl", "set") or info.get("explain") is not None):
             self.synth(msg(b"3"))
             return
         self.push(Entry("fwd", ends=(b"3",)))
@@ -1392,6 +1425,9 @@ class Session:
         info = self.portals.get(portal)
         if info is not None and info["kind"] in ("tcl", "set"):
             self.synth(msg(b"C", cstr(info["tag"])))
+            return
+        if info is not None and info.get("explain") is not None:
+            self.synth(self.explain(info["explain"], info["options"], self.portal_params.get(portal), b"E"))
             return
         if info is not None and info["kind"] == "deallocate":
             self.forget_deallocated(info["sql"])

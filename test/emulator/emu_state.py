@@ -77,8 +77,9 @@ class State:
     def hash_rule(self):
         """The hashing rule of the emulated version's release line, named as
         test/tools/bucket_hash_reference.py and the storages' picoemu.hash_rule name it: "26.1" from
-        the 26.1.0 tag on (capability integral_double_hash), else "25.5". See src/core/bucket_hash.h."""
-        return "26.1" if self.cap("integral_double_hash") else "25.5"
+        the 26.1.0 tag on (capability integral_double_hash), else "25.5". See src/core/bucket_hash.h.
+        A cluster made with `up --wrong-hash double` hashes by the other rule (emu_caps.hash_rule)."""
+        return emu_caps.hash_rule(self.version, self.d.get("wrong_hash") == "double")
 
     @property
     def tiers(self):

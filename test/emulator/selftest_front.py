@@ -2,7 +2,7 @@
 advertised and private ports, the dialect (simple and extended protocol, skipping to Sync), BEGIN /
 COMMIT answered by the front, OPTION and startup options with their precedence and the GUCs they set,
 sql_motion_row_max (returned rows and INSERT ... VALUES), Bind rules, the audit, CancelRequest,
-SSLRequest, stop/start, and the dialect unit tests."""
+SSLRequest, stop/start, a plain EXPLAIN answered by the front, and the dialect unit tests."""
 
 import json
 import os
@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
 import emu_caps  # noqa: E402
+import emu_explain  # noqa: E402
 import emu_front  # noqa: E402
 import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
@@ -231,6 +232,32 @@ def front_cluster(tc, d, base, emu, status):
         tc.assertEqual(a[3], ("C", "COMMIT"), a)
     c.query("DELETE FROM users WHERE id = 300001")
 
+    # ---- a plain EXPLAIN, answered by the front as Picodata answers it (emu_explain) ------------------
+    line = "buckets = [%d]" % emu_explain.ref.bucket_id([1], 10)  # --bucket-count 10, above
+    a = c.query("EXPLAIN SELECT id FROM users WHERE id = 1")
+    with tc.subTest("explain: a simple Query gets Picodata's plan, its buckets line last"):
+        tc.assertEqual(w.kinds(a)[0], "T", a)
+        tc.assertEqual(w.rows(a)[-1], [line], a)
+        tc.assertEqual(a[-2], ("C", "EXPLAIN %d" % len(w.rows(a))), a)
+    a = w.extended(c, 'EXPLAIN SELECT "id" FROM "users" WHERE ("id" = $1)', [1])
+    with tc.subTest("explain: in the extended protocol the parameter is bound first"):
+        tc.assertEqual(w.kinds(a)[:3], "12T", a)
+        tc.assertEqual(w.rows(a)[-1], [line], a)
+        tc.assertEqual(w.kinds(a)[-1], "Z", a)
+    with tc.subTest("explain: a table that does not exist fails as in Picodata"):
+        tc.assertEqual(codes(c.query("EXPLAIN SELECT * FROM nope WHERE id = 1")),
+                       ['XX000 sbroad: table with name "nope" not found'])
+    # EXPLAIN (RAW) parses in Picodata (it used to be refused by the function rule) and is refused as
+    # not emulated, never sent to the server behind the front; (FMT) alone is a plain EXPLAIN on 26.1.
+    a = c.query("EXPLAIN (RAW, FMT) SELECT id FROM users WHERE id = 1")
+    with tc.subTest("explain: (RAW) is refused as not emulated, XX000, audited"):
+        tc.assertEqual([x.split(" (")[0] for x in codes(a)], ["XX000 picoemu: EXPLAIN"], a)
+        tc.assertIn("EXPLAIN (RAW) is not emulated", codes(a)[0])
+        tc.assertEqual(w.kinds(a)[-1], "Z", a)
+    a = c.query("EXPLAIN (FMT) SELECT id FROM users WHERE id = 1")
+    with tc.subTest("explain: (FMT) alone answers as a plain EXPLAIN"):
+        tc.assertEqual(w.rows(a)[-1], [line], a)
+
     # ---- OPTION, startup options, precedence, GUCs ---------------------------------------------------
     cp = w.Conn(fport, "picoroute", "picoroute", options="read_preference=replica,sql_vdbe_opcode_max=123,nonsense=1")
     with tc.subTest("options: startup options become the connection's GUCs (unknown names ignored)"):
@@ -329,7 +356,7 @@ def front_cluster(tc, d, base, emu, status):
     kinds = sorted({e["kind"] for e in entries})  # the vdbe refusals are of kind "limit"
     with tc.subTest("audit: refused statements recorded with their client, exit 1"):
         tc.assertEqual(rc, 1, (rc, kinds))
-        tc.assertEqual(kinds, ["bind", "dialect", "limit", "startup"], (rc, kinds))
+        tc.assertEqual(kinds, ["bind", "dialect", "explain", "limit", "startup"], (rc, kinds))
         tc.assertTrue(all(e["application_name"] == "selftest-front" and e["user"] == "picoroute" and e["peer"]
                           for e in entries if e["kind"] == "dialect"), (rc, kinds))
         tc.assertTrue(any("NOT LIKE" in e["statement"] for e in entries), (rc, kinds))

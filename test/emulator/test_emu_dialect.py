@@ -244,6 +244,34 @@ class DialectTest(unittest.TestCase):
         self.assertEqual(d.validate("SELECT $3, $12 FROM t").params, 12)
         self.refused("SELECT $65536", "parameters", NEWEST)
 
+    def test_explain_options_by_release(self):
+        """EXPLAIN (...): 25.5.x `(raw [, fmt])` only; from 26.1.1 facets raw and fmt in any list;
+        from 26.2.1-rc1 also buckets, logical, forward and context (d.explain_options)."""
+        q = " SELECT id FROM t WHERE id = 1"
+        by_version = {"25.5.10": ["(RAW)", "(raw, fmt)", "( Raw ,FMT )"],
+                      "26.1.6": ["(RAW)", "(raw, fmt)", "( Raw ,FMT )", "(fmt, raw)", "(fmt)", "(raw, raw)"],
+                      "26.2.1-rc1": ["(RAW)", "(raw, fmt)", "( Raw ,FMT )", "(fmt, raw)", "(fmt)", "(raw, raw)",
+                                     "(buckets)", "(logical, buckets)", "(context, forward)",
+                                     "(BUCKETS, raw, fmt, logical, forward, context)"]}
+        by_version["26.2.1-rc2"] = by_version["26.2.1-rc1"]
+        for v in ALL:
+            for opts in ["(RAW)", "(raw, fmt)", "(fmt, raw)", "(fmt)", "(raw, raw)", "(buckets)",
+                         "(logical, buckets)", "(context, forward)", "(BUCKETS, raw, fmt, logical, forward, context)",
+                         "( Raw ,FMT )"]:
+                if opts in by_version[v]:
+                    # the options are not a function call (the function rule used to say so)
+                    self.assertEqual(self.accepted("EXPLAIN " + opts + q, v).kind, "explain", (v, opts))
+                else:
+                    self.refused("EXPLAIN " + opts + q, "statement", v)
+            for bad in ["(raw,)", "()", "(raw fmt)", "(analyze)", "(raw", "(verbose, raw)"]:
+                self.refused("EXPLAIN " + bad + q, "statement", v)
+            self.refused("EXPLAIN(raw)SELECT 1", "statement", v)  # W after the options
+            self.refused("EXPLAIN VERBOSE SELECT 1", "statement", v)
+            self.refused("EXPLAIN (raw) SELECT pg_backend_pid()", "function", v)  # the statement is judged
+            self.refused("EXPLAIN (raw) SELECT * FROM t OFFSET 1", "offset", v)
+            self.assertEqual(self.accepted("EXPLAIN (raw, fmt) SELECT 1 OPTION (sql_vdbe_opcode_max = 5)", v).options,
+                             {"sql_vdbe_opcode_max": 5})
+
     def test_truncate_table(self):
         """G:TruncateTable, the same at every tag from 25.5.1 to 26.3.0: truncate [table] [public.]name
         [wait applied globally|locally] [option (timeout = n)], one table, nothing of PostgreSQL's."""
@@ -320,6 +348,8 @@ class CapabilitiesTest(unittest.TestCase):
         "integral_double_hash": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
         "dnf_chain_limit": ["26.1.6", "26.2.1-rc1", "26.2.1-rc2"],
         "switchover_refusal": ["26.1.%d" % i for i in range(2, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
+        "explain_sections": ["26.2.1-rc1", "26.2.1-rc2"],
+        "explain_insert_buckets": ["26.1.%d" % i for i in range(1, 7)] + ["26.2.1-rc1", "26.2.1-rc2"],
     }
 
     def test_every_capability_at_every_release(self):
@@ -343,6 +373,13 @@ class CapabilitiesTest(unittest.TestCase):
         self.assertFalse(emu_caps.has("forward", "26.1.7"))
         self.assertFalse(any(emu_caps.capabilities("24.6.1").values()))
         self.assertTrue(all(emu_caps.capabilities("99.0.0").values()))
+
+    def test_hash_rule_by_release_line(self):
+        # 26.1's rule where the version has integral_double_hash; the wrong-hash device flips it.
+        for version, rule in [("25.5.10", "25.5"), ("26.1.0", "25.5"), ("26.1.1", "26.1"), ("26.1.6", "26.1"),
+                              ("26.2.1-rc2", "26.1"), ("26.3.0-115-gdef426247", "26.1"), ("", "25.5")]:
+            self.assertEqual(emu_caps.hash_rule(version), rule, version)
+            self.assertEqual(emu_caps.hash_rule(version, wrong=True), "26.1" if rule == "25.5" else "25.5", version)
 
     def test_emulated_builds_are_releases(self):
         self.assertTrue(set(emu_caps.BUILDS) <= set(emu_caps.releases()))
@@ -681,9 +718,9 @@ class ErrorTextTest(unittest.TestCase):
         return [(k, emu_front.error_field(m, k.encode()).decode()) for k in "SCMDH"]
 
     def test_storage_errors_in_picodatas_words(self):
+        # Each behind traft's "sbroad: ", as every SQL-path error reaches a pgproto client (README).
         import emu_front
 
-        # Every SQL-path error reaches a client as traft's Error::Sbroad, "sbroad: {0}" (README's table).
         def sent(code, text, detail=None, bind=False):
             body = emu_front.error_body(code, text, hint="a hint")
             if detail:
@@ -695,8 +732,8 @@ class ErrorTextTest(unittest.TestCase):
 
         self.assertEqual(sent("23505", 'duplicate key value violates unique constraint "ty_pkey"',
                               "Key (id)=(5) already exists."),
-                         [("C", "XX000"), ("M", 'sbroad: Duplicate key exists in unique index "ty_pkey" in space "ty" '
-                                                'with old tuple - [5] and new tuple - [5]')])
+                         [("C", "XX000"), ("M", 'sbroad: Duplicate key exists in unique index "ty_pkey" in space '
+                                                '"ty" with old tuple - [5] and new tuple - [5]')])
         self.assertEqual(sent("23502", 'null value in column "name" of relation "ty" violates not-null constraint'),
                          [("C", "XX000"), ("M", "sbroad: Tuple field 2 (name) type does not match one required by "
                                                 "operation: expected string, got nil")])

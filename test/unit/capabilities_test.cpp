@@ -141,6 +141,9 @@ TEST(CapabilitiesTest, EveryCapabilityAtEveryRelease) {
         {Capability::DnfChainLimit, {"26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
         {Capability::SwitchoverRefusal,
          {"26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::ExplainSections, {"26.2.1-rc1", "26.2.1-rc2"}},
+        {Capability::ExplainInsertBuckets,
+         {"26.1.1", "26.1.2", "26.1.3", "26.1.4", "26.1.5", "26.1.6", "26.2.1-rc1", "26.2.1-rc2"}},
     };
     ASSERT_EQ(expected.size(), capability_table().size());
     for (const Expect &e : expected)
@@ -177,6 +180,21 @@ TEST(CapabilitiesTest, BuildsBetweenTagsAndNewerReleases) {
 TEST(CapabilitiesTest, DnfMostChainsIsOneOverPicodatasConstant) {
     EXPECT_EQ(kDnfChainLimit, 512u);
     EXPECT_EQ(kDnfMostChains, 513u);
+}
+
+TEST(CapabilitiesTest, ExplainFormatsBetweenReleases) {
+    // Sections from 26.2.1-rc1: a 26.2.0 development build is taken as 26.1.6 (the old format), a
+    // master build as 26.2.1-rc2.
+    EXPECT_FALSE(has("26.2.0", Capability::ExplainSections));
+    EXPECT_FALSE(has("26.1.7", Capability::ExplainSections));
+    EXPECT_TRUE(has("26.2.1-rc1-5-gabc", Capability::ExplainSections));
+    EXPECT_TRUE(has("26.3.0", Capability::ExplainSections));
+    // An INSERT's buckets from 26.1.1: the 26.1.0 tag and 25.6 builds are taken as 25.5.10, whose
+    // EXPLAIN says buckets = unknown.
+    EXPECT_FALSE(has("26.1.0", Capability::ExplainInsertBuckets));
+    EXPECT_FALSE(has("25.6.0-40-gabc", Capability::ExplainInsertBuckets));
+    EXPECT_TRUE(has("26.1.1-3-gabc", Capability::ExplainInsertBuckets));
+    EXPECT_TRUE(has("26.3.0", Capability::ExplainInsertBuckets));
 }
 
 TEST(CapabilitiesTest, AnUnknownVersionHasNothing) {

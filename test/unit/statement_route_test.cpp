@@ -20,6 +20,8 @@
 //  14. no keys, scatter 'coordinator': "scatter through coordinator <address>";
 //  15. a conversion error of a key value propagates;
 //  16. describe = false: the same targets, no description (keyed statements, global tables).
+//  17. hashing_disagrees: a keyed statement (read or write) goes to one coordinator, still keyed,
+//      nothing hashed; a key with no value still sends nothing; a keyless one is unchanged.
 #include "core/statement_route.h"
 
 #include "core/bucket_hash.h"
@@ -548,6 +550,41 @@ OwnerLookups owners(int *coordinator_calls) {
         return coordinator("c:1");
     };
     return l;
+}
+
+TEST(StatementRouteTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 17
+    Recorder rec;
+    KeyValues keys;
+    keys.counts = {2};
+    keys.encode = [](size_t, size_t) -> std::string { throw std::logic_error("not encoded"); };
+    StatementInfo st = sharded(keys);
+    st.hashing_disagrees = true;
+    st.read_pref = ReadPref::Replica;
+    StatementRoute r = route_statement(st, rec.lookups());
+    ASSERT_EQ(r.targets.size(), 1u);
+    EXPECT_EQ(r.targets[0].address, "c:1");
+    EXPECT_TRUE(r.targets[0].buckets.empty());
+    EXPECT_FALSE(r.keyless);
+    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.description,
+              "Picodata hashes this sharding key differently (picoroute_route_checks): through "
+              "coordinator c:1, which routes it by its own hashing");
+    EXPECT_TRUE(rec.group_calls.empty());
+    ASSERT_EQ(rec.spread_calls.size(), 1u);
+    EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Replica, false));
+
+    // A write asks for a leader and keeps its retry rule.
+    st.write = true;
+    r = route_statement(st, rec.lookups());
+    EXPECT_EQ(r.retry, RetryRule::Write);
+    EXPECT_EQ(rec.spread_calls.back(), std::make_pair(ReadPref::Leader, true));
+
+    // A key with no value still sends nothing; a statement without keys is not concerned.
+    st.keys = encoded_key_values({{}});
+    EXPECT_TRUE(route_statement(st, rec.lookups()).targets.empty());
+    st.keys.reset();
+    st.write = false;
+    EXPECT_EQ(route_statement(st, rec.lookups()).description, "scatter through coordinator c:1");
 }
 
 TEST(GroupRowsTest, RowsGoToTheirOwnersInAddressOrderKeepingTheirOrder) {

@@ -456,6 +456,11 @@ void deparse_delete(StringInfo buf, PlannerInfo *, RelOptInfo *, Relation relati
     reset_transmission_modes(nestlevel);
 }
 
+void deparse_constant(StringInfo buf, Oid relid, Const *constant, List **params) {
+    Context cx{buf, relid, params};
+    deparse_const(constant, &cx);
+}
+
 void deparse_insert(StringInfo buf, Relation relation, TableInfo *table, List *target_attrs,
                     int nrows) {
     TupleDesc desc = RelationGetDescr(relation);

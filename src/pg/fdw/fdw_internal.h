@@ -207,6 +207,9 @@ void deparse_update(StringInfo buf, PlannerInfo *root, RelOptInfo *rel, Relation
                     List **params, bool *has_where);
 void deparse_delete(StringInfo buf, PlannerInfo *root, RelOptInfo *rel, Relation relation,
                     TableInfo *table, List *remote_conds, List **params, bool *has_where);
+// Writes `constant` as a statement of `relid` carries it: a literal, or $n (appended to *params)
+// for a value that goes as a parameter. The route check writes its sample keys so.
+void deparse_constant(StringInfo buf, Oid relid, Const *constant, List **params);
 // INSERT INTO <table> (cols) VALUES ($1, ...), (...) for `nrows` rows.
 void deparse_insert(StringInfo buf, Relation relation, TableInfo *table, List *target_attrs,
                     int nrows);
@@ -244,6 +247,18 @@ struct KeyValues {
 // Evaluates the key expressions of `st`, one KeyValues per key column (nullptr when the statement
 // has no key kinds). Plain: may ereport.
 KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext);
+
+// ---- the route check (route_check.cpp) ----------------------------------------------------------
+// Where keyed statements of a table go: by picoroute's bucket, or through a coordinator because
+// Picodata hashes the key differently (see pg/route_checks.h).
+enum class KeyRoute { ByBucket, Coordinator };
+// For statements of `table` whose sharding-key values have `types` (one per key column, in key
+// order): the recorded verdict of the current Picodata version; with `may_check` and none recorded
+// (or one due for a retry), the check runs first, bounded in time, as user `userid` (whose user
+// mapping the statements use). Never fails the statement for a check that cannot run. C++ context
+// (inside guarded()).
+KeyRoute key_route(const TableInfo *table, const Oid *types, int ntypes, Oid userid,
+                   bool may_check = true);
 
 // ---- routed execution shared by scans, pushed joins and upper relations, and direct
 // modifications (routed.cpp) ------------------------------------------------------------------

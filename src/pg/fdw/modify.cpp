@@ -257,14 +257,19 @@ void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
 void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool *key_nulls) {
     TableInfo *t = s->table;
     guarded([&] {
+        bool routed = !t->global && t->nkeys > 0;
+        for (int k = 0; routed && k < t->nkeys; k++)
+            if (s->key_positions[k] < 0)
+                routed = false;
+        // Rows whose key Picodata hashes differently go to a coordinator (the route check, run
+        // before the map is read: a check may read a newer map, which replaces this backend's).
+        if (routed && key_route(t, s->key_types, t->nkeys, s->userid) == KeyRoute::Coordinator)
+            routed = false;
         MapRef map = current_map();
         const SnapshotView &view = *map.view;
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
-        bool routed = !t->global && t->nkeys > 0 && count > 0;
-        for (int k = 0; routed && k < t->nkeys; k++)
-            if (s->key_positions[k] < 0)
-                routed = false;
+        routed = routed && count > 0;
         // Unknown buckets and unrouted rows go to one coordinator (core/statement_route.h).
         route::OwnerLookups lookups;
         lookups.owner = [&](uint32_t bucket, Target *out) {
@@ -454,6 +459,17 @@ const char *insert_routing(TableInfo *table, List *attrs) {
     if (!routed)
         return "the sharding key is not among the inserted columns: every row to one coordinator "
                "(an online instance, masters first)";
+    // The verdict of the route check, as recorded (EXPLAIN asks the cluster nothing).
+    Oid *types = static_cast<Oid *>(palloc0(sizeof(Oid) * (table->nkeys + 1)));
+    for (int k = 0; k < table->nkeys; k++)
+        types[k] = get_atttype(table->relid, table->key_attnums[k]);
+    bool disagrees = guarded([&] {
+        return key_route(table, types, table->nkeys, GetUserId(), false) == KeyRoute::Coordinator;
+    });
+    if (disagrees)
+        return "Picodata hashes this sharding key differently (picoroute_route_checks): every row "
+               "to one coordinator (an online instance, masters first), which routes it by its own "
+               "hashing";
     return "rows grouped by the owner of their bucket (from the sharding key), each group to the "
            "master of its replicaset, in parallel; rows of a bucket the map does not know to one "
            "coordinator";

@@ -94,15 +94,30 @@ route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
     return out;
 }
 
+// Whether Picodata hashes the key values of `keys` differently from picoroute (the route check,
+// route_check.cpp; with `may_check` it runs when none is recorded). C++: inside guarded().
+bool key_disagrees(RoutedStatement *st, KeyValues *keys, bool may_check) {
+    int nkeys = list_length(st->key_kinds);
+    Oid few[8];  // the usual key, without an allocation per statement
+    std::vector<Oid> many(nkeys > 8 ? static_cast<size_t>(nkeys) : 0);
+    Oid *types = nkeys > 8 ? many.data() : few;
+    for (int i = 0; i < nkeys; i++)
+        types[i] = keys[i].type;
+    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    return key_route(st->table, types, nkeys, userid, may_check) == KeyRoute::Coordinator;
+}
+
 // The routing decision (core/statement_route.h): targets, retry policy and, when `describe`, a
 // description (C++: inside guarded()). *keyless tells whether the statement goes out without a
 // sharding key (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
                                    Retry *retry, std::string *description, bool *keyless,
-                                   bool describe = true) {
+                                   bool describe = true, bool may_check = true) {
+    TableInfo *t = st->table;
+    // Before the map is read: a check may read a newer map, which replaces this backend's copy.
+    bool disagrees = keys != nullptr && !t->global && key_disagrees(st, keys, may_check);
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
-    TableInfo *t = st->table;
     int32_t tier = require_tier(view, map.generation, t->tier);
     *tier_out = tier;
     route::StatementInfo info;
@@ -117,6 +132,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     info.describe = describe;
     if (keys != nullptr)
         info.keys = core_key_values(st, keys);
+    info.hashing_disagrees = disagrees;
     route::StatementLookups lookups;
     lookups.spread = [&](ReadPref pref, bool write) {
         return spread_target(view, tier, pref, write);
@@ -563,8 +579,9 @@ void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unk
         Retry retry = Retry::Read;
         std::string description;
         bool keyless = true;
+        // EXPLAIN shows the verdict recorded, and asks the cluster nothing.
         std::vector<Target> targets =
-            decide_targets(st, keys, &tier, &retry, &description, &keyless);
+            decide_targets(st, keys, &tier, &retry, &description, &keyless, true, false);
         std::string routed = targets.size() == 1 ? statement_for(st, targets[0], keyless) : "";
         pg_call([&] {
             *routing = pstrdup(description.c_str());

@@ -188,3 +188,32 @@ COMMENT ON FUNCTION picoroute_bucket_id_for_version(text, integer, "any") IS
 'Picodata bucket id of a sharding key for an explicit bucket_count, hashed as the given Picodata '
 'version hashes it (as Picodata reports it, e.g. 25.5.10 or 26.1.6; doubles hash differently from '
 '26.1 on). No topology needed. Same key types as picoroute_bucket_id.';
+
+-- Routing that verifies itself: the verdicts of the route check.
+CREATE FUNCTION picoroute_route_check_rows(OUT database text, OUT foreign_table text,
+                                           OUT key_types text, OUT picodata_version text,
+                                           OUT hash_rule text, OUT state text, OUT sample text,
+                                           OUT picoroute_bucket integer,
+                                           OUT picodata_bucket integer, OUT detail text,
+                                           OUT checked_at timestamptz,
+                                           OUT next_check timestamptz, OUT attempts integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'picoroute_route_check_rows'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION picoroute_route_check_rows() IS
+'The verdicts of the route check (behind the view picoroute_route_checks).';
+
+CREATE VIEW picoroute_route_checks AS
+    SELECT * FROM picoroute_route_check_rows();
+
+COMMENT ON VIEW picoroute_route_checks IS
+'One row per foreign table, key types (the Picodata types of the sharding-key values routed), '
+'detected Picodata version and hashing rule (25.5 or 26.1) that picoroute checked its bucket '
+'for: state pending (being checked), agreed, disagreed (its keyed statements go through a '
+'coordinator) or unknown '
+'(the check could not conclude; retried at next_check), the sample key asked about, picoroute''s '
+'and Picodata''s bucket of it, Picodata''s buckets line or why the check did not conclude, and '
+'when it was checked. Shared by every database of the server.';
+
+GRANT SELECT ON picoroute_route_checks TO PUBLIC;

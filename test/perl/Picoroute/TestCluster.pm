@@ -202,6 +202,7 @@ sub start_emulator {
     push @up, map { ('--tier', $_) } @{ $opts{tiers} // [] };
     my $version = $opts{picodata} // $picodata_version;
     push @up, '--picodata', $version if $version ne '';
+    push @up, '--wrong-hash', $opts{wrong_hash} if $opts{wrong_hash};
     emu(@up);
     my $status = emu_json('status', '--json');
     $picodata_version = $status->{picodata_version};
