@@ -1,9 +1,10 @@
 # Every error of a write that may have written somewhere says where, whatever ended it: a multi-row
 # INSERT stopped by statement_timeout or a cancel while one master is stopped (its rows of the live
 # replicaset are committed, the others wait for a master), an INSERT ... SELECT whose next row fails
-# locally after two batches were sent, a COPY whose input turns bad after a batch, and a TRUNCATE of
-# two tables whose second fails after the first was truncated. Picodata commits each remote
-# statement on its own; the DETAIL gives the rows each instance committed.
+# locally after two batches were sent, a COPY whose input turns bad after a batch, a write whose
+# connection is lost after it was sent (40003), one that meets a duplicate key on one owner (23505),
+# and a TRUNCATE of two tables whose second fails after the first was truncated. Picodata commits
+# each remote statement on its own; the DETAIL gives the rows each instance committed.
 use strict;
 use warnings;
 
@@ -105,6 +106,51 @@ like($err, qr/invalid input syntax for type bigint/, 'on that line');
 like($err, qr/DETAIL:.*10 rows of this statement were already committed on Picodata/s,
     'and says the batch sent before it is committed');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM users WHERE id BETWEEN 6001 AND 6015'), '10', 'it is');
+
+# ---- a write lost after it was sent: 40003, with what the other owner committed -----------------
+# The row of default_2 waits on its storage (a trigger sleeps), then its master stops: the
+# connection is lost after the statement was sent, so its outcome there is unknown (SQLSTATE 40003,
+# statement_completion_unknown), and the error also says what default_1 committed.
+my $addr2 = "127.0.0.1:$port_of{default_2_1}";
+my ($slow) = @{ $keys{default_2} }[1];
+@mine = @{ $keys{default_1} }[4, 5];
+emu_private_psql('default_2_1', q{
+CREATE FUNCTION public.picoroute_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.name = 'slow' THEN PERFORM pg_sleep(30); END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER picoroute_test_slow BEFORE INSERT ON _picoemu_local.users
+  FOR EACH ROW EXECUTE FUNCTION public.picoroute_test_slow();
+});
+my $l_out = '';
+my $lost = IPC::Run::start(
+    [ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-c',
+      "INSERT INTO users VALUES ($mine[0], 'i', 0), ($mine[1], 'i', 0), ($slow, 'slow', 0)" ],
+    '>', \$l_out, '2>&1', IPC::Run::timeout(90));
+ok(wait_for($node, "SELECT count(*) FROM users WHERE id IN ($mine[0], $mine[1])", '2', 20),
+   "default_1's rows are committed while default_2's waits on its storage");
+emu('stop', 'default_2_1');
+$lost->finish;
+like($l_out, qr/ERROR:  40003: picoroute: lost the connection to Picodata instance \Q$addr2\E while it ran a write/,
+     'the lost write fails with 40003 (statement_completion_unknown)');
+like($l_out, qr/DETAIL:.*may have been applied on instance \Q$addr2\E.*2 rows of this statement were already committed on Picodata \(\Q$addr1\E: 2\); they are not undone\./s,
+     'its DETAIL says where the outcome is unknown and what the other owner committed');
+emu('start', 'default_2_1');
+ok(wait_for($node, "SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't', 30),
+   'default_2_1 is back');
+emu_private_psql('default_2_1', 'DROP TRIGGER picoroute_test_slow ON _picoemu_local.users;'
+    . ' DROP FUNCTION public.picoroute_test_slow();');
+is(stored('default_2_1', "id = $slow"), '0', 'the stopped storage did not commit the slow row');
+
+# A remote error mapped to PostgreSQL's SQLSTATE (a duplicate key, 23505) says the same: the row of
+# default_2 is committed, that of default_1 already existed.
+my ($fresh) = @{ $keys{default_2} }[2];
+($ret, $out, $err) = $node->psql('postgres',
+    "\\set VERBOSITY verbose\nINSERT INTO users VALUES ($mine[0], 'dup', 0), ($fresh, 'd', 0);");
+like($err, qr/ERROR:  23505: .*Duplicate key exists in unique index/, 'a duplicate key on one owner is 23505');
+like($err, qr/DETAIL:.*1 rows of this statement were already committed on Picodata \(\Q$addr2\E: 1\); they are not undone\./s,
+     'and its DETAIL says what the other owner committed');
 
 # ---- TRUNCATE of two tables, the second failing after the first is truncated ----------------------
 # One session: it checks both declarations at their first use, then the second table is dropped on
