@@ -111,7 +111,8 @@ struct OwnerLookups {
 
 // Rows 0..nrows-1 grouped by target instance, in address order. `bucket_of` gives a row's bucket,
 // nullopt for a row that is not routed; such rows and the rows of a bucket whose owner is unknown
-// go to one coordinator (asked once, at the first such row).
+// go to one coordinator (asked once, at the first such row), in a group of their own even when
+// the coordinator is an owner's instance (after that owner's group).
 std::vector<RowGroup> group_rows_by_owner(
     int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
     const OwnerLookups &lookups);

@@ -1,7 +1,8 @@
 // Library entry point: defines the settings, installs the batched-join planner hook and, when
 // preloaded, the shared memory (the map store's slots, the worker's status block, the table of
 // route-check verdicts, the topology event log and the statistics, each with its own size and
-// initialisation) and the worker.
+// initialisation), the worker and the hooks that make a failed write say what it wrote
+// (pg/remote/write_ledger.h).
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -17,6 +18,7 @@ void _PG_init(void);
 
 #include "pg/fdw/batch_join.h"
 #include "pg/map_store.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/route_checks.h"
 #include "pg/settings.h"
 #include "pg/stats/stats.h"
@@ -66,4 +68,5 @@ void _PG_init(void) {
     prev_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = startup_shmem;
     picoroute::pg::register_worker();
+    picoroute::pg::remote::install_write_ledger_hooks();
 }

@@ -381,9 +381,10 @@ void exec_on_bucket(FunctionCallInfo fcinfo, const ExecArgs &args, int32 bucket,
     jobs[0].target.buckets = {bucket_id};
     jobs[0].sql = args.query;
     jobs[0].values = value_pointers(args.values);
-    WriteLog log;
-    run_jobs(jobs, params, args.tier, pref, read_only ? Retry::Read : Retry::Write,
-             read_only ? nullptr : &log);
+    // A write's log lives with the query (write_ledger.h): an error later in it still says what
+    // this call committed.
+    WriteLog *log = read_only ? nullptr : statement_write_log(fcinfo->flinfo->fn_mcxt);
+    run_jobs(jobs, params, args.tier, pref, read_only ? Retry::Read : Retry::Write, log);
     store_results(fcinfo, jobs);
 }
 

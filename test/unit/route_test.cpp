@@ -240,4 +240,52 @@ TEST(Route, BucketFilters) {
               "S WHERE \"r2\".\"bucket_id\" = 4");
 }
 
+// A dead master stalls the tier's Lua dispatch; the local fast path (26.1.1+) does not wait.
+TEST(Route, OnlyTheLocalPathAtTheOwnerAvoidsLuaDispatch) {
+    Fixture f;
+    Target owner;
+    ASSERT_TRUE(route::bucket_target(f.view, f.t, 17, ReadPref::Leader, 0, &owner));
+    owner.buckets = {17, 900};
+    EXPECT_FALSE(route::lua_dispatched(f.view, f.t, owner, ReadPref::Leader, true));
+    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, owner, ReadPref::Leader, false))
+        << "before 26.1.1 every statement goes through Lua, even at its owner";
+    Target mixed = owner;
+    mixed.buckets = {17, 2000};  // a bucket of r2 too
+    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, mixed, ReadPref::Leader, true));
+    Target keyless = owner;
+    keyless.buckets.clear();
+    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, keyless, ReadPref::Leader, true))
+        << "all buckets of a tier of several replicasets";
+    Target other;  // r2's master asked about r1's bucket: it forwards
+    ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &other));
+    other.buckets = {17};
+    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, other, ReadPref::Leader, true));
+    // A replica runs a read of its replicaset's bucket only for 'replica' or 'any'.
+    Target replica = owner;
+    replica.address = "10.0.0.2:4327";
+    replica.role = Role::Replica;
+    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, replica, ReadPref::Leader, true));
+    EXPECT_FALSE(route::lua_dispatched(f.view, f.t, replica, ReadPref::Replica, true));
+    EXPECT_FALSE(route::lua_dispatched(f.view, f.t, replica, ReadPref::Any, true));
+    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, owner, ReadPref::Replica, true));
+    // A keyless statement on a tier of one replicaset runs at its master.
+    Target single;
+    ASSERT_TRUE(route::bucket_target(f.view, f.u, 3, ReadPref::Leader, 0, &single));
+    single.buckets.clear();
+    EXPECT_FALSE(route::lua_dispatched(f.view, f.u, single, ReadPref::Leader, true));
+}
+
+TEST(Route, AMasterlessReplicasetOfTheTierIsFound) {
+    Fixture up;
+    EXPECT_EQ(up.view.find_tier("t") == kNone, false);
+    EXPECT_EQ(route::masterless_replicaset(up.view, up.t), kNone);
+    // c1 (r3, no buckets) stopped: vshard's routeall still waits for it.
+    Fixture down({instance("c1", std::string("r3"), std::string("Offline"),
+                           std::string("10.0.0.4:4327"), std::string("c1"))});
+    int32_t rs = route::masterless_replicaset(down.view, down.t);
+    ASSERT_NE(rs, kNone);
+    EXPECT_EQ(down.view.str(down.view.replicaset(rs).uuid), "r3");
+    EXPECT_EQ(route::masterless_replicaset(down.view, down.u), kNone) << "another tier";
+}
+
 }  // namespace picoroute

@@ -322,6 +322,9 @@ struct RoutedStatement {
     // row_limit_exceeded instead of being raised.
     bool row_limit_fallback;
     bool row_limit_exceeded;
+    // A write's log (remote/write_ledger.h): created with the first execution in the statement's
+    // memory, unless the caller gives one that outlives it (a TRUNCATE of several tables).
+    WriteLog *log;
     MemoryContextCallback cleanup;
 };
 

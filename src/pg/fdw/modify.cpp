@@ -76,8 +76,7 @@ struct InsertState {
     const char **values;  // nattrs per row
     Datum *keys;          // nkeys per row, copied into row_cxt
     bool *key_nulls;
-    WriteLog *log;  // rows committed so far by the statement, by instance
-    MemoryContextCallback free_log;
+    WriteLog *log;  // what the statement wrote so far, by instance (write_ledger.h)
 };
 
 List *insert_target_attrs(Relation rel) {
@@ -149,12 +148,6 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
     return list_make1(attrs);
 }
 
-void free_write_log(void *arg) {
-    InsertState *s = static_cast<InsertState *>(arg);
-    delete s->log;
-    s->log = nullptr;
-}
-
 InsertState *create_insert_state(EState *estate, Relation rel, List *target_attrs, Oid userid) {
     InsertState *s = static_cast<InsertState *>(palloc0(sizeof(InsertState)));
     s->rel = rel;
@@ -192,10 +185,9 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
     s->batch_size = s->table->batch_size;
     s->row_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute insert", ALLOCSET_DEFAULT_SIZES);
-    s->log = new WriteLog();
-    s->free_log.func = free_write_log;
-    s->free_log.arg = s;
-    MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->free_log);
+    // Lives with the statement: COPY reads its next rows, an INSERT ... SELECT its next batch,
+    // between two sends, and whatever error ends it then still says what was committed.
+    s->log = guarded([&] { return statement_write_log(estate->es_query_cxt); });
     return s;
 }
 
@@ -316,6 +308,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
             job.may_span = !t->global && !one_replicaset(job.target, t->tier);
+            job.sharded = !t->global;
             jobs.push_back(std::move(job));
         }
         note_server_write(t->server_name);  // later reads go to the leaders

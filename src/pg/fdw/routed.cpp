@@ -191,6 +191,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].values.assign(values, values + st->nparams);
         jobs[i].may_span =
             st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
+        jobs[i].sharded = !st->table->global;
         jobs[i].target = std::move(targets[i]);
     }
     st->keyless = keyless;
@@ -253,6 +254,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             padded = std::min(padded, limit);
             Job job;
             job.target = target;
+            job.sharded = !st->table->global;
             // A batch reads as many rows as a small scan: the row and instruction limits are
             // lifted, unless the table or server gives them (see batch_exec.cpp).
             job.sql = batched_sql(b, padded) + option_clause(st->table, true, false);
@@ -409,7 +411,10 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        WriteLog log;
+        // A write's log lives with the statement (write_ledger.h), or is the caller's (a
+        // TRUNCATE of several tables).
+        if (st->is_write && st->log == nullptr)
+            st->log = statement_write_log(GetMemoryChunkContext(st));
         ReadPref pref = st->is_write ? ReadPref::Leader : table_read_pref(st->table);
         if (st->is_write)
             note_server_write(st->table->server_name);  // later reads go to the leaders
@@ -417,7 +422,8 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
             run_jobs(jobs,
                      st->is_write ? conn_params_for(st->table->serverid, userid)
                                   : read_conn_params(st->table, userid),
-                     st->table->tier, pref, retry, st->is_write ? &log : nullptr, &st->sent_again);
+                     st->table->tier, pref, retry, st->is_write ? st->log : nullptr,
+                     &st->sent_again);
         } catch (const PgError &e) {
             // The caller computes the same rows here (a pushed ORDER BY or LIMIT over the bound).
             if (st->row_limit_fallback && is_row_limit_error(e)) {

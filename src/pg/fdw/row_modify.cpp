@@ -12,7 +12,8 @@
 // unique per storage, and the sharding key both routes the statement to the owner of the row's
 // bucket and makes the pair unique. Rows are buffered up to batch_size and sent grouped by owner
 // (core/statement_route.h): the owners in parallel, each owner's statements one after the other.
-// Each statement commits on its own; a failure reports what was committed where (WriteLog). A
+// Each statement commits on its own; any error that ends the UPDATE or DELETE reports what was
+// committed where (the statement's WriteLog, pg/remote/write_ledger.h). A
 // row changed between the read and the write is overwritten with values computed from the read
 // (no lock is taken); one deleted meanwhile is not written, and a WARNING counts such rows.
 extern "C" {
@@ -82,15 +83,8 @@ struct RowModifyState {
     int nrows;
     uint64 sent;     // rows written by this statement
     uint64 applied;  // rows the remote statements changed
-    WriteLog *log;
-    MemoryContextCallback free_log;
+    WriteLog *log;   // what the statement wrote so far, by instance (write_ledger.h)
 };
-
-void free_log(void *arg) {
-    RowModifyState *s = static_cast<RowModifyState *>(arg);
-    delete s->log;
-    s->log = nullptr;
-}
 
 // The primary key's column names: the option primary_key, else index 0 of `_pico_index` (parts
 // [["id","integer",null,false,null], ...], test/int/test_basics.py:451@25.5.10). C++: guarded().
@@ -391,10 +385,7 @@ void row_modify_begin(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType o
     s->rows = static_cast<PendingRow *>(palloc0(sizeof(PendingRow) * s->batch_size));
     s->row_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute row by row", ALLOCSET_DEFAULT_SIZES);
-    s->log = new WriteLog();
-    s->free_log.func = free_log;
-    s->free_log.arg = s;
-    MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->free_log);
+    s->log = guarded([&] { return statement_write_log(estate->es_query_cxt); });
     rinfo->ri_FdwState = s;
 }
 

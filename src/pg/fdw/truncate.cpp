@@ -18,7 +18,8 @@
 // transaction rolls back: it goes through the same policy (picoroute.remote_write_in_transaction:
 // refused, or a warning once per transaction block and a count for the warning at ROLLBACK). The
 // declarations of all the relations are checked first; then they are sent one after another, and
-// when one fails, the ones before it stay truncated.
+// when one fails, the ones before it stay truncated: one write log for all of them says so in the
+// error (remote/write_ledger.h).
 extern "C" {
 #include "postgres.h"
 
@@ -31,6 +32,7 @@ extern "C" {
 }
 
 #include "pg/fdw/fdw_internal.h"
+#include "pg/guard.h"
 
 #include <cstring>
 
@@ -49,13 +51,14 @@ TableInfo *truncate_routing(const TableInfo *table) {
 }
 
 // Sends `TRUNCATE TABLE "<remote>"` for one relation (plain: may ereport).
-void truncate_one(Relation rel, TableInfo *table, Oid userid) {
+void truncate_one(Relation rel, TableInfo *table, Oid userid, WriteLog *log) {
     StringInfoData sql;
     initStringInfo(&sql);
     appendStringInfo(&sql, "TRUNCATE TABLE %s", quote_remote_identifier(table->remote_table));
     RoutedStatement *st = new_routed_statement(CurrentMemoryContext, truncate_routing(table), rel,
                                                sql.data, false, true);
     st->userid = userid;
+    st->log = log;
     execute_routed(st, nullptr);  // no parameter and no key: nothing is evaluated
     MemoryContextDelete(GetMemoryChunkContext(st));
 }
@@ -73,6 +76,10 @@ void truncate_foreign_tables(List *rels, DropBehavior, bool) {
         check_declaration_at_first_use(table, userid);
         tables = lappend(tables, table);
     }
+    // The statement's memory: the log outlives each table's statement, and the error of a later one
+    // says which instances already truncated the first ones.
+    MemoryContext cxt = CurrentMemoryContext;
+    WriteLog *log = guarded([&] { return statement_write_log(cxt); });
     List *sent = NIL;  // remote table names already truncated (one server per call)
     ListCell *tc;
     forboth(lc, rels, tc, tables) {
@@ -84,7 +91,7 @@ void truncate_foreign_tables(List *rels, DropBehavior, bool) {
                 again || strcmp(static_cast<const char *>(lfirst(sc)), table->remote_table) == 0;
         if (again)
             continue;
-        truncate_one(static_cast<Relation>(lfirst(lc)), table, userid);
+        truncate_one(static_cast<Relation>(lfirst(lc)), table, userid, log);
         sent = lappend(sent, table->remote_table);
     }
 }
