@@ -26,7 +26,7 @@ my $fake = start_fake_instance('--rules-file', $rules,
     '--rule', 'bigerr_t=big-error',
     '--rule', 'badbyte_t=bad-byte',
     '--rule', 'SELECT .* FROM "quiet_t"=rows:',
-    # Errors as Picodata words them (core/retry_rules.h), behind its prefixes.
+    # Errors as Picodata words them (core/routing/answer.h), behind its prefixes.
     '--rule', 'dqltimeout_t=error:XX000:sbroad: dql timeout exceeded',
     '--rule', 'onrs_t=error:XX000:sbroad: Error on replicaset r1: Duplicate key exists in unique index',
     '--rule', 'localref_t=error:XX000:sbroad: failed to add local bucket reference: Timeout exceeded',
