@@ -43,6 +43,7 @@ installed (make install). Python 3 standard library, pgbench, psql, perf (option
 """
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -260,8 +261,12 @@ picoroute.allowed_hosts = '{HOST}'
         20 s, until every bucket range's master is at the address the catalog gives."""
         self.psql("ALTER SYSTEM SET picoroute.source = 'poll'")
         self.psql("SELECT pg_reload_conf()")
+        self.wait_map(emu, lambda i: i["port"])
+
+    def wait_map(self, emu, port_of):
+        """Waits, at most 20 s, until every bucket range's master is at port_of(instance)."""
         st = emu.status()
-        port_of = {i["name"]: i["port"] for i in st["instances"]}
+        port_of = {i["name"]: port_of(i) for i in st["instances"]}
         master = {rs["name"]: rs["master"] for rs in st["replicasets"]}
         want = {(t["name"], r["start"]): f"{HOST}:{port_of[master[r['replicaset']]]}"
                 for t in st["tiers"] for r in t["buckets"]}
@@ -273,6 +278,59 @@ picoroute.allowed_hosts = '{HOST}'
             time.sleep(0.2)
         raise BenchError(f"the node's map did not take the catalog's addresses: {got}, "
                          f"expected {want}")
+
+
+class NodeSession:
+    """A protocol session on the node (test/emulator/pgwire.py), with its backend's CPU time."""
+
+    def __init__(self, node):
+        self.c = pgwire.Conn(node.port, "postgres", "", dbname="postgres", application_name="bench")
+        self.pid = int(self.run("SELECT pg_backend_pid()")[0][0])
+
+    def run(self, sql):
+        answers = self.c.query(sql)
+        errors = pgwire.errors(answers)
+        if errors:
+            raise BenchError(f"{sql}: {errors}")
+        return pgwire.rows(answers)
+
+    def cpu_ns(self):
+        return schedstat_ns(self.pid)
+
+    def close(self):
+        self.c.close()
+
+
+@contextlib.contextmanager
+def counting_relays(emu, node, fdw_servers=None):
+    """Counting relays (bench/wire.py) in front of every instance, for a counting pass (never a
+    timed one): the node's map (push mode) and the postgres_fdw servers {name: private port} point
+    at them. Yields snap(), the counts summed over the relays; everything points back at the
+    private ports on the way out."""
+    fdw_servers = fdw_servers or {}
+    st = emu.status()
+    relays = {i["private_port"]: wire.Relay(i["private_port"]) for i in st["instances"]}
+
+    def alter(port_of):
+        if fdw_servers:
+            node.psql("\n".join(f"ALTER SERVER {name} OPTIONS (SET port '{port_of(p)}');"
+                                 for name, p in fdw_servers.items()))
+
+    def snap():
+        total = wire.Counts()
+        for r in relays.values():
+            total = total.plus(r.snapshot())
+        return total
+    try:
+        node.use_fronts(emu, lambda i: relays[i["private_port"]].port)
+        node.wait_map(emu, lambda i: relays[i["private_port"]].port)
+        alter(lambda p: relays[p].port)
+        yield snap
+    finally:
+        alter(lambda p: p)
+        node.use_catalog(emu)
+        for r in relays.values():
+            r.stop()
 
 
 def front_pass(emu, node, statements):
@@ -307,6 +365,7 @@ def small_bench_args(doc):
     ap.add_argument("--port", type=int, default=None, help="node port (default: base port + 100)")
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
+    ap.add_argument("--verdicts", default=None, help="append the verdict rows here (JSON lines)")
     return ap
 
 
@@ -1260,8 +1319,9 @@ ANALYZE;""")
             "picoroute's remote statement prepared, the node's plan generic). `client` is pgbench's hop (to the node, or to the instance), "
             "`node` the node's hops to the instances. `in the cluster` is the hop a coordinator "
             "makes to the owner for a statement it does not own: on Picodata one call to the "
-            "owner's replicaset per statement (its dispatch sends a single-bucket statement with "
-            "one `callrw` to that replicaset: `src/sql/dispatch.rs`, see Configuration); the "
+            "owner's replicaset per statement (`one_step_dispatch` sends it with one "
+            "`rs:callrw('.proc_sql_execute', ...)` per replicaset, the storage reference taken by "
+            "that same call: `src/sql/dispatch.lua:255` and `:304` at 26.1.6); the "
             "emulator's coordinator makes it through postgres_fdw, whose round trips are not "
             "Picodata's and are not counted.")
         say()
@@ -1366,50 +1426,42 @@ ANALYZE;""")
             f"variant keeps its remote connections for the whole pgbench session (picoroute: "
             f"its per-session cache; postgres_fdw: its per-session cache; PL/Proxy: "
             f"connection_lifetime 3600 s); pgbench connects once per client (no -C).")
-        say("- pgbench runs with `-M prepared` everywhere. On the node the local statement is "
-            "prepared; what reaches the instance differs by design: picoroute sends one "
-            "unnamed extended-protocol statement (Parse/Bind/Execute/Sync in one packet) with "
-            "the key as a literal and no bucket term (`... WHERE (\"id\" = 5)`: Picodata, and "
-            "the emulator, route it by its key). It is unnamed because execution_options 'off' "
-            "does not ask for `pico_stmt_invalidation`, without which picoroute prepares "
-            "nothing; the key is a literal because the point SELECT's node sessions run with "
-            "`plan_cache_mode = force_custom_plan` (role `bench_literal`): on a private port the "
-            "emulator routes a keyed statement by a literal key only (a bound key needs the "
-            "value its Picodata front passes on), and a bound key would make the owner also "
-            "ask the other replicaset. So the node plans picoroute's foreign scan at every "
-            "execution, a cost the other variants do not pay, and the instance routes each of "
-            "picoroute's statements by parsing its text and hashing the key in PL/pgSQL (the "
-            "emulator's routing by key, `_picoemu.key_bucket`; its session cache holds the "
-            "last statement only, so every new key pays it), where the peers' statements, "
-            "whose text never changes and which carry `bucket_id`, hit that cache and are "
-            "pruned by their bucket. Picodata routes by key natively. postgres_fdw "
-            "opens a remote transaction and a cursor (START TRANSACTION, DECLARE, FETCH, "
-            "CLOSE, COMMIT; for INSERT: a prepared INSERT per statement); PL/Proxy sends its "
-            "SELECT with parameters; `forward` and `direct` are pgbench's own prepared "
-            "statements on the instance. `direct_unnamed` is `direct` with pgbench "
-            "`-M extended` (an unnamed statement per execution, like picoroute's): it shows "
-            "what parsing and planning on every execution costs the instance; it is not a "
-            "target.")
-        say(f"- Routing by hand for the peers: the keys all belong to `{o}`, so the postgres_fdw "
-            f"foreign tables point at `{o}`'s master, and the PL/Proxy function runs "
-            f"`RUN ON px_part(b)`, where `b` is the bucket passed by the client and `px_part` "
-            f"maps it to a partition with the cluster's bucket ranges, precomputed into an SQL "
-            f"CASE (PL/Proxy's own hash cannot reproduce Picodata's). The client knows each "
-            f"key's bucket (the pgbench key pool holds key and bucket; computed by the "
-            f"emulator at load time); picoroute alone is given only the key and computes the "
-            f"bucket itself.")
-        say(f"- The same remote statement for every point SELECT but picoroute's: the "
-            f"instance's `public.users` view filtered by `id` and by the parameter `bucket_id`, "
-            f"which prunes the view to the owner's storage (picoroute's has no bucket term; the "
-            f"instance routes it by its literal key). `forward` sends it to `{p}`'s master, which "
-            f"forwards it through its own postgres_fdw foreign table (fetch_size 10000) to "
-            f"`{o}`: the bucket filter stands for the bucket Picodata's coordinator computes "
-            f"itself (without it the emulator would probe every replicaset). Point INSERTs all "
-            f"go through the instance's `public.events` view and its INSTEAD OF trigger "
-            f"(PL/Proxy: through `public.px_insert`, an SQL function on the masters that runs "
-            f"the same INSERT); `events` has primary key `id` and sharding key `sk`, "
-            f"`sk` drawn from the key pool, `id` fresh (a per-client counter); the owner's "
-            f"storage is truncated after each INSERT run.")
+        say("- pgbench runs with `-M prepared` everywhere; the node plans as PostgreSQL does by "
+            "default (five custom plans, then a generic one when it costs no more: the table "
+            "of round trips shows the counts). The same remote statement for every point "
+            "SELECT: `SELECT id, name, v FROM users WHERE id = $1`, the key bound, no "
+            "`bucket_id`, which the instance routes by its key (`picoemu up "
+            "--private-pgproto`: on a private port a bound key is routed as through a Picodata "
+            "front, every execution with its own key). picoroute (server `pico`, "
+            "`execution_options` on, as on Picodata) sends Picodata's startup options "
+            "(`read_preference=leader,pico_stmt_invalidation=true`, which the private ports take) "
+            "and runs the statement as a named prepared statement, prepared at its second "
+            "execution on each connection (one Bind/Execute/Sync per execution: the Parse count "
+            "per statement in the round-trip table); postgres_fdw sends it inside a remote "
+            "transaction and a cursor (`DECLARE c1 CURSOR FOR SELECT ... WHERE ((id = "
+            "$1::bigint))`, FETCH, CLOSE, COMMIT; for INSERT a prepared INSERT per statement), "
+            "which the instance routes by its key too; PL/Proxy sends its SELECT with the key "
+            "as a parameter; `forward` and `direct` are pgbench's own prepared statements on "
+            "the instance.")
+        say(f"- Routing by hand for the peers: the keys all belong to `{o}`, so `pg_fdw`'s "
+            f"foreign tables point at `{o}`'s master, `pg_fdw_coord`'s at `{p}`'s master "
+            f"(a coordinator that forwards to `{o}`, as `forward` does), and the PL/Proxy "
+            f"function runs `RUN ON px_part(b)`, where `b` is the bucket passed by the client "
+            f"and `px_part` maps it to a partition with the cluster's bucket ranges, "
+            f"precomputed into an SQL CASE (PL/Proxy's own hash cannot reproduce Picodata's); "
+            f"its remote SELECT is by key only. picoroute alone is given only the key and "
+            f"computes the bucket itself. A forwarding instance forwards through its own "
+            f"postgres_fdw foreign table (fetch_size 10000): on a datacenter network its round "
+            f"trips are not Picodata's, so the latency model counts Picodata's one call instead.")
+        say("- Point INSERTs all go through the instance's `public.events` view and its INSTEAD "
+            "OF trigger (PL/Proxy: through `public.px_insert`, an SQL function on the masters "
+            "that runs the same INSERT); `events` has primary key `id` and sharding key `sk`, "
+            "`sk` drawn from the key pool, `id` fresh (a per-client counter); the owner's "
+            "storage is truncated after each INSERT run.")
+        say("- Node CPU per statement: the CPU time (`/proc/PID/schedstat`, nanoseconds on a "
+            "CPU) of the node backends that served the run, from their start to their exit "
+            "(their connection's set-up included, about 1% of a run), divided by the run's "
+            "transactions; the ratios are taken within each run.")
         say("- postgres_fdw: default options except `async_capable 'true'` on its servers "
             "(used by the scan; a point statement has nothing to overlap); `fetch_size` "
             "default 100 (`pg_fdw`) and 10000 (`pg_fdw_10k`, table option) for the scan; "
@@ -1421,16 +1473,17 @@ ANALYZE;""")
             "does. No aggregate is pushed down (enable_partitionwise_aggregate off, and a "
             "sanity check): every variant fetches every row.")
         say("- picoroute: `picoroute.refresh_interval` default (1 s), read_preference leader; "
-            "no option tuned. The scan: `picoroute` through the default server (scatter "
-            "'coordinator'), `picoroute_masters` with scatter 'masters' (with 3000 buckets over "
-            "two replicasets each master's bucket list is over Picodata's 512 OR-of-AND chains, "
-            "so each master gets 3 statements; see the scan section).")
+            "no option tuned. The scans run on `pico_off` (`execution_options 'off'`): a keyless "
+            "statement carries Picodata's `OPTION (...)` clause otherwise, which no PostgreSQL "
+            "server parses (the limits are turned off in the cluster instead). `picoroute` "
+            "scans through the default server (scatter 'coordinator'), `picoroute_masters` with "
+            "scatter 'masters' (with 3000 buckets over two replicasets each master's bucket "
+            "list is over Picodata's 512 OR-of-AND chains, so each master gets 3 statements).")
         say(f"- Paths: every variant reaches the instances' private PostgreSQL ports, with "
             f"nothing in between. The emulator advertises them (`picoemu up "
-            f"--advertise-private`): picoroute's map, read from the catalog, holds them, and "
-            f"`forward`, `direct`, postgres_fdw and PL/Proxy are given them. picoroute's "
-            f"servers have `execution_options 'off'` (no OPTION clause, no Picodata startup "
-            f"options). Before timing, a sanity pass ran picoroute's point SELECT and INSERT "
+            f"--advertise-private --private-pgproto`): picoroute's map, read from the catalog, "
+            f"holds them, and `forward`, `direct`, postgres_fdw and PL/Proxy are given them. "
+            f"Before timing, a sanity pass ran picoroute's point SELECT and INSERT "
             f"(pgbench, 5 transactions each) and its scan through the instances' Picodata "
             f"fronts (the node's map pushed with the fronts' addresses), and the fronts "
             f"refused nothing (`picoemu audit`: {getattr(self, 'front_audit', '?')}). The "
@@ -1442,9 +1495,10 @@ ANALYZE;""")
             "to both end markers.")
         say("- Node: PostgreSQL 15, shared_buffers 128MB, jit off. Emulated instances: the "
             "emulator's configuration (fsync off, shared_buffers 16MB, constraint_exclusion "
-            "on). Sanity checks before timing: in the emulator's strict mode (`forward=off`) "
-            "every routed variant's SELECT and INSERT succeeded (so each reached the owner), "
-            "the rows came back equal, and every scan returned each row once.")
+            "on, plan_cache_mode force_custom_plan). Sanity checks before timing: in the "
+            "emulator's strict mode (`forward=off`) every routed variant's SELECT and INSERT "
+            "succeeded (so each reached the owner), the rows came back equal, and every scan "
+            "returned each row once.")
         say()
 
     def report_profile(self, prof):

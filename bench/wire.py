@@ -34,6 +34,14 @@ class Counts:
         c.__dict__.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()})
         return c
 
+    def plus(self, other):
+        c = self.copy()
+        for k in ("connections", "round_trips", "bytes_up", "bytes_down"):
+            setattr(c, k, getattr(self, k) + getattr(other, k))
+        for t, n in other.messages.items():
+            c.messages[t] = c.messages.get(t, 0) + n
+        return c
+
     def minus(self, before):
         c = self.copy()
         for k in ("connections", "round_trips", "bytes_up", "bytes_down"):
