@@ -25,13 +25,13 @@ UPDATE_SCRIPTS = $(sort $(wildcard src/sql/updates/picoroute--*--*.sql))
 DATA_built = picoroute--$(EXTVERSION).sql
 DATA = $(RELEASED_SCRIPTS) $(UPDATE_SCRIPTS)
 
-CORE_SRCS := $(sort $(wildcard src/core/*.cpp))
+CORE_SRCS := $(sort $(wildcard src/core/*.cpp) $(wildcard src/core/routing/*.cpp))
 PG_SRCS := $(sort $(wildcard src/pg/*.cpp) $(wildcard src/pg/remote/*.cpp) $(wildcard src/pg/fdw/*.cpp) \
-	$(wildcard src/pg/batch_join/*.cpp))
+	$(wildcard src/pg/batch_join/*.cpp) $(wildcard src/pg/stats/*.cpp))
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 # pg_regress suites, on a temporary instance that preloads the library (see test/regress.conf).
-REGRESS = setup upgrade hashing topology_push errors privileges routing dialect live exec analyze upper runtime_params join_pushdown join route_checks
+REGRESS = setup upgrade hashing topology_push errors privileges routing dialect live exec analyze upper runtime_params join_pushdown join route_checks monitoring
 REGRESS_OUTDIR ?= .
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=$(REGRESS_OUTDIR)/tmp_check \
 	--outputdir=$(REGRESS_OUTDIR) --load-extension=picoroute
@@ -48,12 +48,12 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # The core never sees PostgreSQL's include directories (the compile-time firewall).
-src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
+src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h) $(wildcard src/core/routing/*.h)
 	$(CXX) $(CXXFLAGS) -DPICOROUTE_CORE -I$(srcdir)/src -c -o $@ $<
 
 # Every header (coarse, but a changed struct never leaves a stale object behind).
-$(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/pg/*.h) $(wildcard src/pg/remote/*.h) \
-	$(wildcard src/pg/fdw/*.h) $(wildcard src/pg/batch_join/*.h)
+$(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/core/routing/*.h) $(wildcard src/pg/*.h) $(wildcard src/pg/remote/*.h) \
+	$(wildcard src/pg/fdw/*.h) $(wildcard src/pg/batch_join/*.h) $(wildcard src/pg/stats/*.h)
 
 # The current version's install script. Refuses to build when a released script was edited, when
 # the current version was already released, or when no update script leads to it.

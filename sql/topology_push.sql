@@ -29,6 +29,29 @@ CREATE VIEW pr_generation AS
 SELECT * FROM picoroute_tiers WHERE name IN ('default', 't1', 't2', 't9') ORDER BY name;
 SELECT * FROM pr_generation;
 
+-- The topology event log from here on (picoroute_topology_events; the events of other suites and
+-- of the tiers above depend on the suites run before): pr_events() shows the events recorded
+-- since its previous call, generations counted as in pr_generation.
+CREATE TABLE pr_events_seen AS
+    SELECT coalesce(max(seq), 0) AS seq, :tp_start::bigint AS tp_start FROM picoroute_topology_events;
+CREATE FUNCTION pr_events(OUT generation bigint, OUT kind text, OUT tier text, OUT first integer,
+                          OUT last integer, OUT from_rs text, OUT to_rs text, OUT rs text,
+                          OUT instance text, OUT old_value text, OUT new_value text)
+RETURNS SETOF record LANGUAGE plpgsql AS $$
+DECLARE
+    seen bigint;
+    start bigint;
+BEGIN
+    SELECT s.seq, s.tp_start INTO seen, start FROM pr_events_seen s;
+    RETURN QUERY
+        SELECT e.generation - start, e.kind, e.tier, e.bucket_id_start, e.bucket_id_end,
+               e.from_replicaset, e.to_replicaset, e.replicaset, e.instance, e.old_value,
+               e.new_value
+        FROM picoroute_topology_events e WHERE e.seq > seen ORDER BY e.seq;
+    UPDATE pr_events_seen SET seq = (SELECT coalesce(max(e.seq), seen) FROM picoroute_topology_events e);
+END $$;
+SELECT * FROM pr_events();
+
 -- The initial snapshot of tier default: replicasets, then instances, then bucket ranges.
 -- R1(1-1000), R2(1001-2000), R3(2001-3000), two instances each.
 SELECT picoroute_apply_events('[
@@ -50,6 +73,8 @@ SELECT * FROM picoroute_instances ORDER BY uuid;
 SELECT * FROM picoroute_replicasets ORDER BY uuid;
 SELECT * FROM pr_bucket_map;
 SELECT * FROM picoroute_tiers WHERE name IN ('default', 't1', 't2', 't9') ORDER BY name;
+-- What the event log says of it.
+SELECT * FROM pr_events();
 
 -- Lookups on that map.
 SELECT b, picoroute_master('default', b) FROM (VALUES (1), (1000), (1001), (2000), (2001), (3000)) AS t(b);
@@ -67,6 +92,8 @@ SELECT * FROM picoroute_replicas('default', 2500);
 -- replicaset event: R2 deleted -> the tier's map is cleared (R1(), R3()).
 SELECT picoroute_apply_events('{"op": "delete", "map": "replicaset", "replicaset_uuid": "r2"}');
 SELECT * FROM pr_generation;
+-- The log: the replicaset is removed, and the map no longer knows any bucket's owner.
+SELECT * FROM pr_events();
 SELECT * FROM pr_bucket_map;
 SELECT uuid, name, tier, master_uuid, instance_count, bucket_count FROM picoroute_replicasets ORDER BY uuid;
 SELECT * FROM picoroute_tiers WHERE name = 'default';
@@ -93,6 +120,8 @@ SELECT * FROM pr_bucket_map;
 SELECT uuid, name, instance_count, bucket_count FROM picoroute_replicasets ORDER BY uuid;
 SELECT * FROM picoroute_tiers WHERE name = 'default';
 SELECT picoroute_master('default', 1500) AS master_1500, picoroute_master('default', 1501) AS master_1501;
+-- The log: R2's instances removed, then the buckets mapped again, one call each.
+SELECT * FROM pr_events();
 
 ------------------------------------------------------------------------------------------------
 -- Seed case 2: a replicaset is added. R1(1-1500), R3(1501-3000); R4 joins the tier.
@@ -119,6 +148,7 @@ SELECT * FROM pr_generation;
 SELECT * FROM pr_bucket_map;
 SELECT uuid, name, instance_count, bucket_count FROM picoroute_replicasets ORDER BY uuid;
 SELECT b, picoroute_master('default', b) FROM (VALUES (1000), (1001), (2000), (2001)) AS t(b);
+SELECT * FROM pr_events();
 
 ------------------------------------------------------------------------------------------------
 -- Seed case 3: weights change. R1(1-1000), R3(1001-2000), R4(2001-3000) -> 0.25 / 0.25 / 0.5.
@@ -138,6 +168,9 @@ SELECT * FROM pr_generation;
 SELECT * FROM pr_bucket_map;
 SELECT uuid, name, bucket_count FROM picoroute_replicasets ORDER BY uuid;
 SELECT * FROM picoroute_tiers WHERE name = 'default';
+-- The log: the map cleared by the overlap, then rebuilt with buckets 751-1000 moved from R1 to R3
+-- and 1501-2000 from R3 to R4 (the owner of each bucket is compared, whatever the ranges).
+SELECT * FROM pr_events();
 
 ------------------------------------------------------------------------------------------------
 -- Seed case 4: tier isolation. T1(A1, A2), T2(B1); A4 joins T1: only T1's map is cleared.
@@ -175,6 +208,8 @@ SELECT * FROM pr_generation;
 SELECT * FROM pr_bucket_map WHERE tier <> 'default';
 SELECT * FROM picoroute_tiers WHERE name IN ('default', 't1', 't2', 't9') ORDER BY name;
 SELECT b, picoroute_master('t1', b) AS t1, picoroute_master('t2', b) AS t2 FROM (VALUES (1), (11), (21), (30)) AS t(b);
+-- The log: tiers t1 and t2 filled, then t1 alone cleared and filled again.
+SELECT * FROM pr_events();
 
 ------------------------------------------------------------------------------------------------
 -- Master switch: the map is not touched, the master and its address change.
@@ -192,6 +227,8 @@ SELECT picoroute_apply_events('{"op": "replace", "map": "instance", "instance_uu
 SELECT uuid, name, replicaset_uuid, state, address, is_online FROM picoroute_instances WHERE uuid = 'i1a';
 SELECT picoroute_apply_events('{"op": "replace", "map": "instance", "instance_uuid": "i1b", "address": "10.0.1.20:5432"}');
 SELECT picoroute_master('default', 1) AS master_1;
+-- The log: the master switch names the old and the new master; then the state and the address.
+SELECT * FROM pr_events();
 
 ------------------------------------------------------------------------------------------------
 -- Redelivery: events that change nothing return their count but keep the generation.
@@ -211,6 +248,8 @@ SELECT * FROM pr_bucket_map WHERE tier = 'default';
 -- A tier's bucket_count is fixed once known: a different value is ignored.
 SELECT picoroute_apply_events('{"op": "replace", "map": "tier", "name": "default", "bucket_count": 16}');
 SELECT generation = :generation_before AS generation_unchanged, (SELECT bucket_count FROM picoroute_tiers WHERE name = 'default') FROM picoroute_status;
+-- Nothing published, nothing logged.
+SELECT * FROM pr_events();
 
 ------------------------------------------------------------------------------------------------
 -- A tier named by a replicaset before its bucket_count is known.
@@ -278,3 +317,8 @@ SELECT picoroute_apply_events('[
   {"op": "delete", "map": "instance", "instance_uuid": "iv3"}
 ]');
 SELECT picodata_version FROM picoroute_status;
+-- The log of this section: the instances added, the cluster's version as it changed, the
+-- instances removed.
+SELECT * FROM pr_events();
+DROP FUNCTION pr_events();
+DROP TABLE pr_events_seen;

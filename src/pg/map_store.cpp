@@ -9,9 +9,12 @@ extern "C" {
 }
 
 #include "core/errors.h"
+#include "core/snapshot_restore.h"
+#include "core/topology_diff.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
+#include "pg/topology_log.h"
 
 #include <cstring>
 #include <optional>
@@ -224,6 +227,20 @@ bool publish_image(const std::string &image, MapOrigin origin) noexcept {
     return true;
 }
 
+// Appends to the topology event log what changed from the image publish_image() just replaced to
+// `after`; the caller still holds the publish lock, so that image stays in its slot. The log is an
+// aid: nothing here may fail the publication.
+void log_changes(const Topology &after) noexcept {
+    try {
+        Slot *previous = slot_at(1 - pg_atomic_read_u32(&shared->current_slot));
+        Topology before;
+        if (previous->generation != 0)
+            before = topology_from_snapshot(SnapshotView(slot_data(previous), previous->size));
+        topology_log_append(diff_topologies(before, after), published_generation());
+    } catch (...) {
+    }
+}
+
 // The image of `topology`; throws Error(CapacityExceeded) when it does not fit the slots.
 std::string image_that_fits(const Topology &topology) {
     std::string image = build_snapshot(topology, configured_limits());
@@ -254,6 +271,8 @@ PublishOutcome publish(const Topology &topology, MapOrigin origin,
     PublishResult result = PublishResult::Conflict;
     if (!expected || pg_atomic_read_u64(&shared->generation) == *expected)
         result = publish_image(image, origin) ? PublishResult::Published : PublishResult::Unchanged;
+    if (result == PublishResult::Published)
+        log_changes(topology);
     return PublishOutcome{result, pg_atomic_read_u64(&shared->generation), std::nullopt};
 }
 

@@ -50,7 +50,9 @@ MapRef current_map();
 // when the image or its origin differs from the current one. A topology that does not fit is
 // refused: the published map stays as it was, the outcome carries the Error(CapacityExceeded) that
 // names the setting to raise, and map_over_capacity() says so until a topology fits again. Never
-// waits on anything but the lock, held for one copy of the image.
+// waits on anything but the lock, held for one copy of the image and, when published, for the
+// comparison of the replaced map with the new one that the topology event log records
+// (topology_log.h).
 enum class PublishResult { Published, Unchanged, Conflict, OverCapacity };
 struct PublishOutcome {
     PublishResult result;

@@ -1,6 +1,8 @@
 // Library entry point: defines the settings, installs the batched-join planner hook and, when
-// preloaded, the shared memory (the map store's slots, the worker's status block and the table of
-// route-check verdicts, each with its own size and initialisation) and the worker.
+// preloaded, the shared memory (the map store's slots, the worker's status block, the table of
+// route-check verdicts, the topology event log and the statistics, each with its own size and
+// initialisation), the worker and the hooks that make a failed write say what it wrote
+// (pg/remote/write_ledger.h).
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
@@ -16,8 +18,11 @@ void _PG_init(void);
 
 #include "pg/batch_join/batch_join.h"
 #include "pg/map_store.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/route_checks.h"
 #include "pg/settings.h"
+#include "pg/stats/stats.h"
+#include "pg/topology_log.h"
 #include "pg/worker.h"
 #include "pg/worker_status.h"
 
@@ -29,10 +34,14 @@ shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 void request_shmem() {
     if (prev_shmem_request_hook)
         prev_shmem_request_hook();
-    RequestAddinShmemSpace(add_size(
-        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size()),
-        picoroute::pg::route_checks_shmem_size()));
+    Size size =
+        add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size());
+    size = add_size(size, picoroute::pg::topology_log_shmem_size());
+    size = add_size(size, picoroute::pg::stats::shmem_size());
+    size = add_size(size, picoroute::pg::route_checks_shmem_size());
+    RequestAddinShmemSpace(size);
     picoroute::pg::map_store_request_lock();
+    picoroute::pg::topology_log_request_lock();
 }
 
 void startup_shmem() {
@@ -42,6 +51,8 @@ void startup_shmem() {
     picoroute::pg::map_store_shmem_init();
     picoroute::pg::worker_status_shmem_init();
     picoroute::pg::route_checks_shmem_init();
+    picoroute::pg::topology_log_shmem_init();
+    picoroute::pg::stats::shmem_init();
     LWLockRelease(AddinShmemInitLock);
 }
 
@@ -57,4 +68,5 @@ void _PG_init(void) {
     prev_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = startup_shmem;
     picoroute::pg::register_worker();
+    picoroute::pg::remote::install_write_ledger_hooks();
 }

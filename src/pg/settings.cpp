@@ -31,6 +31,10 @@ int setting_remote_statement_cache_size = 32;
 int setting_join_batch_size = 256;
 int setting_keyless_row_max = 4000;
 bool setting_check_plans = false;
+bool setting_track_statistics = true;
+int setting_max_topology_events = 1000;
+int setting_max_stat_instances = 1000;
+int setting_max_stat_tables = 1000;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -162,6 +166,32 @@ void define_statement_settings() {
         &setting_check_plans, false, PGC_USERSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
 }
 
+// The statistics and the topology event log (picoroute_stat_instances, picoroute_stat_tables,
+// picoroute_topology_events). Their capacities size shared memory, so they exist only while
+// preloading, as the map's.
+void define_observability_settings() {
+    DefineCustomBoolVariable(
+        "picoroute.track_statistics",
+        "Collects the statistics of picoroute_stat_instances and picoroute_stat_tables.",
+        "Off: nothing is counted (what was counted stays until picoroute_stat_reset()).",
+        &setting_track_statistics, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    if (!process_shared_preload_libraries_in_progress)
+        return;
+    DefineCustomIntVariable("picoroute.max_topology_events",
+                            "Topology events picoroute_topology_events keeps (the newest).",
+                            nullptr, &setting_max_topology_events, 1000, 1, 1000000, PGC_POSTMASTER,
+                            0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.max_stat_instances",
+        "Instance addresses picoroute_stat_instances has counters for.",
+        "Statements to further addresses are counted together, in a row without an address.",
+        &setting_max_stat_instances, 1000, 1, 100000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.max_stat_tables", "Foreign tables picoroute_stat_tables has counters for.",
+        "Statements on further tables are counted together, in a row without a table.",
+        &setting_max_stat_tables, 1000, 1, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+}
+
 }  // namespace
 
 void define_settings() {
@@ -210,6 +240,7 @@ void define_settings() {
                             GUC_UNIT_KB, nullptr, nullptr, nullptr);
     define_statement_settings();
     define_route_check_settings();
+    define_observability_settings();
     // Capacities size shared memory at server start; they can only be defined while preloading
     // (a later load would end the session). Without preloading every function refuses to run.
     if (process_shared_preload_libraries_in_progress) {

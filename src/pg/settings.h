@@ -27,6 +27,10 @@ extern int setting_remote_statement_cache_size;  // picoroute.remote_statement_c
 extern int setting_join_batch_size;              // picoroute.join_batch_size (0: off)
 extern int setting_keyless_row_max;              // picoroute.keyless_row_max (0: no bound)
 extern bool setting_check_plans;                 // picoroute.check_plans (the test suites)
+extern bool setting_track_statistics;            // picoroute.track_statistics (superuser)
+extern int setting_max_topology_events;          // picoroute.max_topology_events (postmaster)
+extern int setting_max_stat_instances;           // picoroute.max_stat_instances (postmaster)
+extern int setting_max_stat_tables;              // picoroute.max_stat_tables (postmaster)
 
 void define_settings();
 

@@ -44,6 +44,14 @@ Cell Cell::timestamptz(TimestampTz value) {
     return value == 0 ? null() : Cell{Kind::Timestamp, {}, value};
 }
 
+Cell Cell::float8(double value) {
+    return Cell{Kind::Float8, {}, 0, false, value};
+}
+
+Cell Cell::oid(Oid value) {
+    return Cell{Kind::Oid, {}, static_cast<int64_t>(value)};
+}
+
 namespace {
 
 // Converts the cells into palloc'ed datums; runs inside pg_call.
@@ -73,6 +81,12 @@ void fill_datums(TupleDesc desc, const Row &row, Datum *values, bool *nulls) {
                 break;
             case Cell::Kind::Timestamp:
                 values[i] = TimestampTzGetDatum(cell.number);
+                break;
+            case Cell::Kind::Float8:
+                values[i] = Float8GetDatum(cell.real);
+                break;
+            case Cell::Kind::Oid:
+                values[i] = ObjectIdGetDatum(static_cast<Oid>(cell.number));
                 break;
         }
     }

@@ -50,11 +50,12 @@ namespace picoroute::pg {
 
 // One column value of a result row, as plain data.
 struct Cell {
-    enum class Kind { Null, Text, Int4, Int8, Bool, Timestamp };
+    enum class Kind { Null, Text, Int4, Int8, Bool, Timestamp, Float8, Oid };
     Kind kind = Kind::Null;
     std::string text;
     int64_t number = 0;
     bool flag = false;
+    double real = 0;
 
     static Cell null() { return Cell{}; }
     static Cell str(std::string_view value);
@@ -65,6 +66,8 @@ struct Cell {
     static Cell boolean(bool value);
     // 0 (never set) becomes NULL.
     static Cell timestamptz(TimestampTz value);
+    static Cell float8(double value);
+    static Cell oid(Oid value);
 };
 using Row = std::vector<Cell>;
 

@@ -15,10 +15,12 @@ extern "C" {
 
 #include "core/errors.h"
 #include "core/snapshot_restore.h"
+#include "core/topology_diff.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/poll_source.h"
 #include "pg/settings.h"
+#include "pg/topology_log.h"
 #include "pg/worker.h"
 #include "pg/worker_status.h"
 
@@ -64,6 +66,25 @@ std::string last_logged_warning;
 // published map, the last one that fitted.
 bool model_over_capacity = false;
 
+// The instance the last successful fetch read from ("" before the first).
+std::string last_read_from;
+
+// Records a change of the worker's own state in the topology event log, with the generation then
+// current (the map changes are recorded by publish()).
+void log_worker_change(ChangeKind kind, const std::string &old_value, const std::string &new_value,
+                       const std::string &detail) noexcept {
+    try {
+        TopologyChange change;
+        change.kind = kind;
+        change.old_value = old_value;
+        change.new_value = new_value;
+        change.detail = detail;
+        topology_log_append({change}, published_generation());
+    } catch (...) {
+        // The log is an aid: the worker goes on without this record.
+    }
+}
+
 // Brings the model in line with the shared map when somebody else published since (push mode,
 // or a restart of this worker with the map still in shared memory), or when the model went over
 // capacity.
@@ -93,8 +114,11 @@ std::string refresh_once() {
             ereport(LOG, (errmsg("picoroute: now reading the topology from %s; the topology is "
                                  "cleared and rebuilt",
                                  update.instance.c_str())));
+            log_worker_change(ChangeKind::SourceSwitched, last_read_from, update.instance,
+                              "the topology is cleared and rebuilt from the new source");
             model->clear();
         }
+        last_read_from = update.instance;
         model->apply_all(update.events);
         // Every instance the catalog lists now has the catalog's address; the others are gone.
         source->set_addresses_from_catalog(true);
@@ -130,6 +154,20 @@ std::string refresh_once() {
     if (!hint.empty())
         error += " (" + hint + ")";
     return error;
+}
+
+// Logs the outcome of a refresh, in the server log and the topology event log, when it differs
+// from the last one logged: a new error, or the first success after an error (`recovered`).
+void log_refresh_outcome(const std::string &error, bool recovered, std::string *last_logged_error) {
+    if (recovered) {
+        ereport(LOG, (errmsg("picoroute: topology refresh succeeded again")));
+        log_worker_change(ChangeKind::RefreshRecovered, "", "",
+                          last_logged_error->empty() ? "" : "after: " + *last_logged_error);
+    } else if (!error.empty() && error != *last_logged_error) {
+        ereport(LOG, (errmsg("picoroute: topology refresh failed: %s", error.c_str())));
+        log_worker_change(ChangeKind::RefreshFailed, "", "", error);
+    }
+    *last_logged_error = error;
 }
 
 long backoff_ms(int failures) {
@@ -175,19 +213,14 @@ void worker_loop() {
             if (ok || model_over_capacity) {
                 // Over capacity the catalog was read: the next poll comes at the usual interval,
                 // and the first whose topology fits publishes it.
-                if (ok && (failures > 0 || !last_logged_error.empty()))
-                    ereport(LOG, (errmsg("picoroute: topology refresh succeeded again")));
-                if (!ok && error != last_logged_error)
-                    ereport(LOG, (errmsg("picoroute: topology refresh failed: %s", error.c_str())));
+                log_refresh_outcome(error, ok && (failures > 0 || !last_logged_error.empty()),
+                                    &last_logged_error);
                 failures = 0;
-                last_logged_error = error;
                 status_set_state(WorkerState::Waiting);
                 wait_ms = setting_refresh_interval;
             } else {
                 failures++;
-                if (error != last_logged_error)
-                    ereport(LOG, (errmsg("picoroute: topology refresh failed: %s", error.c_str())));
-                last_logged_error = error;
+                log_refresh_outcome(error, false, &last_logged_error);
                 status_set_state(WorkerState::Backoff);
                 wait_ms = backoff_ms(failures);
             }

@@ -72,6 +72,15 @@ RETRY_SECONDS = 30.0
 # bound, for tests of what comes after it.
 MOVE_STATES = (b"PE004",)
 MOVE_SECONDS = float(os.environ.get("PICOEMU_MOVE_SECONDS", "60"))
+# A dead master stalls the tier (emu_route.dispatch_plan): a statement Picodata would dispatch
+# through Lua waits while the catalog shows a master of its tier Offline, until that master is back
+# or the statement's deadline has passed (Picodata's DEFAULT_QUERY_TIMEOUT, 360 s, src/sql/router.rs;
+# no statement option or cluster setting changes it at any tag), then fails with Picodata's
+# `dql timeout exceeded` (a write is first run on the replicasets that can take it, as Picodata
+# sends it to the live masters before giving up). PICOEMU_QUERY_TIMEOUT (seconds, environment of
+# the picoemu command that starts an instance) shortens the deadline: an emulator-only knob, for
+# tests; Picodata has none.
+QUERY_TIMEOUT = float(os.environ.get("PICOEMU_QUERY_TIMEOUT", "360"))
 # The storage relations (oid * 2 + 1 for a table, oid * 2 for an index) are looked up in pg_class once
 # per session and per table generation (GEN: a hash of the tables in state.json), and kept in the
 # session setting picoemu.vdbe_rels: a catalog scan per statement would cost more than the statement.
@@ -483,6 +492,7 @@ class Session:
         self.stmt_invalidation = False  # pico_stmt_invalidation=true (26.1+): 42999 at Bind after DDL
         self.portals = {}           # portal name -> info dict
         self.portal_params = {}     # portal name -> its bound values as text (None: NULL or binary)
+        self.dead_portals = {}      # portal name -> Picodata's error: a read bound past its deadline
         self.helper = "no"          # helper statement state: no | pending | yes
         self.vdbe_helpers = {}      # the same for the vdbe statements, by name
         self.authenticated = False
@@ -986,11 +996,14 @@ class Session:
         if typ == b"P":
             await self.on_parse(body, raw)
         elif typ == b"B":
-            self.on_bind(body, raw)
+            await self.on_bind(body, raw)
         elif typ == b"D":
             self.on_describe(body, raw)
         elif typ == b"E":
-            if not await self.execute_parts(body, raw):
+            stalled = await self.stall_execute(body)
+            if stalled is not None:
+                await self.after_deadline(body, raw, *stalled)
+            elif not await self.execute_parts(body, raw):
                 self.run_execute(body, raw)
         elif typ == b"C":
             self.on_close(body, raw)
@@ -1027,6 +1040,16 @@ class Session:
         return v
 
     async def on_query(self, sql, raw):
+        stalled = await self.stall_query(sql)
+        if stalled is not None:
+            text, write = stalled
+            if write:  # sent to the live masters when the deadline passed: applied there
+                await self.captured(self.run_whole_query(sql, raw))
+            self.synth(error_msg("XX000", text) + msg(b"Z", b"I"))
+            return
+        await self.run_whole_query(sql, raw)
+
+    async def run_whole_query(self, sql, raw):
         if not await self.query_parts(sql, raw):
             self.run_query(sql, raw)
 
@@ -1144,16 +1167,7 @@ class Session:
         Picodata's text (emu_route.forward_verdict). The effective value: the statement's OPTION,
         else the startup option, else the cluster's strict setting (picoemu strict on = off). Not a
         dialect refusal: logged in front.log, not in the audit. True when refused."""
-        st = self.front.settings
-        st.refresh()
-        wanted = opts.get("forward") or self.conn_opts.get("forward") or ("off" if st.d.get("strict") else "on")
-        if wanted == "on" or r.get("toks") is None:
-            return False
-        try:
-            text = emu_route.forward_verdict(st.d, st.instance, st.version, r["toks"], wanted, params)
-        except Exception as exc:  # the emulator's reading failed: the storages' own check stays
-            log("forward: statement not judged (%r) | %s" % (exc, statement[:200]))
-            return False
+        text = self.forward_text(opts, r, params, statement)
         if text is None:
             return False
         self.front.forward_refused += 1
@@ -1221,6 +1235,110 @@ class Session:
         if empty:
             log("a scalar aggregate over an empty bucket set: NULL, as Picodata %s answers" % st.version)
         return empty
+
+    def forward_text(self, opts, r, params, statement):
+        """Picodata's refusal of the statement under the effective forward (refuse_forward), or None."""
+        st = self.front.settings
+        st.refresh()
+        wanted = opts.get("forward") or self.conn_opts.get("forward") or ("off" if st.d.get("strict") else "on")
+        if wanted == "on" or r.get("toks") is None:
+            return None
+        try:
+            return emu_route.forward_verdict(st.d, st.instance, st.version, r["toks"], wanted, params)
+        except Exception as exc:  # the emulator's reading failed: the storages' own check stays
+            log("forward: statement not judged (%r) | %s" % (exc, statement[:200]))
+            return None
+
+    # ---- a dead master stalls the tier (emu_route.dispatch_plan, QUERY_TIMEOUT) --------------------
+    async def stall(self, opts, r, params, write, insert_rows, statement):
+        """A statement Picodata would dispatch through Lua while the catalog shows a master of its
+        tier Offline waits here, reading nothing more from this client, until the master is back
+        (None: the statement then runs as usual) or the deadline has passed (Picodata's error
+        text). Not for a statement refused before dispatch (forward, a VALUES list over the row
+        limit): those are refused as usual."""
+        if r is None or r.get("toks") is None:
+            return None
+        limit = self.motion_limit(opts)
+        if insert_rows is not None and limit and insert_rows > limit:
+            return None
+        st = self.front.settings
+        st.refresh()
+        pref = opts.get("read_preference") or self.conn_opts.get("read_preference") or "leader"
+        try:
+            plan = emu_route.dispatch_plan(st.d, st.instance, st.version, r["toks"], params, pref, write)
+        except Exception as exc:  # not read here: the statement runs as it comes
+            log("dead master: statement not judged (%r) | %s" % (exc, statement[:200]))
+            return None
+        if plan is None or not emu_route.stopped_masters(st.d, plan["tiers"]):
+            return None
+        if self.forward_text(opts, r, params, statement) is not None:
+            return None
+        t0 = time.monotonic()
+        self.front.stalled += 1
+        log("dead master: a statement waits for every master of tier %s (stopped: %s), at most %.0f s "
+            "(%d statements so far) | %s" % (", ".join(plan["tiers"]), ", ".join(
+                emu_route.stopped_masters(st.d, plan["tiers"])), QUERY_TIMEOUT, self.front.stalled,
+                statement[:200]))
+        while True:
+            await asyncio.sleep(0.05)
+            st.refresh()
+            if not emu_route.stopped_masters(st.d, plan["tiers"]):
+                log("dead master: the masters are back after %.1f s; the statement runs" % (time.monotonic() - t0))
+                return None
+            if time.monotonic() - t0 >= QUERY_TIMEOUT or self.closed:
+                text = emu_route.dql_timeout_text(st.d, plan)
+                log("dead master: deadline passed after %.1f s: %s" % (time.monotonic() - t0, text))
+                return text
+
+    async def stall_query(self, sql):
+        """stall() for a simple Query: (Picodata's error, whether it writes), or None."""
+        self.front.settings.refresh()
+        v = self.front.verdicts.get((sql, self.front.settings.version))
+        if v is None:
+            try:
+                v = dialect.validate(sql, self.front.settings.version)
+            except dialect.Reject:
+                return None  # run_query refuses it
+        if not isinstance(v, dialect.Verdict) or v.kind != "query":
+            return None
+        text = await self.stall(v.options, self.route(v), None, not v.reads, v.insert_rows, sql)
+        return None if text is None else (text, not v.reads)
+
+    async def stall_execute(self, body):
+        """stall() for an Execute: (Picodata's error, whether it writes), or None. A read whose
+        Bind waited past the deadline already has its error (on_bind)."""
+        portal, _ = read_cstr(body, 0)
+        if portal in self.dead_portals:
+            return self.dead_portals.pop(portal), False
+        info = self.portals.get(portal)
+        if info is None or info["kind"] != "query" or self.skip_until_sync or self.failed_batch == self.batch_no:
+            return None
+        text = await self.stall(info["options"], info.get("route"), self.portal_params.get(portal),
+                                not info["reads"], info["insert_rows"], info["sql"])
+        return None if text is None else (text, not info["reads"])
+
+    async def captured(self, coro):
+        """Runs coro (a statement sent on) with what the client would get for it captured and
+        dropped: the client's earlier answers reach it first."""
+        self.flush_server()
+        await self.settled()
+        real, self.cw = self.cw, emu_parts.Capture(self.cw)
+        try:
+            await coro
+            self.send_server(msg(b"H"))  # answers the coroutine left behind no Sync come now
+            self.flush_server()
+            await self.settled()
+        finally:
+            self.cw = real
+
+    async def after_deadline(self, body, raw, text, write):
+        """An Execute whose deadline passed while it waited for a master: a write first runs, in a
+        batch of its own, on whatever replicasets can take it (its answer dropped); then the client
+        gets Picodata's error and the rest of its batch is skipped."""
+        self.send_server(msg(b"H"))
+        await self.captured(self.execute_parts(body, raw, alone=True) if write else asyncio.sleep(0))
+        self.synth(error_msg("XX000", text))
+        self.skip_until_sync = True
 
     def inject_simple(self, pairs):
         q = "SELECT " + ", ".join("set_config('%s', '%s', false)" % (k, v.replace("'", "''")) for k, v in pairs)
@@ -1312,7 +1430,7 @@ class Session:
                         self.front.type_cache.clear()
                     self.front.type_cache[(v.sql, tuple(oids))] = cap["types"]
 
-    def on_bind(self, body, raw):
+    async def on_bind(self, body, raw):
         portal, pos = read_cstr(body, 0)
         stmt, pos = read_cstr(body, pos)
         info = self.stmts.get(stmt)
@@ -1342,10 +1460,23 @@ class Session:
                 self.inject_extended(sets)
         self.inject_bind_params(body)
         self.portal_params[portal] = bind_values(body, pos)
+        self.dead_portals.pop(portal, None)
+        # A read starts its plan at Bind (its foreign scans connect then): one that waits for a
+        # stopped master waits here; past the deadline it binds with every sharded view folded to
+        # nothing (so the Bind succeeds, as on Picodata) and its Execute gets Picodata's error.
+        text = None
+        if info is not None and info["kind"] == "query" and info["reads"]:
+            text = await self.stall(info["options"], info.get("route"), self.portal_params[portal], False,
+                                    info["insert_rows"], info["sql"])
+        if text is not None:
+            self.dead_portals[portal] = text
+            self.inject_extended(emu_parts.NOTHING)
         e = Entry("fwd", ends=(b"2",))
         e.bind = True
         self.push(e)
         self.send_server(raw)
+        if text is not None:
+            self.inject_extended(emu_parts.NO_PART)
 
     def inject_bind_params(self, body):
         """Picodata routes by a sharding key given as a parameter once it is bound: the values of
@@ -1501,18 +1632,18 @@ class Session:
             self.flush_server()
             await asyncio.sleep(0.001)
 
-    def set_part(self, rs):
-        """picoemu.part in a transaction of its own, in the extended protocol (a simple Query would
-        drop the client's unnamed statement)."""
-        self.inject_extended([(emu_parts.PART_GUC, rs)])
+    def set_part(self, part):
+        """The settings of a part (emu_parts.Part; None: no part) in a transaction of their own, in
+        the extended protocol (a simple Query would drop the client's unnamed statement)."""
+        self.inject_extended(part.settings() if part is not None else emu_parts.NO_PART)
         self.push(Entry("swallow", ends=(b"Z",)))
         self.send_server(msg(b"S"))
 
-    async def run_part(self, rs, send):
-        """One part: picoemu.part set in a transaction of its own (so it outlives a failed run, and
-        a run again of this part alone, hold_retry, sees it), then send() sends the statement;
+    async def run_part(self, part, send):
+        """One part: its settings set in a transaction of their own (so they outlive a failed run,
+        and a run again of this part alone, hold_retry, sees them), then send() sends the statement;
         returns what the client would have got for it. Nothing else is in flight meanwhile."""
-        self.set_part(rs)
+        self.set_part(part)
         real, self.cw = self.cw, emu_parts.Capture(self.cw)
         try:
             send()
@@ -1525,11 +1656,12 @@ class Session:
     async def run_parts(self, parts, send):
         """Every part runs, whatever the others did (Picodata sends every replicaset its part), each
         committed on its own; the client gets the merged answer (emu_parts.merge_answers)."""
-        answers = [await self.run_part(rs, send) for rs in parts]
-        self.set_part("")
+        answers = [await self.run_part(p, send) for p in parts]
+        self.set_part(None)
         self.flush_server()
         await self.settled()
-        failed = [rs for rs, a in zip(parts, answers) if any(t == b"E" for t, _ in emu_parts.messages(a))]
+        failed = [p.rs if p else "the statement" for p, a in zip(parts, answers)
+                  if any(t == b"E" for t, _ in emu_parts.messages(a))]
         if failed:
             log("a write of %d replicasets failed on %s; the other parts stay applied"
                 % (len(parts), ", ".join(failed)))
@@ -1560,10 +1692,11 @@ class Session:
         self.cw.write(out + msg(b"Z", b"I"))
         return True
 
-    async def execute_parts(self, body, raw):
+    async def execute_parts(self, body, raw, alone=False):
         """An Execute of a write of several replicasets: its Bind and Execute run once per part, each
         with a Sync of its own (True); False for any other Execute. The client's batch is never run
-        again as a whole afterwards (its parts are committed)."""
+        again as a whole afterwards (its parts are committed). With alone, any write runs so, as
+        one part when it is not split."""
         portal, _ = read_cstr(body, 0)
         info = self.portals.get(portal)
         if info is None or info["kind"] != "query" or info["reads"] or self.batch_rec is None:
@@ -1573,6 +1706,8 @@ class Session:
             return False
         bind = [(b, r) for t, b, r in self.batch_rec["msgs"] if t == b"B" and read_cstr(b, 0)[0] == portal]
         parts = self.write_parts(info["sql"], info["insert_rows"]) if bind else None
+        if not parts and alone and bind:
+            parts = [None]
         if not parts:
             return False
         # Each part prepares the statement afresh as the front's own: a statement without parameters
@@ -1770,6 +1905,7 @@ class Front:
         self.routes = {}  # (statement text, version) -> what emu_route reads in it (see Session.route)
         self.forward_refused = 0  # statements refused under forward (Session.refuse_forward)
         self.leader_refused = 0  # reads refused for not being leader reads (Session.refuse_non_leader_read)
+        self.stalled = 0  # statements that waited for a stopped master (Session.stall)
         self.dnf_over = 0  # statements run over the DNF chain limit, not routed (dnf_text)
 
     async def handle(self, reader, writer):

@@ -5,8 +5,16 @@ Picodata's coordinator sends each replicaset's part of a keyless UPDATE or DELET
 whose rows belong to several replicasets) to that replicaset's master, where the storage runs it in
 a transaction of its own (src/sql/dispatch.lua, one_step_dispatch / two_step_dispatch). A part that
 fails does not undo the parts that others applied. The front (emu_front.py) runs such a statement
-once per replicaset with the session setting picoemu.part (sql/part.sql), each run in its own
-implicit transaction, and answers with one result: the sum of the row counts, or the first error.
+once per replicaset, each run in its own implicit transaction, and answers with one result: the sum
+of the row counts, or the first error.
+
+A part is a set of buckets, not a replicaset: the buckets its replicaset owned when the front split
+the statement (the session settings picoemu.part_table / part_buckets / part_reads, sql/part.sql). Each
+run writes only the rows of its part's buckets, wherever they are by then. So a bucket that moves
+while the parts run (picoemu move, rebalance) is written exactly once: were the parts named by
+replicaset, a row whose bucket moved from a replicaset whose part had not yet run to one whose part
+had already run would be written by neither, and the client told it was (one acknowledged row lost
+now and then under moves), or, the other way round, by both.
 
 This module decides which statements are split (write_parts) and merges the answers of the runs
 (merge_answers). Pure functions: unit-tested in test_emu_dialect.py.
@@ -15,7 +23,36 @@ This module decides which statements are split (write_parts) and merges the answ
 import re
 import struct
 
-PART_GUC = "picoemu.part"
+PART_TABLE, PART_BUCKETS, PART_READS = "picoemu.part_table", "picoemu.part_buckets", "picoemu.part_reads"
+
+
+class Part:
+    """One run of a split write: the replicaset whose buckets it covers (rs, for the log), those
+    buckets (ranges, inclusive pairs), the table and whether the run's reads of the table are
+    restricted to them (an UPDATE or DELETE) or only its inserted rows (an INSERT)."""
+    __slots__ = ("rs", "ranges", "table", "reads")
+
+    def __init__(self, rs, ranges, table, reads):
+        self.rs, self.ranges, self.table, self.reads = rs, ranges, table, reads
+
+    def settings(self):
+        """The session settings of this run (sql/part.sql)."""
+        return [(PART_TABLE, self.table), (PART_BUCKETS, multirange(self.ranges)),
+                (PART_READS, "on" if self.reads else "off")]
+
+    def __repr__(self):
+        return "Part(%s, %s)" % (self.rs, multirange(self.ranges))
+
+
+NO_PART = [(PART_TABLE, ""), (PART_BUCKETS, ""), (PART_READS, "")]
+# Every sharded table reads no bucket: a read whose Execute will not run (a stopped master's
+# deadline passed while it waited, emu_front.py on_bind) binds without opening a foreign scan.
+NOTHING = [(PART_TABLE, "*"), (PART_BUCKETS, "{}"), (PART_READS, "on")]
+
+
+def multirange(ranges):
+    """An int8multirange literal of inclusive (start, end) pairs."""
+    return "{" + ",".join("[%d,%d]" % (a, b) for a, b in ranges) + "}"
 
 _WRITE = re.compile(r'^\s*(insert\s+into|update|delete\s+from)\s+(?:"?public"?\s*\.\s*)?'
                     r'(?:"([^"]+)"|([A-Za-z_][A-Za-z0-9_]*))', re.I | re.S)
@@ -54,8 +91,9 @@ def one_bucket(sql, sharding_key):
 
 
 def write_parts(sql, insert_rows, state):
-    """The replicasets, in name order, of a write on a sharded table that may touch rows of several
-    of them; None for any other statement (run once, as it comes). state: the cluster's state.json."""
+    """The parts (Part, by replicaset name) of a write on a sharded table that may touch rows of
+    several replicasets; None for any other statement (run once, as it comes). state: the cluster's
+    state.json, read when the statement arrives: its bucket map partitions the tier's buckets."""
     m = _WRITE.match(sql)
     if not m:
         return None
@@ -63,13 +101,18 @@ def write_parts(sql, insert_rows, state):
     table = next((t for t in state.get("tables", []) if t.get("name") == name), None)
     if table is None or table.get("global"):
         return None  # a global table is not sharded: one Raft operation, as it comes
-    if m.group(1).lower().startswith("insert"):
+    insert = m.group(1).lower().startswith("insert")
+    if insert:
         if insert_rows == 1:
             return None  # one row, one bucket
     elif one_bucket(sql[m.end():], table.get("sharding_key") or []):
         return None
-    parts = sorted({r[2] for r in state.get("buckets", {}).get(table.get("tier"), [])})
-    return parts if len(parts) > 1 else None
+    ranges = {}
+    for a, b, rs in state.get("buckets", {}).get(table.get("tier"), []):
+        ranges.setdefault(rs, []).append((a, b))
+    if len(ranges) < 2:
+        return None
+    return [Part(rs, ranges[rs], name, not insert) for rs in sorted(ranges)]
 
 
 def messages(data):

@@ -258,6 +258,10 @@ def _pred(ranges):
     return "(" + " OR ".join("bucket_id BETWEEN %d::int8 AND %d::int8" % (a, b) for a, b in ranges) + ")"
 
 
+def _multirange(ranges):
+    return "{" + ",".join("[%d,%d]" % (a, b) for a, b in ranges) + "}"
+
+
 def _branch_pred(ranges, prune):
     """The ranges of one branch of a view, on _bucket (a copy of bucket_id). With prune (26.2.1+), the
     equivalence bucket_id = _bucket lets the planner carry a query's bucket_id = N over to _bucket and
@@ -376,11 +380,15 @@ def table_ddl(st, t, self_rs, peers, has_replica=False):
         # not fix the key to a literal of a bucket another replicaset owns (_picoemu.asked, a
         # one-time filter evaluated before the branch's scan starts)
         by_name = {c["name"]: c for c in cols}
+        # a write split into parts (sql/part.sql): a branch runs only when its buckets meet the
+        # part's, and reads only the rows of the part's buckets (both folded at planning)
         asked = lambda rs: "_picoemu.asked(%s, %s, %s, ARRAY[%s]::text[], ARRAY[%s]::text[], %d, ARRAY[%s]::int8[], %s)" % (
             tname, lit(t["tier"]), lit(rs), ", ".join(lit(k) for k in t["sharding_key"]),
             ", ".join(lit(by_name[k]["cls"]) for k in t["sharding_key"]), n,
             ", ".join("%d, %d" % r for r in ranges.get(rs, [])),
-            "true" if prune else "false") + " AND _picoemu.in_part(%s)" % lit(rs)
+            "true" if prune else "false") + (
+            " AND _picoemu.in_part(%s, %s::int8multirange) AND (_picoemu.part_rows(%s) IS NULL OR "
+            "_picoemu.part_rows(%s) @> _bucket)" % (tname, lit(_multirange(ranges.get(rs, []))), tname, tname))
         branches = ["SELECT %s FROM %s WHERE %s AND _picoemu.read_part() = 'local' AND %s"
                     % (sel, LOCAL % name, own, asked(self_rs)),
                     "SELECT %s FROM %s WHERE %s AND _picoemu.read_part() = 'self' AND %s"
@@ -420,7 +428,7 @@ def table_ddl(st, t, self_rs, peers, has_replica=False):
                             new_check=strict_check % ("owner", "nb"),
                             del_old=_dispatch("old_owner", targets, dele, "delete"),
                             upd=_dispatch("owner", targets, upd, "update"),
-                            ins=_dispatch("owner", targets, ins, "insert"), name=name))
+                            ins=_dispatch("owner", targets, ins, "insert"), name=name, tname=tname))
     else:
         out.append("CREATE VIEW public.%s AS SELECT %s FROM %s;" % (name, sel, LOCAL % name))
         key_match = _unchanged(t)

@@ -34,6 +34,7 @@ import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
 import selftest_front  # noqa: E402
+import selftest_private  # noqa: E402
 import test_key_route  # noqa: E402
 from emu_sql import lit as sql_lit  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
@@ -891,15 +892,22 @@ def move_counts(d):
     return out
 
 
-def move_race(tc, d, fronts, reader_port, seconds=25):
+def move_race(tc, d, fronts, reader_port, seconds=30):
     """Clients write through the masters' fronts while buckets move back and forth: INSERTs (one
-    connection per statement, simple protocol) and increments of one counter row (one connection per
-    client, extended protocol). A write that meets a bucket in flight waits for the move and runs
-    on the new owner: no error reaches a client. A reader checks that no row is ever seen twice."""
+    connection per statement, simple protocol), multi-row INSERTs whose rows lie on both replicasets
+    (one connection per client, both protocols: the front runs them one part per replicaset),
+    keyless increments of rows spread over the tier (parts again), and increments of one counter
+    row (one connection per client, extended protocol). A write that meets a bucket in flight waits
+    for the move and runs on the new owner: no error reaches a client, and every acknowledged row
+    is stored exactly once (a split write whose parts named replicasets lost a row now and then: a
+    bucket that moved from a replicaset whose part had not run to one whose part had). A reader
+    checks that no row is ever seen twice."""
     import threading
     stop = threading.Event()
     acked, other = set(), {}
     incs = {}  # counter row -> increments acknowledged
+    spread = list(range(9_100_001, 9_100_041))  # keyless increments: rows all over the tier
+    keyless = [0]
     reads = {"n": 0, "dup": 0, "err": 0}
     slowest = [0.0]  # the longest write, in seconds
     lock = threading.Lock()
@@ -945,6 +953,52 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
         finally:
             c.close()
 
+    def batch_writer(k, port, extended):
+        """Multi-row INSERTs of 5 rows (their buckets spread over the tier) on one connection."""
+        c = w.Conn(port, "picoroute", "picoroute", timeout=90)
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                ids = [100_000_000 * (k + 1) + i * 10 + j for j in range(5)]
+                if extended:
+                    ans = w.extended(c, "INSERT INTO users VALUES " + ", ".join(
+                        "($%d, 'batch', %d)" % (n + 1, k) for n in range(5)), [str(x) for x in ids])
+                else:
+                    ans = c.query("INSERT INTO users VALUES " + ", ".join("(%d, 'batch', %d)" % (x, k) for x in ids))
+                errs, tags = w.errors(ans), [v for t, v in ans if t == "C"]
+                with lock:
+                    if errs:
+                        other["batch %d" % ids[0]] = "%s %s" % (errs[0].get("C"), errs[0].get("M"))
+                    else:
+                        acked.update(ids)
+                        if tags != ["INSERT 0 5"]:
+                            other["batch %d" % ids[0]] = "answer %r" % (tags,)
+                time.sleep(0.01)
+        finally:
+            c.close()
+
+    def keyless_incrementer(port):
+        """UPDATE without the key: one part per replicaset, each row incremented exactly once."""
+        c = w.Conn(port, "picoroute", "picoroute", timeout=90)
+        try:
+            while not stop.is_set():
+                # no key equality: one part per replicaset (an index range, not a scan of the
+                # growing table, which would hold the moves' locks up)
+                ans = w.extended(c, "UPDATE users SET v = v + 1 WHERE id BETWEEN %d AND %d "
+                                    "OPTION (sql_vdbe_opcode_max = 0)" % (spread[0], spread[-1]))
+                errs, tags = w.errors(ans), [v for t, v in ans if t == "C"]
+                with lock:
+                    if errs:
+                        other["keyless %d" % keyless[0]] = "%s %s" % (errs[0].get("C"), errs[0].get("M"))
+                    elif tags != ["UPDATE %d" % len(spread)]:
+                        other["keyless %d" % keyless[0]] = "answer %r" % (tags,)
+                    else:
+                        keyless[0] += 1
+                time.sleep(0.02)
+        finally:
+            c.close()
+
     def reader():
         while not stop.is_set():
             res = run_psql(reader_port, "SELECT count(*) - count(DISTINCT id) FROM users WHERE id >= 10000000")
@@ -956,10 +1010,13 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
                     reads["dup"] += 1
             time.sleep(0.1)
 
-    emu(d, "insert", "users", "--values", json.dumps([9_000_003, "counter", 0]))
+    emu(d, "insert", "users", "--values", json.dumps([9_000_003, "counter", 0]),
+        *[x for rid in spread for x in ("--values", json.dumps([rid, "spread", 0]))])
     moves_before = move_counts(d)
     threads = [threading.Thread(target=writer, args=(k, p)) for k, p in enumerate(fronts)]
     threads += [threading.Thread(target=counter, args=(k, p)) for k, p in enumerate(fronts)]
+    threads += [threading.Thread(target=batch_writer, args=(k, fronts[k % 2], k == 1)) for k in range(2)]
+    threads.append(threading.Thread(target=keyless_incrementer, args=(fronts[1],)))
     threads.append(threading.Thread(target=reader))
     for th in threads:
         th.start()
@@ -983,15 +1040,17 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
         if i["role"] == "master":
             for (rid,) in q(i["port"], "SELECT id FROM _picoemu_local.users WHERE id >= 10000000"):
                 stored[int(rid)] = stored.get(int(rid), 0) + 1
+    spread_v = {int(r): int(v) for r, v in q(reader_port, "SELECT id, v FROM users WHERE name = 'spread'")}
     lost = sorted(acked - set(stored))
     dup = sorted(r for r, n in stored.items() if n > 1)
     phantom = sorted(set(stored) - acked)
     counted = {rid: int(q1(reader_port, "SELECT v FROM users WHERE id = %d" % rid)) for rid in incs}
     waited = [a - b for a, b in zip(move_counts(d), moves_before)]
-    detail = ("%d moves/rebalances in %.0fs; writes: %d inserts and %d increments acknowledged, %d errors; "
-              "%d statements waited for a bucket in flight, %d runs again; slowest write %.2fs; reads: %d, "
-              "%d failed" % (moves, time.time() - t0, len(acked), sum(incs.values()), len(other), waited[0],
-                             waited[1], slowest[0], reads["n"], reads["err"]))
+    detail = ("%d moves/rebalances in %.0fs; writes: %d rows inserted, %d increments and %d keyless "
+              "updates acknowledged, %d errors; %d statements waited for a bucket in flight, %d runs again; "
+              "slowest write %.2fs; reads: %d, %d failed" % (
+                  moves, time.time() - t0, len(acked), sum(incs.values()), keyless[0], len(other), waited[0],
+                  waited[1], slowest[0], reads["n"], reads["err"]))
     print("     " + detail, flush=True)
     for msg in sorted(set(other.values()))[:5]:
         print("     write error: " + msg[:300], flush=True)
@@ -1011,6 +1070,11 @@ def move_race(tc, d, fronts, reader_port, seconds=25):
         tc.assertFalse(phantom, "phantom %s" % phantom[:10])
     with tc.subTest("move race: every acknowledged increment applied once"):
         tc.assertEqual(counted, incs, detail)
+    with tc.subTest("move race: multi-row INSERTs and keyless UPDATEs (split into parts) were acknowledged"):
+        tc.assertGreater(sum(1 for r in acked if r >= 100_000_000), 100, detail)
+        tc.assertGreater(keyless[0], 5, detail)
+    with tc.subTest("move race: every keyless UPDATE changed each of its rows exactly once"):
+        tc.assertEqual(spread_v, {rid: keyless[0] for rid in spread}, detail)
     with tc.subTest("move race: no reader ever saw a row twice"):
         tc.assertEqual(reads["dup"], 0, str(reads))
         tc.assertGreater(reads["n"], 10, str(reads))
@@ -1081,8 +1145,12 @@ def partial_write_cluster(tc, d):
     running it changes every row and reports the full count; with one master stopped, or a part
     that fails, the client gets the error and the other part stays applied. Simple and extended
     protocol, through a front."""
-    emu(d, "--base-port", str(BASE + 100), "up", "--replicasets", "2", "--replication-factor", "1",
-        "--bucket-count", "30")
+    os.environ["PICOEMU_QUERY_TIMEOUT"] = "1"  # a dead master stalls a statement this long
+    try:
+        emu(d, "--base-port", str(BASE + 100), "up", "--replicasets", "2", "--replication-factor", "1",
+            "--bucket-count", "30")
+    finally:
+        del os.environ["PICOEMU_QUERY_TIMEOUT"]
     s = status(d)
     inst = {i["name"]: i for i in s["instances"]}
     front, p1, p2 = inst["default_1_1"]["front_port"], inst["default_1_1"]["port"], inst["default_2_1"]["port"]
@@ -1124,6 +1192,15 @@ def partial_write_cluster(tc, d):
         tc.assertEqual((stored(p1), stored(p2)), ((n1 + 2, v1 + 2), (n2, v2)))
         tc.assertEqual(q(p1, "SELECT id FROM _picoemu_local.pw WHERE id >= 100 ORDER BY id"),
                        [[str(k)] for k in sorted(new1)])
+    # INSERT ... SELECT of the table into itself, split into parts: every part reads every row (the
+    # part restricts only the rows it inserts), so each row is copied once, to its new key's owner
+    before = sum(n for n, _ in (stored(p1), stored(p2)))
+    cmd, errs = run("INSERT INTO pw SELECT id + 1000, v FROM pw WHERE id < 1000")
+    with tc.subTest("partial writes: INSERT ... SELECT copies each row once, whichever replicaset holds it"):
+        tc.assertEqual((cmd, errs), (["INSERT 0 %d" % before], []))
+        tc.assertEqual(sum(n for n, _ in (stored(p1), stored(p2))), 2 * before)
+    q(p1, "DELETE FROM _picoemu_local.pw WHERE id >= 1000")
+    q(p2, "DELETE FROM _picoemu_local.pw WHERE id >= 1000")
     (n1, v1), (n2, v2) = stored(p1), stored(p2)
     emu(d, "stop", "default_2_1")
     try:
@@ -1147,10 +1224,12 @@ def partial_write_cluster(tc, d):
     finally:
         emu(d, "start", "default_2_1")
     for what, (cmd, errs) in (("simple", simple), ("extended", extended), ("DELETE", deleted)):
-        with tc.subTest("partial writes: default_2_1 stopped: a keyless %s write fails" % what):
+        with tc.subTest("partial writes: default_2_1 stopped: a keyless %s write waits for it, then fails "
+                        "with Picodata's dql timeout" % what):
             tc.assertEqual(cmd, [], errs)
             tc.assertEqual(len(errs), 1, errs)
-            tc.assertIn('could not connect to server "picoemu_default_2"', errs[0])
+            tc.assertIn("Error on replicaset %s: dql timeout exceeded" % next(
+                r["uuid"] for r in s["replicasets"] if r["name"] == "default_1"), errs[0])
     with tc.subTest("partial writes: default_2_1 stopped: a named statement fails at each of its 2 runs, with XX000 as every Picodata error"):
         tc.assertEqual([e.get("C") for e in named], ["XX000", "XX000"], named)
     with tc.subTest("partial writes: default_2_1 stopped: default_1's part of each write is applied"):
@@ -1221,8 +1300,11 @@ class Scenario(unittest.TestCase):
     def test_concurrency_cluster(self):
         selftest_concurrency.concurrency_cluster(self, self.dir("conc"), BASE + 80, emu, status)
 
+    def test_private_cluster(self):
+        selftest_private.private_cluster(self, self.dir("private"), BASE + 120, emu, status, touched)
 
-DIRS = ("main", "small", "v25", "front", "conc", "partial")
+
+DIRS = ("main", "small", "v25", "front", "conc", "partial", "private")
 
 
 class CleanUp(unittest.TestCase):
@@ -1294,7 +1376,8 @@ def main():
     signal.alarm(TIME_LIMIT)
     t0 = time.time()
     names = ("test_bucket_math", "test_main_cluster", "test_small_cluster", "test_old_version_cluster",
-             "test_front_cluster", "test_concurrency_cluster", "test_partial_write_cluster")
+             "test_front_cluster", "test_concurrency_cluster", "test_partial_write_cluster",
+             "test_private_cluster")
     # A targeted run: selftest.py test_front_cluster, or PICOEMU_SELFTEST_ONLY=front,main
     only = [a for a in sys.argv[1:] if a in names]
     only += ["test_%s_" % x for x in os.environ.get("PICOEMU_SELFTEST_ONLY", "").split(",") if x]

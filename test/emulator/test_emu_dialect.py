@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import emu_caps  # noqa: E402
 import emu_dialect as d  # noqa: E402
 import emu_parts  # noqa: E402
+import emu_route  # noqa: E402
 import emu_sql  # noqa: E402
 import emu_state  # noqa: E402
 
@@ -415,10 +416,22 @@ class WritePartsTest(unittest.TestCase):
                         {"name": "solo", "global": False, "tier": "one", "sharding_key": ["id"]}],
              "buckets": {"default": [[1, 10, "default_1"], [11, 20, "default_2"], [21, 30, "default_1"]],
                          "one": [[1, 30, "one_1"]]}}
-    BOTH = ["default_1", "default_2"]
+    BOTH = [("default_1", "{[1,10],[21,30]}"), ("default_2", "{[11,20]}")]
 
     def parts(self, sql, insert_rows=None):
-        return emu_parts.write_parts(sql, insert_rows, self.STATE)
+        parts = emu_parts.write_parts(sql, insert_rows, self.STATE)
+        return None if parts is None else [(p.rs, emu_parts.multirange(p.ranges)) for p in parts]
+
+    def test_part_settings(self):
+        """A part is the set of buckets its replicaset owned when the statement arrived; an UPDATE
+        or DELETE restricts its reads to them, an INSERT only the rows it writes."""
+        upd = emu_parts.write_parts("UPDATE users SET v = 1", None, self.STATE)
+        self.assertEqual(upd[0].settings(), [("picoemu.part_table", "users"),
+                                             ("picoemu.part_buckets", "{[1,10],[21,30]}"),
+                                             ("picoemu.part_reads", "on")])
+        ins = emu_parts.write_parts("INSERT INTO users VALUES (1, 'a'), (2, 'b')", 2, self.STATE)
+        self.assertEqual(ins[1].settings()[2], ("picoemu.part_reads", "off"))
+        self.assertEqual([v for _, v in emu_parts.NO_PART], ["", "", ""])
 
     def test_split(self):
         for sql in ("UPDATE users SET v = 1", 'UPDATE "users" SET "v" = 1 OPTION (sql_vdbe_opcode_max = 0)',
@@ -451,6 +464,73 @@ class WritePartsTest(unittest.TestCase):
         self.assertEqual(emu_parts.merge_answers([ok1, err]), m(b"E", b"SERROR\0C08001\0Mdown\0\0"))
         self.assertEqual(emu_parts.merge_answers([m(b"C", b"INSERT 0 2\0"), m(b"C", b"INSERT 0 0\0")]),
                          m(b"C", b"INSERT 0 2\0"))
+
+
+class DispatchPlanTest(unittest.TestCase):
+    """emu_route.dispatch_plan: which statements a stopped master stalls (Lua dispatch) and which
+    run on the 26.1.1+ local path; the text once the deadline has passed."""
+    STATE = {"tables": [{"name": "users", "global": False, "tier": "default", "sharding_key": ["id"],
+                         "columns": [{"name": "id", "type": "int8", "cls": "int"}]},
+                        {"name": "g", "global": True, "tier": None, "sharding_key": [], "columns": []}],
+             "tiers": [{"name": "default", "bucket_count": 3000}],
+             "buckets": {"default": [[1, 1500, "default_1"], [1501, 3000, "default_2"]]},
+             "replicasets": [{"name": "default_1", "uuid": "u1", "tier": "default", "master": "default_1_1",
+                              "state": "ready"},
+                             {"name": "default_2", "uuid": "u2", "tier": "default", "master": "default_2_1",
+                              "state": "ready"}],
+             "instances": [{"name": "default_1_1", "replicaset": "default_1", "state": "Online"},
+                           {"name": "default_1_2", "replicaset": "default_1", "state": "Online"},
+                           {"name": "default_2_1", "replicaset": "default_2", "state": "Offline"}]}
+
+    # Emulated builds with and without the local path, by capability.
+    WITH_LOCAL = next(b for b in reversed(emu_caps.BUILDS) if emu_caps.has("local_execution", b))
+    WITHOUT_LOCAL = next(b for b in emu_caps.BUILDS if not emu_caps.has("local_execution", b))
+
+    def plan(self, sql, version=None, instance="default_1_1", pref=None, params=None):
+        version = version or self.WITH_LOCAL
+        write = not sql.lower().startswith("select")
+        return emu_route.dispatch_plan(self.STATE, instance, version, emu_route.statement_tokens(sql), params,
+                                       pref, write)
+
+    def key_of(self, rs):
+        import bucket_hash_reference as ref
+        return next(k for k in range(1, 100) if (ref.bucket_id([k], 3000) <= 1500) == (rs == "default_1"))
+
+    def test_local_path_at_the_owners_master(self):
+        k1 = self.key_of("default_1")
+        for sql in ("SELECT * FROM users WHERE id = %d" % k1, "UPDATE users SET id = id WHERE id = %d" % k1,
+                    "INSERT INTO users VALUES (%d)" % k1):
+            self.assertIsNone(self.plan(sql), sql)
+            self.assertEqual(self.plan(sql, version=self.WITHOUT_LOCAL),
+                             {"tiers": ["default"], "targets": ["default_1"]},
+                             self.WITHOUT_LOCAL + " has no local path: " + sql)
+        self.assertIsNone(self.plan("SELECT * FROM users WHERE id = $1", params=[str(k1)]))
+
+    def test_everything_else_is_dispatched(self):
+        k1, k2 = self.key_of("default_1"), self.key_of("default_2")
+        both = {"tiers": ["default"], "targets": ["default_1", "default_2"]}
+        self.assertEqual(self.plan("SELECT count(*) FROM users"), both)
+        self.assertEqual(self.plan("UPDATE users SET id = id"), both)
+        self.assertEqual(self.plan("INSERT INTO users VALUES (%d), (%d)" % (k1, k2)), both)
+        self.assertEqual(self.plan("SELECT * FROM users WHERE id = %d" % k2),
+                         {"tiers": ["default"], "targets": ["default_2"]})
+        # a replica runs its replicaset's read only for read_preference replica or any
+        self.assertIsNotNone(self.plan("SELECT * FROM users WHERE id = %d" % k1, instance="default_1_2"))
+        self.assertIsNone(self.plan("SELECT * FROM users WHERE id = %d" % k1, instance="default_1_2", pref="replica"))
+        self.assertIsNotNone(self.plan("SELECT * FROM users WHERE id = %d" % k1, pref="replica"))
+
+    def test_global_tables_and_the_catalog_are_not_dispatched(self):
+        for sql in ("SELECT * FROM g", "UPDATE g SET id = 1", "SELECT * FROM _pico_instance", "SELECT 1"):
+            self.assertIsNone(self.plan(sql), sql)
+
+    def test_stopped_masters_and_the_text(self):
+        self.assertEqual(emu_route.stopped_masters(self.STATE, ["default"]), ["default_2"])
+        self.assertEqual(emu_route.stopped_masters(self.STATE, ["other"]), [])
+        text = emu_route.dql_timeout_text(self.STATE, {"tiers": ["default"], "targets": ["default_1", "default_2"]})
+        self.assertEqual(text, 'sbroad: box error: ProcLua: {"type":"ClientError","code":32,"message":'
+                               '"Error on replicaset u1: dql timeout exceeded"}')
+        self.assertIn("replicaset u2:", emu_route.dql_timeout_text(
+            self.STATE, {"tiers": ["default"], "targets": ["default_2"]}))
 
 
 class AdvertisedAddressTest(unittest.TestCase):

@@ -1,7 +1,11 @@
 # A statement that spans several replicasets is not atomic on Picodata: the coordinator sends each
 # replicaset's master its part, and each part commits on its own. When one master is stopped, a
-# keyless UPDATE or DELETE through picoroute fails with an error that says it may have been applied
-# on some replicasets, and it was: the running replicaset's rows changed, the stopped one's did not.
+# Picodata coordinator first waits for it (a dead master stalls the tier, up to the statement's
+# deadline: 3 s in this emulated cluster), then sends the parts to the live masters and fails. So
+# picoroute, when its map shows the master stopped, does not send a keyless UPDATE or DELETE (its
+# error says why, and that nothing was applied); when its map does not know yet, the statement is
+# sent, fails with "dql timeout exceeded", and its error says it may have been applied on some
+# replicasets, and it was: the running replicaset's rows changed, the stopped one's did not.
 # Runs on every emulated version.
 use strict;
 use warnings;
@@ -13,8 +17,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_json emu_table emu_private_psql start_emulator start_routing_node create_servers
-  create_foreign_tables wait_for);
+  create_foreign_tables wait_for coordinator_session);
 
+$ENV{PICOEMU_QUERY_TIMEOUT} = 3;  # the emulated instances' deadline (Picodata: 360 s)
 start_emulator();
 emu_table('users', 'id int8, name text, v int8', rows => 60);
 
@@ -43,22 +48,41 @@ my ($ret, $out, $err) = $node->psql('postgres', "UPDATE users SET v = v + 1000")
 is($ret, 0, 'a keyless UPDATE with every master running succeeds') or diag($err);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM users WHERE v >= 1000'), '60', 'and changes all 60 rows');
 
-# ---- one master stopped: the running replicaset's part applies, the error says it may have -------
+# ---- one master stopped, and the map shows it: not sent -------------------------------------------
 emu('stop', 'default_2_1');
 ok(wait_for($node, "SELECT NOT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't', 30),
     'the map shows default_2_1 stopped');
-($ret, $out, $err) = $node->psql('postgres', "UPDATE users SET name = 'partial'");
+($ret, $out, $err) = $node->psql('postgres', "SET picoroute.failover_wait = '1s'; UPDATE users SET name = 'partial'");
 isnt($ret, 0, 'a keyless UPDATE fails while default_2 has no running master');
-like($err, qr/spans several replicasets, and Picodata does not apply such a statement atomically: it may have been applied on some of them\./,
-    'the error says it may have been applied on some replicasets');
+like($err, qr/did not send the statement: replicaset default_2 of tier default has no online master/,
+    'picoroute did not send it: a coordinator would wait for that master');
+like($err, qr/not applied\. No row of this statement was committed on Picodata\./, 'and says nothing was applied');
+is(stored('default_1_1', "name = 'partial'"), '', 'nothing was');
+
+# ---- one master stopped, the map a step behind: sent, partly applied --------------------------------
+emu('start', 'default_2_1');
+ok(wait_for($node, "SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't', 30),
+    'default_2_1 is back in the map');
+$node->safe_psql('postgres', "ALTER SYSTEM SET picoroute.refresh_interval = '1h'; SELECT pg_reload_conf()");
+sleep 1;
+emu('stop', 'default_2_1');
+is($node->safe_psql('postgres', "SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'"), 't',
+    'the map has not seen the stop');
+# A session whose keyless statements go to default_1_1 (a running coordinator).
+my $session = coordinator_session($node, emu_json('status', '--json')->{instances}[0]{pgproto_address},
+    "UPDATE users SET name = 'partial'");
+ok($session, "a session whose coordinator is default_1_1");
+$err = $session->("UPDATE users SET name = 'partial';");
+like($err, qr/ERROR:.*dql timeout exceeded/s, 'a keyless UPDATE sent meanwhile fails after the coordinator waited for the stopped master');
+like($err, qr/may have been applied/, 'the error says it may have been applied');
 unlike($err, qr/was not applied there|No row of this statement was committed/, 'and does not say it was not applied');
-($ret, $out, $err) = $node->psql('postgres', 'DELETE FROM users WHERE id > 40');
-isnt($ret, 0, 'a keyless DELETE fails the same way');
-like($err, qr/may have been applied on some of them\./, 'saying the same');
+$err = $session->('DELETE FROM users WHERE id > 40;');
+like($err, qr/ERROR:.*may have been applied/s, 'a keyless DELETE fails the same way, saying the same');
 is(stored('default_1_1', "name = 'partial'"), list(grep { $_ <= 40 } @k1),
     "default_1 applied its part: its rows are updated, but those its part of the DELETE removed");
 is(stored('default_1_1', 'id > 40'), '', 'default_1 applied its part of the DELETE');
 emu('start', 'default_2_1');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET picoroute.refresh_interval; SELECT pg_reload_conf(); SELECT picoroute_refresh()");
 ok(wait_for($node, "SELECT is_online FROM picoroute_instances WHERE name = 'default_2_1'", 't', 30),
     'default_2_1 is back');
 

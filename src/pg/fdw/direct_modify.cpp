@@ -39,6 +39,7 @@ extern "C" {
 #include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/stats/stats.h"
 
 #include <cstring>
 #include <string>
@@ -135,6 +136,8 @@ void begin_direct_modify(ForeignScanState *node, int eflags) {
     Oid userid = user_for_rte(exec_rt_fetch(node->resultRelInfo->ri_RangeTableIndex, estate));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        stats::table_started(RelationGetRelid(rel), stats::TableStart::DirectModify);
     DirectModifyPlan direct = decode_direct_modify(plan->fdw_private);
     DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
     RemoteStatement statement;

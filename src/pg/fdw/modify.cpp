@@ -34,7 +34,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 #include "pg/fdw/declcheck.h"
 #include "pg/fdw/deparse.h"
 #include "pg/fdw/dialect.h"
@@ -51,7 +51,9 @@ extern "C" {
 #include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_exec.h"
 #include "pg/remote/routing.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/sql_common.h"
+#include "pg/stats/stats.h"
 
 #include <algorithm>
 #include <cstring>
@@ -88,8 +90,7 @@ struct InsertState {
     const char **values;  // nattrs per row
     Datum *keys;          // nkeys per row, copied into row_cxt
     bool *key_nulls;
-    WriteLog *log;  // rows committed so far by the statement, by instance
-    MemoryContextCallback free_log;
+    WriteLog *log;  // what the statement wrote so far, by instance (write_ledger.h)
 };
 
 List *insert_target_attrs(Relation rel) {
@@ -166,12 +167,6 @@ List *plan_foreign_modify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     return encode(modify);
 }
 
-void free_write_log(void *arg) {
-    InsertState *s = static_cast<InsertState *>(arg);
-    delete s->log;
-    s->log = nullptr;
-}
-
 InsertState *create_insert_state(EState *estate, Relation rel, List *target_attrs, Oid userid) {
     InsertState *s = static_cast<InsertState *>(palloc0(sizeof(InsertState)));
     s->rel = rel;
@@ -209,10 +204,9 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
     s->batch_size = s->table->batch_size;
     s->row_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute insert", ALLOCSET_DEFAULT_SIZES);
-    s->log = new WriteLog();
-    s->free_log.func = free_write_log;
-    s->free_log.arg = s;
-    MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->free_log);
+    // Lives with the statement: COPY reads its next rows, an INSERT ... SELECT its next batch,
+    // between two sends, and whatever error ends it then still says what was committed.
+    s->log = guarded([&] { return statement_write_log(estate->es_query_cxt); });
     return s;
 }
 
@@ -225,6 +219,8 @@ void begin_foreign_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List 
     ModifyPlan modify = decode_modify(fdw_private);
     if (modify.row_by_row) {
         row_modify_begin(mtstate, rinfo, modify.operation, modify.target_attrs);
+        stats::table_started(RelationGetRelid(rinfo->ri_RelationDesc),
+                             stats::TableStart::RowModify);
         return;
     }
     EState *estate = mtstate->ps.state;
@@ -232,6 +228,7 @@ void begin_foreign_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List 
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
     InsertState *s =
         create_insert_state(estate, rinfo->ri_RelationDesc, modify.target_attrs, user_for_rte(rte));
+    stats::table_started(RelationGetRelid(rinfo->ri_RelationDesc), stats::TableStart::Insert);
     // With RETURNING, PostgreSQL hands the rows over one by one (no batch insert): they are
     // buffered up to batch_size and sent together, the rest at EndForeignModify, which runs
     // before any RETURNING row reaches the client (the portal holds them until the statement
@@ -270,6 +267,7 @@ void begin_foreign_insert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
                                               : 0;
     RangeTblEntry *rte = rti > 0 ? exec_rt_fetch(rti, estate) : nullptr;
     InsertState *s = create_insert_state(estate, rel, insert_target_attrs(rel), user_for_rte(rte));
+    stats::table_started(RelationGetRelid(rel), stats::TableStart::Insert);
     // COPY hands rows over one by one: buffer them, unless row triggers of the foreign table must
     // see each row as it is inserted.
     TriggerDesc *trig = rinfo->ri_TrigDesc;
@@ -295,13 +293,13 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         routed = routed && count > 0;
-        // Unknown buckets and unrouted rows go to one coordinator (core/statement_route.h).
-        route::OwnerLookups lookups;
+        // Unknown buckets and unrouted rows go to one coordinator (core/routing/statement.h).
+        routing::OwnerLookups lookups;
         lookups.owner = [&](uint32_t bucket, Target *out) {
             return bucket_target(view, tier, bucket, ReadPref::Leader, out);
         };
         lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<route::RowGroup> groups = route::group_rows_by_owner(
+        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
             nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -312,7 +310,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             lookups);
         std::vector<Job> jobs;
         jobs.reserve(groups.size());
-        for (route::RowGroup &group : groups) {
+        for (routing::RowGroup &group : groups) {
             Job job;
             job.target = std::move(group.target);
             char *sql = nullptr;
@@ -328,6 +326,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
             job.may_span = !t->global && !one_replicaset(job.target, t->tier);
+            job.sharded = !t->global;
             jobs.push_back(std::move(job));
         }
         note_server_write(t->server_name);  // later reads go to the leaders

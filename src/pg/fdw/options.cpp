@@ -419,6 +419,7 @@ ConnParams build_conn_params(Oid serverid, Oid userid) {
     params.stmt_invalidation =
         (exec_options == nullptr || strcmp(exec_options, "off") != 0) &&
         caps::has(server_version(version), caps::Capability::StmtInvalidation);
+    params.picodata_version = version != nullptr ? version : "";
     foreach (lc, um->options) {
         DefElem *def = lfirst_node(DefElem, lc);
         if (strcmp(def->defname, "user") == 0 || strcmp(def->defname, "password") == 0)

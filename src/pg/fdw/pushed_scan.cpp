@@ -25,6 +25,7 @@ extern "C" {
 #include "pg/fdw/pushed_scan.h"
 #include "pg/fdw/routed.h"
 #include "pg/fdw/table_cache.h"
+#include "pg/stats/stats.h"
 
 #include <cstring>
 
@@ -146,6 +147,9 @@ void pushed_begin(ForeignScanState *node, int eflags) {
             check_declaration_at_first_use(member, userid);
             table->unlogged = table->unlogged || member->unlogged;
         }
+        for (int m = bms_next_member(plan->fs_relids, -1); m >= 0;
+             m = bms_next_member(plan->fs_relids, m))
+            stats::table_started(exec_rt_fetch(m, estate)->relid, stats::TableStart::PushedScan);
     }
     PushedState *us = static_cast<PushedState *>(palloc0(sizeof(PushedState)));
     RemoteStatement statement;

@@ -8,8 +8,8 @@
 // that fixes the sharding key is sent as written, without a bucket_id term (Picodata routes it by
 // its key; a bucket computed differently would otherwise make it read nothing and change nothing),
 // so one text, prepared once per connection, serves every key. Only a master of a 'masters'
-// scatter gets a bucket filter, the list of its own buckets (core/route.h). The buckets are
-// computed at execution time from constants and parameter values, so a prepared statement goes
+// scatter gets a bucket filter, the list of its own buckets (core/routing/target.h). The buckets
+// are computed at execution time from constants and parameter values, so a prepared statement goes
 // where the map of the moment it runs says.
 extern "C" {
 #include "postgres.h"
@@ -25,7 +25,7 @@ extern "C" {
 }
 
 #include "core/capabilities.h"
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 #include "pg/fdw/chunked.h"
 #include "pg/fdw/dialect.h"
 #include "pg/fdw/keys.h"
@@ -94,8 +94,8 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
 
 // The sharding-key values of one execution as the core's decision takes them: each value is
 // encoded (add_key_datum) only when the decision hashes it.
-route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
-    route::KeyValues out;
+routing::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
+    routing::KeyValues out;
     int nkeys = list_length(st->statement->plan.key_kinds);
     for (int i = 0; i < nkeys; i++)
         out.counts.push_back(static_cast<size_t>(keys[i].n));
@@ -122,7 +122,7 @@ bool key_disagrees(RoutedStatement *st, KeyValues *keys, bool may_check) {
     return key_route(st->setup->table, types, nkeys, userid, may_check) == KeyRoute::Coordinator;
 }
 
-// The routing decision (core/statement_route.h): targets, retry policy and, when `describe`, a
+// The routing decision (core/routing/statement.h): targets, retry policy and, when `describe`, a
 // description (C++: inside guarded()). *keyless tells whether the statement goes out without a
 // sharding key (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
@@ -135,7 +135,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     const SnapshotView &view = *map.view;
     int32_t tier = require_tier(view, map.generation, t->tier);
     *tier_out = tier;
-    route::StatementInfo info;
+    routing::StatementInfo info;
     info.global = t->global;
     info.write = st->statement->is_write;
     info.read_pref = table_read_pref(t);
@@ -150,7 +150,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     if (keys != nullptr)
         info.keys = core_key_values(st, keys);
     info.hashing_disagrees = disagrees;
-    route::StatementLookups lookups;
+    routing::StatementLookups lookups;
     lookups.spread = [&](ReadPref pref, bool write) {
         return spread_target(view, tier, pref, write);
     };
@@ -158,10 +158,10 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     lookups.group = [&](const std::set<uint32_t> &buckets, ReadPref pref) {
         return group_buckets(view, tier, buckets, pref);
     };
-    route::StatementRoute route = route::route_statement(info, lookups);
-    *retry = route.retry == route::RetryRule::Never   ? Retry::Never
-             : route.retry == route::RetryRule::Write ? Retry::Write
-                                                      : Retry::Read;
+    routing::StatementRoute route = routing::route_statement(info, lookups);
+    *retry = route.retry == routing::RetryRule::Never   ? Retry::Never
+             : route.retry == routing::RetryRule::Write ? Retry::Write
+                                                        : Retry::Read;
     *keyless = route.keyless;
     *description = std::move(route.description);
     return std::move(route.targets);
@@ -209,6 +209,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].values.assign(values, values + st->statement->plan.nparams);
         jobs[i].may_span = st->statement->is_write && !st->setup->table->global &&
                            !one_replicaset(targets[i], st->setup->table->tier);
+        jobs[i].sharded = !st->setup->table->global;
         jobs[i].target = std::move(targets[i]);
     }
     st->last.keyless = keyless;
@@ -271,6 +272,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             padded = std::min(padded, limit);
             Job job;
             job.target = target;
+            job.sharded = !st->setup->table->global;
             // A batch reads as many rows as a small scan: the row and instruction limits are
             // lifted, unless the table or server gives them (see pg/batch_join/executor.cpp).
             job.sql = batched_sql(b, padded) + option_clause(st->setup->table, true, false);
@@ -422,7 +424,10 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        WriteLog log;
+        // A write's log lives with the statement (write_ledger.h), or is the caller's (a
+        // TRUNCATE of several tables).
+        if (st->statement->is_write && st->log == nullptr)
+            st->log = statement_write_log(GetMemoryChunkContext(st));
         ReadPref pref =
             st->statement->is_write ? ReadPref::Leader : table_read_pref(st->setup->table);
         if (st->statement->is_write)
@@ -431,8 +436,8 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
             run_jobs(jobs,
                      st->statement->is_write ? conn_params_for(st->setup->table->serverid, userid)
                                              : read_conn_params(st->setup->table, userid),
-                     st->setup->table->tier, pref, retry, st->statement->is_write ? &log : nullptr,
-                     &st->counts.sent_again);
+                     st->setup->table->tier, pref, retry,
+                     st->statement->is_write ? st->log : nullptr, &st->counts.sent_again);
         } catch (const PgError &e) {
             // The caller computes the same rows here (a pushed ORDER BY or LIMIT over the bound).
             if (st->setup->row_limit_fallback && is_row_limit_error(e)) {

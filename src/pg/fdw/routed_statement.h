@@ -14,6 +14,7 @@ extern "C" {
 #include "pg/fdw/options.h"
 #include "pg/fdw/plan_private.h"
 #include "pg/remote/connection.h"
+#include "pg/remote/write_ledger.h"
 
 namespace picoroute::pg::remote {
 class ChunkedRead;
@@ -97,6 +98,9 @@ struct RoutedStatement {
     RoutedAnswers answers;
     RoutedDecision last;
     RoutedCounts counts;
+    // A write's log (remote/write_ledger.h): created with the first execution in the statement's
+    // memory, unless the caller gives one that outlives it (a TRUNCATE of several tables).
+    WriteLog *log = nullptr;
     MemoryContextCallback cleanup;
 };
 

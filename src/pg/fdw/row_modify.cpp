@@ -11,8 +11,9 @@
 // `_pico_index`, read once per statement) and its sharding key: Picodata keeps a primary key
 // unique per storage, and the sharding key both routes the statement to the owner of the row's
 // bucket and makes the pair unique. Rows are buffered up to batch_size and sent grouped by owner
-// (core/statement_route.h): the owners in parallel, each owner's statements one after the other.
-// Each statement commits on its own; a failure reports what was committed where (WriteLog). A
+// (core/routing/statement.h): the owners in parallel, each owner's statements one after the other.
+// Each statement commits on its own; any error that ends the UPDATE or DELETE reports what was
+// committed where (the statement's WriteLog, pg/remote/write_ledger.h). A
 // row changed between the read and the write is overwritten with values computed from the read
 // (no lock is taken); one deleted meanwhile is not written, and a WARNING counts such rows.
 extern "C" {
@@ -35,7 +36,7 @@ extern "C" {
 #include "utils/varlena.h"
 }
 
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 #include "pg/fdw/declcheck.h"
 #include "pg/fdw/deparse.h"
 #include "pg/fdw/dialect.h"
@@ -49,6 +50,7 @@ extern "C" {
 #include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_exec.h"
 #include "pg/remote/routing.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/sql_common.h"
 
 #include <nlohmann/json.hpp>
@@ -92,15 +94,8 @@ struct RowModifyState {
     int nrows;
     uint64 sent;     // rows written by this statement
     uint64 applied;  // rows the remote statements changed
-    WriteLog *log;
-    MemoryContextCallback free_log;
+    WriteLog *log;   // what the statement wrote so far, by instance (write_ledger.h)
 };
-
-void free_log(void *arg) {
-    RowModifyState *s = static_cast<RowModifyState *>(arg);
-    delete s->log;
-    s->log = nullptr;
-}
 
 // The primary key's column names: the option primary_key, else index 0 of `_pico_index` (parts
 // [["id","integer",null,false,null], ...], test/int/test_basics.py:451@25.5.10). C++: guarded().
@@ -314,12 +309,12 @@ void send_rows(RowModifyState *s) {
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         bool routed = !t->global && t->nkeys > 0 && count > 0;
-        route::OwnerLookups lookups;
+        routing::OwnerLookups lookups;
         lookups.owner = [&](uint32_t bucket, Target *out) {
             return bucket_target(view, tier, bucket, ReadPref::Leader, out);
         };
         lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<route::RowGroup> groups = route::group_rows_by_owner(
+        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
             s->nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -330,7 +325,7 @@ void send_rows(RowModifyState *s) {
             lookups);
         std::string option = option_clause(t, false);
         std::vector<Job> jobs;
-        for (route::RowGroup &group : groups) {
+        for (routing::RowGroup &group : groups) {
             for (int r : group.rows) {
                 Job job;
                 job.target = group.target;
@@ -401,10 +396,7 @@ void row_modify_begin(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType o
     s->rows = static_cast<PendingRow *>(palloc0(sizeof(PendingRow) * s->batch_size));
     s->row_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute row by row", ALLOCSET_DEFAULT_SIZES);
-    s->log = new WriteLog();
-    s->free_log.func = free_log;
-    s->free_log.arg = s;
-    MemoryContextRegisterResetCallback(estate->es_query_cxt, &s->free_log);
+    s->log = guarded([&] { return statement_write_log(estate->es_query_cxt); });
     rinfo->ri_FdwState = s;
 }
 

@@ -35,6 +35,7 @@ extern "C" {
 #include "pg/fdw/scan.h"
 #include "pg/fdw/shippable.h"
 #include "pg/fdw/table_cache.h"
+#include "pg/stats/stats.h"
 
 namespace picoroute::pg::fdw {
 
@@ -326,6 +327,8 @@ void scan_begin(ForeignScanState *node, int eflags) {
     Oid userid = user_for_rte(rte);
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
+    if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+        stats::table_started(RelationGetRelid(rel), stats::TableStart::Scan);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
     BaseScanPlan plan = decode_base_scan(plan_node->fdw_private);
     List *exprs = plan_node->fdw_exprs;

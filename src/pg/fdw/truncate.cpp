@@ -18,7 +18,8 @@
 // transaction rolls back: it goes through the same policy (picoroute.remote_write_in_transaction:
 // refused, or a warning once per transaction block and a count for the warning at ROLLBACK). The
 // declarations of all the relations are checked first; then they are sent one after another, and
-// when one fails, the ones before it stay truncated.
+// when one fails, the ones before it stay truncated: one write log for all of them says so in the
+// error (remote/write_ledger.h).
 extern "C" {
 #include "postgres.h"
 
@@ -36,6 +37,7 @@ extern "C" {
 #include "pg/fdw/routed.h"
 #include "pg/fdw/table_cache.h"
 #include "pg/fdw/truncate.h"
+#include "pg/guard.h"
 
 #include <cstring>
 
@@ -54,7 +56,7 @@ TableInfo *truncate_routing(const TableInfo *table) {
 }
 
 // Sends `TRUNCATE TABLE "<remote>"` for one relation (plain: may ereport).
-void truncate_one(Relation rel, TableInfo *table, Oid userid) {
+void truncate_one(Relation rel, TableInfo *table, Oid userid, WriteLog *log) {
     StringInfoData sql;
     initStringInfo(&sql);
     appendStringInfo(&sql, "TRUNCATE TABLE %s", quote_remote_identifier(table->remote_table));
@@ -66,6 +68,7 @@ void truncate_one(Relation rel, TableInfo *table, Oid userid) {
     statement.plan.sql = sql.data;
     statement.is_write = true;
     RoutedStatement *st = new_routed_statement(CurrentMemoryContext, setup, statement);
+    st->log = log;
     execute_routed(st, nullptr);  // no parameter and no key: nothing is evaluated
     MemoryContextDelete(GetMemoryChunkContext(st));
 }
@@ -83,6 +86,10 @@ void exec_foreign_truncate(List *rels, DropBehavior, bool) {
         check_declaration_at_first_use(table, userid);
         tables = lappend(tables, table);
     }
+    // The statement's memory: the log outlives each table's statement, and the error of a later one
+    // says which instances already truncated the first ones.
+    MemoryContext cxt = CurrentMemoryContext;
+    WriteLog *log = guarded([&] { return statement_write_log(cxt); });
     List *sent = NIL;  // remote table names already truncated (one server per call)
     ListCell *tc;
     forboth(lc, rels, tc, tables) {
@@ -94,7 +101,7 @@ void exec_foreign_truncate(List *rels, DropBehavior, bool) {
                 again || strcmp(static_cast<const char *>(lfirst(sc)), table->remote_table) == 0;
         if (again)
             continue;
-        truncate_one(static_cast<Relation>(lfirst(lc)), table, userid);
+        truncate_one(static_cast<Relation>(lfirst(lc)), table, userid, log);
         sent = lappend(sent, table->remote_table);
     }
 }

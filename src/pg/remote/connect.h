@@ -32,6 +32,9 @@ struct ConnParams {
     // connection cache's key: a read that means the leader on a server that says replica goes
     // over a second connection (leader_reads.h).
     std::string read_preference;
+    // The server's picodata_version option ("": the version the map detects): what the cluster
+    // runs without its Lua dispatch (remote_exec.cpp, a dead master stalls the tier).
+    std::string picodata_version;
 };
 
 // Thrown when an instance cannot be reached. `sent` tells whether the statement may have reached

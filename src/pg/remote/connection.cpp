@@ -14,11 +14,12 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/remote_text.h"
-#include "core/sqlstate_map.h"
+#include "core/routing/sqlstate_map.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
+#include "pg/stats/stats.h"
 
 #include <poll.h>
 
@@ -203,8 +204,10 @@ Connection::~Connection() {
         reader->forget(this);
     statement_cache.reset();
     release_wait_set(*this);
-    if (conn != nullptr)
+    if (conn != nullptr) {
         PQfinish(conn);
+        stats::connection_closed(address);
+    }
 }
 
 void ensure_callbacks() {
@@ -270,6 +273,7 @@ Connection *get_connection(const std::string &address, const ConnParams &params)
     }
     auto entry = std::make_unique<Connection>();
     entry->conn = open_connection(address, params);
+    stats::connection_opened(address);
     entry->address = address;
     entry->remote_user = PQuser(entry->conn) ? PQuser(entry->conn) : "";
     entry->fingerprint = fingerprint;
@@ -533,8 +537,8 @@ void throw_remote_error(const PGresult *result, const std::string &address,
         primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
     if (state != nullptr && strlen(state) == 5) {
         // Picodata's XX000 becomes PostgreSQL's code where its text says what failed
-        // (core/sqlstate_map.h).
-        std::string_view mapped = sqlstate::for_remote_error(state, message);
+        // (core/routing/sqlstate_map.h).
+        std::string_view mapped = routing::sqlstate_for_remote_error(state, message);
         code = MAKE_SQLSTATE(mapped[0], mapped[1], mapped[2], mapped[3], mapped[4]);
     }
     if (message.empty())

@@ -18,6 +18,7 @@ extern "C" {
 #include "pg/remote/answer_rules.h"
 #include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_stmt.h"
+#include "pg/remote/tier_stall.h"
 
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -45,7 +46,17 @@ struct Failure {
     std::string address;
     std::string message;
     bool sent;
-    bool refused = false;  // answered with a refusal before running (core/retry_rules.h)
+    bool refused = false;  // answered with a refusal before running (core/routing/answer.h)
+    // Not sent: a Picodata instance would wait for this replicaset's master (tier_stall.h).
+    std::string stalled;
+};
+
+// Whether a job is sent now, or held (a failure to retry, not sent): its buckets' owner has no
+// online master (awaiting_master), or a master of its tier is down and the instance would wait
+// for it (`stalled`, tier_stall.h).
+struct Hold {
+    bool held = false;
+    std::string stalled;
 };
 
 [[noreturn]] void raise_unreachable(const Job &job, const Failure &f, const char *extra_hint) {
@@ -98,11 +109,6 @@ void check_result(const Job &job) {
 
 namespace {
 
-uint64_t command_rows(const PGresult *result) {
-    const char *n = PQcmdTuples(const_cast<PGresult *>(result));
-    return n != nullptr && n[0] != '\0' ? strtoull(n, nullptr, 10) : 0;
-}
-
 // Appends `extra` to the DETAIL of a PostgreSQL error carried as a PgError.
 void add_detail(ErrorData *edata, const std::string &extra) {
     pg_call([&] {
@@ -111,42 +117,6 @@ void add_detail(ErrorData *edata, const std::string &extra) {
                                       : pstrdup(extra.c_str());
         MemoryContextSwitchTo(old);
     });
-}
-
-// What a write that was interrupted after it was sent did, instance by instance.
-std::string abandoned_summary(const std::vector<Abandoned> &abandoned) {
-    std::string out;
-    for (const Abandoned &a : abandoned) {
-        if (!out.empty())
-            out += " ";
-        switch (a.outcome) {
-            case Abandoned::Applied:
-                out += "The statement was applied on instance " + a.address + " (" +
-                       std::to_string(a.rows) + " rows) before the cancel request arrived.";
-                break;
-            case Abandoned::NotApplied:
-                out += "The statement was cancelled on instance " + a.address +
-                       " and not applied there.";
-                break;
-            case Abandoned::Unknown:
-                out += "The statement may have been applied on instance " + a.address +
-                       ": a cancel request was sent, but no answer came in time.";
-                break;
-            case Abandoned::Running:
-                out += "The statement may still run to its end on instance " + a.address +
-                       " and be applied there: Picodata cannot cancel a statement.";
-                break;
-        }
-    }
-    return out;
-}
-
-// True when every abandoned statement's outcome is known.
-bool all_known(const std::vector<Abandoned> &abandoned) {
-    for (const Abandoned &a : abandoned)
-        if (a.outcome == Abandoned::Unknown || a.outcome == Abandoned::Running)
-            return false;
-    return true;
 }
 
 // What a read that was interrupted leaves behind: statements that run on (Picodata cannot
@@ -163,21 +133,6 @@ std::string running_reads(const std::vector<Abandoned> &abandoned) {
 }
 
 }  // namespace
-
-std::string WriteLog::summary(bool all_known) const {
-    uint64_t total = 0;
-    std::string where;
-    for (const auto &[address, rows] : committed) {
-        if (rows == 0)
-            continue;
-        total += rows;
-        where += (where.empty() ? "" : ", ") + address + ": " + std::to_string(rows);
-    }
-    if (total == 0)
-        return all_known ? "No row of this statement was committed on Picodata." : "";
-    return std::to_string(total) + " rows of this statement were already committed on Picodata (" +
-           where + "); they are not undone.";
-}
 
 namespace {
 
@@ -197,15 +152,15 @@ std::vector<size_t> send_rounds(const std::vector<Job> &jobs, size_t *rounds) {
 
 // Sends every job of a round, then collects their answers; what could not be reached is added
 // to `failures`.
-void run_round(std::vector<Job> &jobs, const ConnParams &params, const std::vector<bool> &held,
+void run_round(std::vector<Job> &jobs, const ConnParams &params, const std::vector<Hold> &held,
                const std::vector<size_t> &round, size_t r, InFlight &inflight,
                std::vector<Failure> &failures) {
     std::vector<Connection *> conns(jobs.size(), nullptr);
     for (size_t i = 0; i < jobs.size(); i++) {
         if (round[i] != r)
             continue;
-        if (held[i]) {
-            failures.push_back({i, "", "", false});
+        if (held[i].held) {
+            failures.push_back({i, "", "", false, false, held[i].stalled});
             continue;
         }
         try {
@@ -231,7 +186,7 @@ void run_round(std::vector<Job> &jobs, const ConnParams &params, const std::vect
 
 // Sends every job and collects every answer, in rounds (send_rounds); returns what failed.
 std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &params,
-                                      const std::vector<bool> &held, WriteLog *log) {
+                                      const std::vector<Hold> &held, WriteLog *log) {
     std::vector<Failure> failures;
     {
         InFlight inflight;
@@ -247,12 +202,10 @@ std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &
             if (log != nullptr) {
                 for (const Job &job : jobs)
                     if (job.result && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
-                        log->committed[job.target.address] += command_rows(job.result.get());
-                for (const Abandoned &a : abandoned)
-                    if (a.outcome == Abandoned::Applied)
-                        log->committed[a.address] += a.rows;
+                        record_answer(log, job.target.address, job.result.get());
+                record_abandoned(log, abandoned);
                 std::string detail = abandoned_summary(abandoned);
-                std::string committed = log->summary(all_known(abandoned));
+                std::string committed = log->summary();
                 detail += (detail.empty() || committed.empty() ? "" : " ") + committed;
                 add_detail(e.data(), detail);
             } else if (!running_reads(abandoned).empty()) {
@@ -264,22 +217,27 @@ std::vector<Failure> send_and_collect(std::vector<Job> &jobs, const ConnParams &
     return failures;
 }
 
-std::string failed_on(const Job &job) {
+// What a write's failed job left on its instance, for the DETAIL (answer_rules.h): an outcome
+// the answer does not prove (anything but a refusal before running) is not claimed, and the write
+// log holds it as unknown.
+std::string failed_on(const Job &job, WriteLog *log) {
+    if (!proven_not_run(job.may_span, job.result.get()))
+        log->record_unknown(job.target.address);
     return remote::failed_on(job.target.address, job.may_span, job.result.get());
-}
-
-bool not_run(const Job &job) {
-    return proven_not_run(job.may_span, job.result.get());
 }
 
 // Counts the rows a write committed, then raises the first remote error (an answer: the instance
 // was reachable).
 void check_answers(const std::vector<Job> &jobs, WriteLog *log,
                    const std::vector<Failure> &failures) {
-    if (log != nullptr)
+    if (log != nullptr) {
         for (const Job &job : jobs)
             if (job.result && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
-                log->committed[job.target.address] += command_rows(job.result.get());
+                record_answer(log, job.target.address, job.result.get());
+        for (const Failure &f : failures)
+            if (f.sent)
+                log->record_unknown(f.address);
+    }
     for (const Job &job : jobs) {
         if (!job.result)
             continue;
@@ -290,17 +248,17 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
         try {
             check_result(job);
         } catch (PgError &e) {
-            bool sent_unanswered = false;
-            for (const Failure &f : failures)
-                sent_unanswered = sent_unanswered || f.sent;
-            std::string detail = failed_on(job) + log->summary(!sent_unanswered && not_run(job));
+            std::string detail = failed_on(job, log);  // first: it may record an unknown
+            detail += log->summary();
             if (!failures.empty())
                 detail += " Instances that could not run it:";
             for (const Failure &f : failures)
                 detail += " " +
-                          (f.address.empty() ? "(a part not sent: its buckets have no "
-                                               "online master)"
-                                             : f.address) +
+                          (!f.stalled.empty() ? "(a part not sent: replicaset " + f.stalled +
+                                                    " of its tier has no online master)"
+                           : f.address.empty() ? "(a part not sent: its buckets have no "
+                                                 "online master)"
+                                               : f.address) +
                           (f.sent      ? " (may have applied it)"
                            : f.refused ? " (refused it before running it)"
                                        : "");
@@ -313,7 +271,7 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
 // For a write whose outcome on one instance is unknown: what is known of the others (rows they
 // committed), else nothing.
 std::string committed_elsewhere(const WriteLog *log) {
-    std::string known = log != nullptr ? log->summary(false) : std::string();
+    std::string known = log != nullptr ? log->summary() : std::string();
     return known.empty() ? "" : " " + known;
 }
 
@@ -328,7 +286,9 @@ std::string retried_for(TimestampTz since) {
 // Its outcome is unknown: statement_completion_unknown (40003), not a connection failure (08006),
 // which a client may take for "nothing happened" and retry.
 [[noreturn]] void raise_lost_write(const Job &job, const std::string &address,
-                                   const std::string &message, const WriteLog *log) {
+                                   const std::string &message, WriteLog *log) {
+    if (log != nullptr)
+        log->record_unknown(address);
     throw SqlError(ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN,
                    "picoroute: lost the connection to Picodata instance " + address +
                        " while it ran a write: " + message,
@@ -358,18 +318,21 @@ void refuse_retry(const std::vector<Job> &jobs, const std::vector<Failure> &fail
 // The answer of a job that ran after a retry: its rows counted, its remote error raised.
 void finish_retried(Job &job, WriteLog *log, TimestampTz since) {
     if (log != nullptr && PQresultStatus(job.result.get()) == PGRES_COMMAND_OK)
-        log->committed[job.target.address] += command_rows(job.result.get());
+        record_answer(log, job.target.address, job.result.get());
     try {
         check_result(job);
     } catch (PgError &e) {
-        add_detail(e.data(), retried_for(since) +
-                                 (log != nullptr ? " " + failed_on(job) + log->summary(not_run(job))
-                                                 : std::string()));
+        std::string detail = retried_for(since);
+        if (log != nullptr) {
+            detail += " " + failed_on(job, log);  // first: it may record an unknown
+            detail += log->summary();
+        }
+        add_detail(e.data(), detail);
         throw;
     }
 }
 
-// Whether a refusal before running (core/retry_rules.h) of `job` may be answered by sending it
+// Whether a refusal before running (core/routing/answer.h) of `job` may be answered by sending it
 // again: a read, or a write whose buckets all belong to one replicaset (a write over several may
 // have been applied by the others before one refused it).
 bool resend_after_refusal(const Job &job, const std::string &tier, bool write) {
@@ -421,13 +384,18 @@ void resend_as_leader_reads(std::vector<Job> &jobs, const ConnParams &params,
         jobs[refused[k]] = std::move(again[k]);
 }
 
-// The jobs not to send yet (awaits_master): they wait for the switchover like a failed job.
-std::vector<bool> held_jobs(const std::vector<Job> &jobs, const std::string &tier, ReadPref pref,
-                            Retry retry) {
-    std::vector<bool> held(jobs.size(), false);
-    if (retry != Retry::Never)
-        for (size_t i = 0; i < jobs.size(); i++)
-            held[i] = awaits_master(jobs[i], tier, pref);
+// The jobs not to send yet (Hold): they wait for the switchover like a failed job.
+std::vector<Hold> held_jobs(const std::vector<Job> &jobs, const std::string &tier, ReadPref pref,
+                            Retry retry, const ConnParams &params) {
+    std::vector<Hold> held(jobs.size());
+    if (retry == Retry::Never)
+        return held;
+    for (size_t i = 0; i < jobs.size(); i++) {
+        held[i].held = awaits_master(jobs[i], tier, pref);
+        if (!held[i].held)
+            held[i].stalled = stalling_master(jobs[i].sharded, jobs[i].target, tier, pref, params);
+        held[i].held = held[i].held || !held[i].stalled.empty();
+    }
     return held;
 }
 
@@ -459,10 +427,8 @@ Attempt attempt_job(Job &job, const ConnParams &params, bool refusals, WriteLog 
     } catch (PgError &e) {
         std::vector<Abandoned> abandoned = inflight.abandon();
         if (log != nullptr) {
-            for (const Abandoned &a : abandoned)
-                if (a.outcome == Abandoned::Applied)
-                    log->committed[a.address] += a.rows;
-            std::string committed = log->summary(all_known(abandoned));
+            record_abandoned(log, abandoned);
+            std::string committed = log->summary();
             add_detail(e.data(),
                        abandoned_summary(abandoned) + (committed.empty() ? "" : " ") + committed);
         }
@@ -493,6 +459,9 @@ void pause_before_retry(TimestampTz deadline) {
 
 // How the first failure of a job reads in the error that ends its retries.
 std::string first_failure(const Failure &f) {
+    if (!f.stalled.empty())
+        return "picoroute: replicaset " + f.stalled +
+               " of the statement's tier has no online master";
     if (f.address.empty())
         return "picoroute: the topology map shows no online master for the statement's buckets";
     if (f.refused)
@@ -524,7 +493,12 @@ void retry_job(Job &job, const Failure &f, const ConnParams &params, const std::
                            first_failure(f) + ", and no other instance can take the statement",
                            none.detail(), none.hint());
         }
-        if (next) {
+        // Not sent while a Picodata instance would wait for a master of the tier: then it fails
+        // unsent, with its true cause (tier_stall.h).
+        std::string stalled = next ? stalling_master(job.sharded, *next, tier, pref, params) : "";
+        if (!stalled.empty() && last)
+            raise_stalled(job.target, stalled, tier, since, log);
+        if (next && stalled.empty()) {
             job.target = *next;
             if (sent_again != nullptr)
                 ++*sent_again;
@@ -581,7 +555,7 @@ void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::strin
               ReadPref pref, Retry retry, WriteLog *log, uint32_t *sent_again) {
     sweep_connections();
     std::vector<Failure> failures =
-        send_and_collect(jobs, params, held_jobs(jobs, tier, pref, retry), log);
+        send_and_collect(jobs, params, held_jobs(jobs, tier, pref, retry, params), log);
     if (log == nullptr)  // reads that must be leader reads go again at once (leader_reads.h)
         resend_as_leader_reads(jobs, params, tier, retry, sent_again);
     take_refusals(jobs, tier, retry, log != nullptr, &failures);

@@ -1,9 +1,10 @@
 // Running a set of routed statements on their instances: sent in parallel, answers collected,
 // remote errors raised with the instance's name, and picoroute's failure rules applied (see
-// routing.h for the rules; the decisions themselves live there and in core/route.h).
+// routing.h for the rules; the decisions themselves live there and in core/routing/target.h).
 #pragma once
 
 #include "pg/remote/routing.h"
+#include "pg/remote/write_ledger.h"
 
 #include <cstdint>
 #include <map>
@@ -32,19 +33,13 @@ struct Job {
     // table): Picodata does not apply it atomically, so a failure may leave it applied on some of
     // them, and its error must not say that nothing was applied.
     bool may_span = false;
+    // A statement on a sharded table, which Picodata dispatches to the tier's storages (and a
+    // master of the tier that is down stalls); false for a global table or the catalog.
+    bool sharded = true;
     const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
     // Copies the parameter values into `store` and points `values` at the copies, for a job that
     // outlives the values it was given (`store` must live as long as the job).
     void own_values(std::vector<std::optional<std::string>> *store);
-};
-
-// The rows a write statement has had committed so far, by instance address: what the DETAIL of a
-// failed multi-row write reports (Picodata does not undo them).
-struct WriteLog {
-    std::map<std::string, uint64_t> committed;
-    // `all_known`: false when some instance's outcome is unknown (a lost connection, a statement
-    // that could not be stopped): then "no row was committed" is not claimed.
-    std::string summary(bool all_known = true) const;
 };
 
 // Whether the statement of `target` touches one replicaset: one bucket, or buckets that all
@@ -63,8 +58,9 @@ bool awaits_master(const Job &job, const std::string &tier, ReadPref pref);
 // named, never given by its index, because the refreshed map may hold other tiers (sorted by name,
 // a new one shifts the indexes). An interrupted wait (query cancel,
 // statement_timeout) sends a cancel request to every instance still running a job. For a write
-// (`log` given), the rows committed by this and earlier calls are added to `log`, and the DETAIL
-// of any failure says which instances applied, may have applied, or did not apply the write.
+// (`log` given: the statement's, write_ledger.h), what this call committed, and where its outcome
+// is unknown, is added to `log`, and the DETAIL of any failure says which instances applied, may
+// have applied, or did not apply the write.
 // `sent_again`, when given, counts the statements sent again (EXPLAIN ANALYZE shows it).
 void run_jobs(std::vector<Job> &jobs, const ConnParams &params, const std::string &tier,
               ReadPref pref, Retry retry, WriteLog *log = nullptr, uint32_t *sent_again = nullptr);

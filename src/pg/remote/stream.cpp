@@ -10,6 +10,7 @@ extern "C" {
 
 #include "pg/remote/answer_rules.h"
 #include "pg/remote/leader_reads.h"
+#include "pg/remote/tier_stall.h"
 #include "pg/remote/remote_stmt.h"
 
 #include "pg/guard.h"
@@ -103,8 +104,11 @@ void RowStream::advance() {
 }
 
 void RowStream::send(Source &s) {
-    if (awaits_master(s.job, tier_, pref_)) {
-        run_buffered(s);  // waits for the switchover
+    // Waits for the switchover, or for a master of the tier that Picodata would wait for
+    // (tier_stall.h): run_jobs holds it.
+    if (awaits_master(s.job, tier_, pref_) ||
+        !stalling_master(s.job.sharded, s.job.target, tier_, pref_, params_).empty()) {
+        run_buffered(s);
         return;
     }
     Connection *c = nullptr;
@@ -145,6 +149,7 @@ void RowStream::run_buffered(Source &s) {
     one[0].sql = s.job.sql;
     one[0].shown = s.job.shown;
     one[0].values = s.job.values;
+    one[0].sharded = s.job.sharded;
     run_jobs(one, params_, tier_, pref_, retry_, nullptr, &sent_again_);
     s.job.target = one[0].target;
     s.whole_row = 0;

@@ -3,7 +3,8 @@
 -- Placeholders (SQL, built by the caller): {{fn}} the function's name, {{name}} the view,
 -- {{hash}} the bucket of NEW, {{old_case}}, {{new_case}} the owner of OLD's and of the new bucket
 -- (CASE expressions), {{old_check}}, {{new_check}} the strict-mode checks of both,
--- {{del_old}}, {{upd}}, {{ins}} IF chains that delete OLD, update, insert NEW at the owner.
+-- {{del_old}}, {{upd}}, {{ins}} IF chains that delete OLD, update, insert NEW at the owner,
+-- {{tname}} the table's name (a string literal).
 
 CREATE OR REPLACE FUNCTION _picoemu.{{fn}}() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, public AS $f$
@@ -27,8 +28,8 @@ BEGIN
   NEW.bucket_id := nb;
   owner := {{new_case}};
   {{new_check}}
-  -- a statement run one replicaset at a time (part.sql): a row of another part is not this run's
-  IF TG_OP = 'INSERT' AND NOT _picoemu.in_part(owner) THEN
+  -- a statement run one part at a time (part.sql): a row of another part's buckets is not this run's
+  IF TG_OP = 'INSERT' AND NOT _picoemu.part_has({{tname}}, nb) THEN
     RETURN NULL;
   END IF;
   IF TG_OP = 'INSERT' THEN

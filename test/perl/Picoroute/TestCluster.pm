@@ -17,7 +17,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
   exec_options picodata_version picodata_has picodata_release_with free_port_range start_fake_instance fake_log
-  emu_counters counters_moved create_pgbench_tables define_move_at);
+  emu_counters counters_moved create_pgbench_tables define_move_at coordinator_session);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -189,6 +189,10 @@ test2_add_callback_testing_done(sub {
 # base_port option is ignored: fixed ports collide when runs share a machine); `down` runs at exit.
 sub start_emulator {
     my (%opts) = @_;
+    # A statement that a stopped master stalls waits this long in the emulated instances (Picodata:
+    # 360 s, which no setting changes; PICOEMU_QUERY_TIMEOUT is the emulator's knob): no test waits
+    # for minutes. A test may set its own before it starts the emulator.
+    $ENV{PICOEMU_QUERY_TIMEOUT} //= 20;
     $emu_port = free_port_range();
     note("emulator base port $emu_port");
     $emu_dir = PostgreSQL::Test::Utils::tempdir('picoemu');
@@ -331,6 +335,35 @@ sub create_foreign_tables {
     }
     $node->safe_psql('postgres', $sql);
     return;
+}
+
+# A psql session of `node` whose keyless statements go to the coordinator at `address`
+# (host:port): picoroute spreads sessions over the coordinators by process, so sessions are opened
+# until EXPLAIN (VERBOSE) of `probe` names that address (at most 40). Returns a sub that runs SQL
+# in the session and returns what psql printed, errors included; undef when no session got it.
+# The session ends with the test.
+sub coordinator_session {
+    my ($node, $address, $probe) = @_;
+    for (1 .. 40) {
+        my ($in, $out) = ('', '');
+        my $h = IPC::Run::start(
+            [ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=0', '-d', $node->connstr('postgres') ],
+            '<', \$in, '>', \$out, '2>', \$out, IPC::Run::timeout(300));
+        my $n = 0;
+        my $run = sub {
+            my ($sql) = @_;
+            $n++;
+            $out = '';
+            $in .= "$sql\n\\echo __done_${n}__\n";
+            $h->pump until $out =~ /__done_${n}__/;
+            (my $result = $out) =~ s/__done_${n}__\n?//;
+            return $result;
+        };
+        return $run if $run->("EXPLAIN (VERBOSE, COSTS OFF) $probe;") =~ /\Q$address\E/;
+        $in .= "\\q\n";
+        $h->finish;
+    }
+    return undef;
 }
 
 # Polls `query` until it returns `expected` (default 't'), for at most `timeout` seconds.

@@ -1,10 +1,10 @@
 // The routing decision as pure functions of a topology snapshot (see route.h).
-#include "core/route.h"
+#include "core/routing/target.h"
 
 #include <algorithm>
 #include <map>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 namespace {
 
@@ -215,4 +215,59 @@ std::string with_bucket_filter(const std::string &sql, bool has_where, const Tar
     return out + ")";
 }
 
-}  // namespace picoroute::route
+namespace {
+
+// The index of the instance `target` names (by address), or kNone.
+int32_t instance_at(const SnapshotView &view, const std::string &address) {
+    for (uint32_t i = 0; i < view.n_instances(); i++)
+        if (view.str(view.instance(i).address) == address)
+            return static_cast<int32_t>(i);
+    return kNone;
+}
+
+// The live replicasets of a tier.
+uint32_t replicasets_of(const SnapshotView &view, int32_t tier) {
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < view.n_replicasets(); r++)
+        n += view.replicaset(r).tier_index == tier;
+    return n;
+}
+
+}  // namespace
+
+bool lua_dispatched(const SnapshotView &view, int32_t tier, const Target &target, ReadPref pref,
+                    bool local_execution) {
+    if (!local_execution || tier == kNone)
+        return true;
+    int32_t i = instance_at(view, target.address);
+    if (i == kNone || view.instance(i).replicaset == kNone)
+        return true;
+    int32_t rs = view.instance(i).replicaset;
+    bool master = view.replicaset(rs).master == i;
+    bool here = pref == ReadPref::Leader ? master : pref == ReadPref::Replica ? !master : true;
+    if (!here)
+        return true;
+    if (target.buckets.empty())
+        return !(view.replicaset(rs).tier_index == tier && replicasets_of(view, tier) == 1);
+    for (uint32_t bucket : target.buckets) {
+        int32_t range = view.find_range(tier, bucket);
+        if (range == kNone || view.range(range).replicaset != rs)
+            return true;
+    }
+    return false;
+}
+
+int32_t masterless_replicaset(const SnapshotView &view, int32_t tier) {
+    if (tier == kNone)
+        return kNone;
+    for (uint32_t r = 0; r < view.n_replicasets(); r++) {
+        const ReplicasetRecord &rs = view.replicaset(r);
+        if (rs.tier_index != tier)
+            continue;
+        if (rs.master == kNone || !usable(view.instance(rs.master)))
+            return static_cast<int32_t>(r);
+    }
+    return kNone;
+}
+
+}  // namespace picoroute::routing

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 enum class ReadPref { Leader, Replica, Any };
 enum class Role { Master, Replica, Coordinator };
@@ -85,4 +85,22 @@ BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
 std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target,
                                const std::string &column = "bucket_id");
 
-}  // namespace picoroute::route
+// A dead master stalls its tier. Picodata's coordinator sends a statement to the storages through
+// Lua (src/sql/dispatch.lua, one_step_dispatch and two_step_dispatch, 25.5.1 to 26.3.0), which
+// first waits for the master of every replicaset of the tier to be connected, up to the
+// statement's deadline (360 s, DEFAULT_QUERY_TIMEOUT in src/sql/router.rs; nothing changes it),
+// reads and writes alike; after a deadline spent waiting, the statement fails with
+// "dql timeout exceeded" once sent to the live masters (a write may then be applied there).
+// Versions with local execution (26.1.1+) run a statement whose buckets all belong to the
+// receiving instance's replicaset on that instance, without Lua (should_single_rs_dispatch_locally
+// in src/sql/dispatch.rs): at the replicaset's master for 'leader' (and every write), at a replica
+// for 'replica', anywhere in it for 'any'; a statement without a sharding key only on a tier of
+// one replicaset.
+//
+// Whether `target` runs a statement on its buckets (empty: no sharding key) through Lua.
+bool lua_dispatched(const SnapshotView &view, int32_t tier, const Target &target, ReadPref pref,
+                    bool local_execution);
+// A replicaset of the tier (its index) whose master the map does not show online, or kNone.
+int32_t masterless_replicaset(const SnapshotView &view, int32_t tier);
+
+}  // namespace picoroute::routing

@@ -1,5 +1,5 @@
 // The routing of one statement and the grouping of INSERT rows (see statement_route.h).
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 
 #include "core/bucket_hash.h"
 #include "core/capabilities.h"
@@ -9,7 +9,7 @@
 #include <map>
 #include <utility>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 namespace {
 
@@ -260,17 +260,25 @@ size_t dnf_chains(size_t where_chains, const Target &target) {
 std::vector<RowGroup> group_rows_by_owner(
     int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
     const OwnerLookups &lookups) {
-    std::map<std::string, RowGroup> groups;  // by target address
+    // By target address; a coordinator's rows apart even at an owner's address: the owner's rows
+    // run on Picodata's local path (26.1.1+), which never waits for another replicaset's master,
+    // while a statement with rows of other or unknown owners is dispatched and may wait (a dead
+    // master stalls the tier, route.h): grouped together, the owner's rows would wait with them.
+    std::map<std::string, RowGroup> groups;
     std::optional<Target> coordinator;
     for (int r = 0; r < nrows; r++) {
         std::optional<uint32_t> bucket = bucket_of(r);
         Target target;
+        std::string key;
         if (!bucket || !lookups.owner(*bucket, &target)) {
             if (!coordinator)
                 coordinator = lookups.coordinator();
             target = *coordinator;
+            key = target.address + '\x01';
+        } else {
+            key = target.address;
         }
-        auto [it, inserted] = groups.emplace(target.address, RowGroup{target, {}});
+        auto [it, inserted] = groups.emplace(key, RowGroup{target, {}});
         it->second.rows.push_back(r);
         if (bucket)
             it->second.target.buckets.push_back(*bucket);
@@ -286,4 +294,4 @@ std::vector<RowGroup> group_rows_by_owner(
     return out;
 }
 
-}  // namespace picoroute::route
+}  // namespace picoroute::routing
