@@ -1,5 +1,6 @@
-// The routed statement (routed.cpp): what a plan node decided about its remote statement, its
-// execution through the remote layer (whole answers, a stream, batches of keys), and EXPLAIN.
+// The routed statement (routed.cpp; EXPLAIN's lines in routed_explain.cpp): what a plan node
+// decided about its remote statement, its execution through the remote layer (whole answers, a
+// stream, batches of keys), and EXPLAIN.
 //
 // Execution code runs inside guarded() and reaches PostgreSQL through pg_call.
 #pragma once
@@ -37,10 +38,10 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext);
 void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys);
 // The text values of st's $1..$nparams (param_states) for one execution. Plain: may ereport.
 const char **evaluate_routed_params(RoutedStatement *st, ExprContext *econtext);
-// One batch of a batched join (pg/batch_join/executor.cpp): the statement `base` (SELECT ... FROM t
-// [WHERE
-// ...], with `ncond` parameters whose values are `cond_values`) restricted to a list of values of
-// the single sharding-key column `column` (quoted): "<base> AND|WHERE column IN ($ncond+1, ...)".
+// One batch of a batched join (pg/batch_join/executor.cpp): the statement `base` (SELECT ... FROM
+// t [WHERE ...], with `ncond` parameters whose values are `cond_values`) restricted to a list of
+// values of the single sharding-key column `column` (quoted): "<base> AND|WHERE column IN
+// ($ncond+1, ...)".
 struct BatchedLookup {
     const char *base;
     bool has_where;
