@@ -396,12 +396,10 @@ void begin_batched(CustomScanState *node, EState *estate, int eflags) {
     setup.table = table;
     setup.rel = rel;
     setup.userid = userid;
-    bs->st = init_routed_statement(&node->ss.ps, setup, statement,
-                                   list_copy_head(plan->custom_exprs, ncond));
-    bs->join_qual =
-        ExecInitQual(static_cast<List *>(list_nth(plan->custom_exprs, ncond)), &node->ss.ps);
-    bs->inner_qual =
-        ExecInitQual(static_cast<List *>(list_nth(plan->custom_exprs, ncond + 1)), &node->ss.ps);
+    BatchedJoinExprs exprs = decode_exprs(plan->custom_exprs, ncond);
+    bs->st = init_routed_statement(&node->ss.ps, setup, statement, exprs.params);
+    bs->join_qual = ExecInitQual(exprs.join_quals, &node->ss.ps);
+    bs->inner_qual = ExecInitQual(exprs.inner_quals, &node->ss.ps);
     bs->lookup = BatchedLookup{
         bs->plan.statement.sql, bs->plan.statement.has_where, bs->plan.key_column, ncond, nullptr,
         bs->plan.max_keys};
@@ -448,11 +446,10 @@ void end_batched(CustomScanState *node) {
         ExecEndNode(bs->outer);
 }
 
-// EXPLAIN's line for one implicitly AND-ed list of custom_exprs (none for an empty list).
+// EXPLAIN's line for one implicitly AND-ed list of the plan's expressions (none for an empty list).
 void explain_quals(CustomScanState *node, List *ancestors, ExplainState *es, const char *label,
-                   int index) {
+                   List *quals) {
     CustomScan *plan = reinterpret_cast<CustomScan *>(node->ss.ps.plan);
-    List *quals = static_cast<List *>(list_nth(plan->custom_exprs, index));
     if (quals == NIL)
         return;
     List *context = set_deparse_context_plan(es->deparse_cxt, &plan->scan.plan, ancestors);
@@ -477,8 +474,10 @@ const char *join_type_name(JoinType jointype) {
 void explain_batched(CustomScanState *node, List *ancestors, ExplainState *es) {
     BatchState *bs = reinterpret_cast<BatchState *>(node);
     ExplainPropertyText("Join Type", join_type_name(bs->plan.jointype), es);
-    explain_quals(node, ancestors, es, "Join Filter", bs->lookup.ncond);
-    explain_quals(node, ancestors, es, "Local Filter on Foreign Table", bs->lookup.ncond + 1);
+    BatchedJoinExprs exprs = decode_exprs(
+        reinterpret_cast<CustomScan *>(node->ss.ps.plan)->custom_exprs, bs->plan.statement.nparams);
+    explain_quals(node, ancestors, es, "Join Filter", exprs.join_quals);
+    explain_quals(node, ancestors, es, "Local Filter on Foreign Table", exprs.inner_quals);
     ExplainPropertyInteger("Batch Size", nullptr, bs->plan.batch_size, es);
     ExplainPropertyInteger("Keys per Statement", nullptr, bs->lookup.max_keys, es);
     StringInfoData sql;

@@ -84,4 +84,19 @@ BatchedJoinPath decode_path(List *custom_private) {
     return path;
 }
 
+List *encode(const BatchedJoinExprs &exprs) {
+    return lappend(lappend(list_copy(exprs.params), exprs.join_quals), exprs.inner_quals);
+}
+
+BatchedJoinExprs decode_exprs(List *custom_exprs, int nparams) {
+    if (nparams < 0 || list_length(custom_exprs) != nparams + 2)
+        elog(ERROR, "picoroute: batched join expressions: %d, expected %d",
+             list_length(custom_exprs), nparams + 2);
+    BatchedJoinExprs exprs;
+    exprs.params = list_copy_head(custom_exprs, nparams);
+    exprs.join_quals = static_cast<List *>(list_nth(custom_exprs, nparams));
+    exprs.inner_quals = static_cast<List *>(llast(custom_exprs));
+    return exprs;
+}
+
 }  // namespace picoroute::pg::batch_join

@@ -25,9 +25,7 @@ struct BatchedJoinPath {
     JoinType jointype = JOIN_INNER;
 };
 
-// The plan (executor.cpp). custom_exprs holds the parameters of the remote conditions
-// (statement.nparams of them), then the join's own clauses and the table's conditions evaluated
-// here, each an implicitly AND-ed list.
+// The plan (executor.cpp); its expressions are BatchedJoinExprs.
 struct BatchedJoinPlan {
     // SELECT ... FROM t [WHERE <remote conditions>], its parameters and OR-of-AND chains; no key
     // kinds: each batch's keys are added as an IN list.
@@ -46,9 +44,21 @@ struct BatchedJoinPlan {
     JoinType jointype = JOIN_INNER;  // JOIN_INNER, JOIN_LEFT, JOIN_SEMI or JOIN_ANTI
 };
 
+// The plan's expressions (CustomScan.custom_exprs, which setrefs adjusts as the plan's own): the
+// parameters of the remote conditions (BatchedJoinPlan::statement.nparams of them), then the join's
+// own clauses and the table's conditions evaluated here, each an implicitly AND-ed list.
+struct BatchedJoinExprs {
+    List *params = NIL;
+    List *join_quals = NIL;
+    List *inner_quals = NIL;
+};
+
 List *encode(const BatchedJoinPath &path);
 BatchedJoinPath decode_path(List *custom_private);
 List *encode(const BatchedJoinPlan &plan);
 BatchedJoinPlan decode_plan(List *custom_private);
+List *encode(const BatchedJoinExprs &exprs);
+// `nparams`: the plan's statement.nparams; any other length is an internal error.
+BatchedJoinExprs decode_exprs(List *custom_exprs, int nparams);
 
 }  // namespace picoroute::pg::batch_join

@@ -261,9 +261,11 @@ Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *best
     cs->scan.plan.qual = other_quals;
     cs->scan.scanrelid = 0;
     cs->custom_plans = custom_plans;
-    // The parameters of the remote conditions, then the join's clauses and the table's local
-    // conditions, each an implicitly AND-ed list (plan.statement.nparams counts the parameters).
-    cs->custom_exprs = lappend(lappend(list_copy(params), join_quals), inner_quals);
+    BatchedJoinExprs plan_exprs;
+    plan_exprs.params = params;
+    plan_exprs.join_quals = join_quals;
+    plan_exprs.inner_quals = inner_quals;
+    cs->custom_exprs = encode(plan_exprs);
     cs->custom_scan_tlist = scan_tlist;
     BatchedJoinPlan plan;
     plan.statement.sql = sql.data;
