@@ -67,7 +67,7 @@ KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
 
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
 sys.path.insert(0, os.path.join(ROOT, "test", "emulator"))
-import emu_caps  # noqa: E402
+from picoemu_lib import caps as emu_caps  # noqa: E402
 import port_range  # noqa: E402
 
 # The newest emulated Picodata release that prunes by bucket_id (26.2.1-rc2): the emulated build, and

@@ -24,7 +24,7 @@ cd "$ROOT"
 JOBS=${JOBS:-2}
 TAP_JOBS=${PICOROUTE_TAP_JOBS:-3}
 RUN_USER=${PICOROUTE_TEST_USER:-postgres}
-# The emulated builds (test/emulator/emu_caps.py BUILDS) and their capabilities (src/core/
+# The emulated builds (test/emulator/picoemu_lib/caps.py BUILDS) and their capabilities (src/core/
 # capabilities.json): 25.5.10 has none; 26.1.6 adds stmt_invalidation, read_preference,
 # local_execution, integral_double_hash, dnf_chain_limit, switchover_refusal, unlogged_tables and
 # explain_insert_buckets; 26.2.1-rc1 adds forward and explain_sections; 26.2.1-rc2 adds
@@ -117,11 +117,11 @@ cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/cmake -j "$JOBS"
 (cd build/cmake && ctest --output-on-failure -j "$JOBS")
 
-step "hash cross-check, emulator dialect tests, port ranges"
+step "hash cross-check, emulator unit tests, port ranges"
 python3 test/tools/bucket_hash_reference.py --self-test
 python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
-python3 test/emulator/test_emu_dialect.py
-python3 test/emulator/test_emu_explain.py
+# The emulator's pure logic, without servers (test/emulator/tests/test_*.py).
+(cd test/emulator && python3 -B -m unittest discover -s tests -t .)
 python3 test/tools/port_range.py --self-test
 
 # The package is the one build of the extension (PGXS make inside pg_buildext, from `make dist`);
