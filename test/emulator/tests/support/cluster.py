@@ -42,10 +42,23 @@ def timed(what: str, run: Callable[[], T]) -> T:
         entry[1] += time.monotonic() - t0
 
 
+def command_of(args: Sequence[str]) -> str:
+    """The sub-command in picoemu's arguments: the first that is neither a common option (--dir,
+    --base-port) nor its value."""
+    it = iter(args)
+    for a in it:
+        if a in ("--dir", "--base-port"):
+            next(it, None)
+        elif not a.startswith("-"):
+            return a
+    return "?"
+
+
 def emu(d: str, *args: str, expect_ok: bool = True) -> "subprocess.CompletedProcess[str]":
     """Runs `picoemu --dir d args...`; a failure is an error unless expect_ok is False."""
-    res = timed("picoemu", lambda: subprocess.run([PICOEMU, "--dir", d] + list(args), capture_output=True,
-                                                  text=True, timeout=150))
+    res = timed("picoemu " + command_of(args),
+                lambda: subprocess.run([PICOEMU, "--dir", d] + list(args), capture_output=True, text=True,
+                                       timeout=150))
     if expect_ok and res.returncode != 0:
         raise RuntimeError("picoemu %s failed: %s%s" % (" ".join(args), res.stdout, res.stderr))
     return res
