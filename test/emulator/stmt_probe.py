@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Sequence
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from tests.support import pgwire as w  # noqa: E402
+from picoemu_lib import pgwire as w  # noqa: E402
 
 Out = Dict[str, Any]
 

@@ -21,7 +21,8 @@ import time
 import unittest
 from typing import Any, Dict, Optional
 
-from ..support import pgwire as w
+from picoemu_lib import pgwire as w
+
 from ..support.cluster import emu, owner, psql, q1, qv, status
 from ..support.load import CLIENT, hammer, summary
 

@@ -11,10 +11,10 @@ import subprocess
 import unittest
 
 from picoemu_lib import hashing, pg
+from picoemu_lib import pgwire as w
 from picoemu_lib.paths import PICOEMU
 from picoemu_lib.state import Doc
 
-from ..support import pgwire as w
 from ..support.cluster import emu, psql, status
 from .front_checks import (FORWARD, NO_READ_PREFERENCE, PLAIN, PROBE, ROW_LIMIT_6000, VALUES_LIMIT, audit, codes,
                            forward_by_bucket_set, leader_only_reads, set_setting, set_version, startup_refusals, unset)

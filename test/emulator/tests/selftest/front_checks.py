@@ -11,9 +11,9 @@ import unittest
 from typing import Any, Dict, List, Optional, Tuple
 
 from picoemu_lib import caps as emu_caps
+from picoemu_lib import pgwire as w
 from picoemu_lib.front.texts import TAGGED_FROM
 
-from ..support import pgwire as w
 from ..support.cluster import emu
 
 # one whose errors carry no EXPLAIN (RAW) tag and whose sessions have read_preference (26.1.6), one

@@ -9,9 +9,9 @@ import unittest
 from typing import Dict, List, Tuple
 
 from picoemu_lib import hashing
+from picoemu_lib import pgwire as w
 from picoemu_lib.state import Doc
 
-from ..support import pgwire as w
 from ..support.cluster import q, q1, qerr
 
 

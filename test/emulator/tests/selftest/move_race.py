@@ -12,8 +12,8 @@ import unittest
 from typing import Dict, List, Set
 
 from picoemu_lib import pg
+from picoemu_lib import pgwire as w
 
-from ..support import pgwire as w
 from ..support.cluster import emu, q, q1, qv, status, storage_ok
 
 

@@ -8,8 +8,8 @@ from typing import Dict, List, Optional, Sequence
 
 from picoemu_lib import caps as emu_caps
 from picoemu_lib import hashing
+from picoemu_lib import pgwire as w
 
-from ..support import pgwire as w
 from ..support.cluster import BARE, BASE, emu, psql, q, q1, qerr, status, touched
 from .hashes import check_hash, double_key
 from .move_race import move_race

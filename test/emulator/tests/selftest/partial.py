@@ -9,9 +9,9 @@ import threading
 import unittest
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from picoemu_lib import pgwire as w
 from picoemu_lib.state import Doc
 
-from ..support import pgwire as w
 from ..support.cluster import BASE, emu, owner, q, status
 from ..support.load import hammer
 

@@ -1,3 +1,3 @@
-"""What the emulator's tests share: a wire-protocol client (pgwire), the self-test's cluster helpers
-(cluster: picoemu commands, SQL on the private ports, the storage counters), concurrent clients
-(load), and the cases of routing by key (key_route)."""
+"""What the emulator's tests share: the self-test's cluster helpers (cluster: picoemu commands, SQL
+on the private ports, the storage counters), concurrent clients (load), and the cases of routing by
+key (key_route)."""

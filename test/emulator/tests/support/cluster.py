@@ -14,10 +14,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from picoemu_lib import caps as emu_caps
 from picoemu_lib import hashing, pg
+from picoemu_lib import pgwire as w
 from picoemu_lib.paths import PICOEMU
 from picoemu_lib.state import Doc
-
-from . import pgwire as w
 
 BASE = int(os.environ.get("PICOEMU_SELFTEST_PORT", "57400"))
 # The emulated builds of the two clusters, chosen by what they can do (never by name): the main

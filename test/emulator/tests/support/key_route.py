@@ -10,7 +10,7 @@ import json
 import random
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from . import pgwire as w
+from picoemu_lib import pgwire as w
 
 T = TypeVar("T")
 Case = Tuple[str, str, Optional[bool]]  # (statement, table, whether the fast path must answer it)

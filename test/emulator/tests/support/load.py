@@ -5,7 +5,7 @@ import threading
 import time
 from typing import Any, Dict, Optional, Sequence
 
-from . import pgwire as w
+from picoemu_lib import pgwire as w
 
 CLIENT = "picoroute"
 

@@ -1,6 +1,7 @@
-"""A minimal PostgreSQL wire-protocol client (standard library only) for the emulator's tests: it sends
-exactly the messages a test asks for (simple Query, or Parse/Bind/Describe/Execute/Sync batches) and
-returns the server's answers as (type, fields) tuples, so tests can check the protocol itself."""
+"""A minimal PostgreSQL wire-protocol client (standard library only) for the emulator's tests and the
+benchmarks: it sends exactly the messages a caller asks for (simple Query, or
+Parse/Bind/Describe/Execute/Sync batches) and returns the server's answers as (type, fields) tuples,
+so a test can check the protocol itself and a benchmark can count what a statement costs."""
 
 import base64
 import hashlib
