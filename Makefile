@@ -25,7 +25,7 @@ UPDATE_SCRIPTS = $(sort $(wildcard src/sql/updates/picoroute--*--*.sql))
 DATA_built = picoroute--$(EXTVERSION).sql
 DATA = $(RELEASED_SCRIPTS) $(UPDATE_SCRIPTS)
 
-CORE_SRCS := $(sort $(wildcard src/core/*.cpp))
+CORE_SRCS := $(sort $(wildcard src/core/*.cpp) $(wildcard src/core/routing/*.cpp))
 PG_SRCS := $(sort $(wildcard src/pg/*.cpp) $(wildcard src/pg/remote/*.cpp) $(wildcard src/pg/fdw/*.cpp) \
 	$(wildcard src/pg/stats/*.cpp))
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
@@ -48,11 +48,11 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # The core never sees PostgreSQL's include directories (the compile-time firewall).
-src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
+src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h) $(wildcard src/core/routing/*.h)
 	$(CXX) $(CXXFLAGS) -DPICOROUTE_CORE -I$(srcdir)/src -c -o $@ $<
 
 # Every header (coarse, but a changed struct never leaves a stale object behind).
-$(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/pg/*.h) $(wildcard src/pg/remote/*.h) \
+$(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/core/routing/*.h) $(wildcard src/pg/*.h) $(wildcard src/pg/remote/*.h) \
 	$(wildcard src/pg/fdw/*.h) $(wildcard src/pg/stats/*.h)
 
 # The current version's install script. Refuses to build when a released script was edited, when

@@ -8,7 +8,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/errors.h"
-#include "core/retry_rules.h"
+#include "core/routing/answer.h"
 #include "pg/connect_policy.h"
 #include "pg/libpq_io.h"
 #include "pg/poll_source.h"
@@ -175,7 +175,7 @@ PGconn *PollSource::connect_configured(std::string &errors, bool *closed) {
     PGconn *conn = open_connection(keywords, values, on_latch_, error);
     if (conn == nullptr) {
         errors = std::string("configured hosts: ") + libpq_message_line(error.c_str());
-        *closed = retry::closed_at_startup(error);
+        *closed = routing::closed_at_startup(error);
     }
     return conn;
 }
@@ -232,14 +232,14 @@ void PollSource::connect(const Topology &current) {
             if (conn_ != nullptr)
                 break;
             errors += "; " + address + ": " + libpq_message_line(error.c_str());
-            all_closed = all_closed && retry::closed_at_startup(error);
+            all_closed = all_closed && routing::closed_at_startup(error);
         }
     }
     if (conn_ == nullptr && all_closed)
         throw SourceError(
             "the Picodata instances closed the connection at startup without an "
             "answer (" +
-                errors + "). " + retry::kClosedAtStartupDetail,
+                errors + "). " + routing::kClosedAtStartupDetail,
             "Check the keyword options of picoroute.conninfo: Picodata reads "
             "name=value,name=value there (sql_motion_row_max, sql_vdbe_opcode_max, "
             "read_preference, ...).");

@@ -143,7 +143,7 @@ EXECUTE p(7); EXECUTE p(150); EXECUTE p(42);
 }), "name_7\nname_150\nname_42", 'strict: generic prepared statement routed per execution');
 
 # Remote errors keep Picodata's message and get PostgreSQL's SQLSTATE where picoroute knows the text
-# (Picodata sends XX000 for all but a few protocol cases: core/sqlstate_map.h), and name the instance.
+# (Picodata sends XX000 for all but a few protocol cases: core/routing/sqlstate_map.h), and name the instance.
 my ($ret, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 CREATE FOREIGN TABLE missing (id bigint) SERVER pico OPTIONS (table_name 'no_such_table', sharding_key 'id');

@@ -140,7 +140,7 @@ like($err, qr/Duplicate key exists in unique index/, 'the remote error is shown'
 like($err, qr/The statement failed on instance 127\.0\.0\.1:$owner3000->{port}\./,
      'DETAIL names the instance where it failed');
 # A duplicate key is an error of the statement, not a refusal before running: the DETAIL claims
-# nothing about that instance (core/retry_rules.h, outcome_of).
+# nothing about that instance (core/routing/answer.h, outcome_of).
 unlike($err, qr/not applied there/, 'and does not claim it was not applied there');
 my $committed = $node->safe_psql('postgres',
     "SELECT count(*) FROM users WHERE id BETWEEN 2991 AND 3010 AND name = 'multi'");

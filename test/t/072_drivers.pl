@@ -1,7 +1,7 @@
 # Applications written for PostgreSQL run unchanged against picoroute foreign tables: small programs
 # with real drivers (psycopg 3 and pgjdbc, test/drivers/) insert with RETURNING, prepare statements
 # past the generic plan, and catch Picodata's errors by PostgreSQL's SQLSTATEs, which picoroute maps
-# from Picodata's texts (core/sqlstate_map.h) as the emulator's fronts send them.
+# from Picodata's texts (core/routing/sqlstate_map.h) as the emulator's fronts send them.
 use strict;
 use warnings;
 

@@ -34,7 +34,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
@@ -275,13 +275,13 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         routed = routed && count > 0;
-        // Unknown buckets and unrouted rows go to one coordinator (core/statement_route.h).
-        route::OwnerLookups lookups;
+        // Unknown buckets and unrouted rows go to one coordinator (core/routing/statement.h).
+        routing::OwnerLookups lookups;
         lookups.owner = [&](uint32_t bucket, Target *out) {
             return bucket_target(view, tier, bucket, ReadPref::Leader, out);
         };
         lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<route::RowGroup> groups = route::group_rows_by_owner(
+        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
             nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -292,7 +292,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
             lookups);
         std::vector<Job> jobs;
         jobs.reserve(groups.size());
-        for (route::RowGroup &group : groups) {
+        for (routing::RowGroup &group : groups) {
             Job job;
             job.target = std::move(group.target);
             char *sql = nullptr;

@@ -8,8 +8,8 @@
 // that fixes the sharding key is sent as written, without a bucket_id term (Picodata routes it by
 // its key; a bucket computed differently would otherwise make it read nothing and change nothing),
 // so one text, prepared once per connection, serves every key. Only a master of a 'masters'
-// scatter gets a bucket filter, the list of its own buckets (core/route.h). The buckets are
-// computed at execution time from constants and parameter values, so a prepared statement goes
+// scatter gets a bucket filter, the list of its own buckets (core/routing/target.h). The buckets
+// are computed at execution time from constants and parameter values, so a prepared statement goes
 // where the map of the moment it runs says.
 extern "C" {
 #include "postgres.h"
@@ -25,7 +25,7 @@ extern "C" {
 }
 
 #include "core/capabilities.h"
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 #include "pg/fdw/chunked.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/guard.h"
@@ -79,8 +79,8 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
 
 // The sharding-key values of one execution as the core's decision takes them: each value is
 // encoded (add_key_datum) only when the decision hashes it.
-route::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
-    route::KeyValues out;
+routing::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
+    routing::KeyValues out;
     int nkeys = list_length(st->key_kinds);
     for (int i = 0; i < nkeys; i++)
         out.counts.push_back(static_cast<size_t>(keys[i].n));
@@ -107,7 +107,7 @@ bool key_disagrees(RoutedStatement *st, KeyValues *keys, bool may_check) {
     return key_route(st->table, types, nkeys, userid, may_check) == KeyRoute::Coordinator;
 }
 
-// The routing decision (core/statement_route.h): targets, retry policy and, when `describe`, a
+// The routing decision (core/routing/statement.h): targets, retry policy and, when `describe`, a
 // description (C++: inside guarded()). *keyless tells whether the statement goes out without a
 // sharding key (scatter, global table).
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
@@ -120,7 +120,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     const SnapshotView &view = *map.view;
     int32_t tier = require_tier(view, map.generation, t->tier);
     *tier_out = tier;
-    route::StatementInfo info;
+    routing::StatementInfo info;
     info.global = t->global;
     info.write = st->is_write;
     info.read_pref = table_read_pref(t);
@@ -133,7 +133,7 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     if (keys != nullptr)
         info.keys = core_key_values(st, keys);
     info.hashing_disagrees = disagrees;
-    route::StatementLookups lookups;
+    routing::StatementLookups lookups;
     lookups.spread = [&](ReadPref pref, bool write) {
         return spread_target(view, tier, pref, write);
     };
@@ -141,10 +141,10 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     lookups.group = [&](const std::set<uint32_t> &buckets, ReadPref pref) {
         return group_buckets(view, tier, buckets, pref);
     };
-    route::StatementRoute route = route::route_statement(info, lookups);
-    *retry = route.retry == route::RetryRule::Never   ? Retry::Never
-             : route.retry == route::RetryRule::Write ? Retry::Write
-                                                      : Retry::Read;
+    routing::StatementRoute route = routing::route_statement(info, lookups);
+    *retry = route.retry == routing::RetryRule::Never   ? Retry::Never
+             : route.retry == routing::RetryRule::Write ? Retry::Write
+                                                        : Retry::Read;
     *keyless = route.keyless;
     *description = std::move(route.description);
     return std::move(route.targets);

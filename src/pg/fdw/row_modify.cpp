@@ -11,7 +11,7 @@
 // `_pico_index`, read once per statement) and its sharding key: Picodata keeps a primary key
 // unique per storage, and the sharding key both routes the statement to the owner of the row's
 // bucket and makes the pair unique. Rows are buffered up to batch_size and sent grouped by owner
-// (core/statement_route.h): the owners in parallel, each owner's statements one after the other.
+// (core/routing/statement.h): the owners in parallel, each owner's statements one after the other.
 // Each statement commits on its own; any error that ends the UPDATE or DELETE reports what was
 // committed where (the statement's WriteLog, pg/remote/write_ledger.h). A
 // row changed between the read and the write is overwritten with values computed from the read
@@ -36,7 +36,7 @@ extern "C" {
 #include "utils/varlena.h"
 }
 
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
@@ -298,12 +298,12 @@ void send_rows(RowModifyState *s) {
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         bool routed = !t->global && t->nkeys > 0 && count > 0;
-        route::OwnerLookups lookups;
+        routing::OwnerLookups lookups;
         lookups.owner = [&](uint32_t bucket, Target *out) {
             return bucket_target(view, tier, bucket, ReadPref::Leader, out);
         };
         lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<route::RowGroup> groups = route::group_rows_by_owner(
+        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
             s->nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -314,7 +314,7 @@ void send_rows(RowModifyState *s) {
             lookups);
         std::string option = option_clause(t, false);
         std::vector<Job> jobs;
-        for (route::RowGroup &group : groups) {
+        for (routing::RowGroup &group : groups) {
             for (int r : group.rows) {
                 Job job;
                 job.target = group.target;

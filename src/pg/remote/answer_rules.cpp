@@ -17,16 +17,16 @@ const char *refusal_text(const PGresult *result, bool read) {
     const char *m = error_message(result);
     if (m == nullptr)
         return nullptr;
-    bool again = read ? retry::read_retryable(m) : retry::refused_before_running(m);
+    bool again = read ? routing::read_retryable(m) : routing::refused_before_running(m);
     return again ? m : nullptr;
 }
 
-retry::Outcome answer_outcome(const PGresult *result) {
+routing::Outcome answer_outcome(const PGresult *result) {
     const char *m = error_message(result);
     if (m == nullptr)
-        return retry::Outcome::Failed;
+        return routing::Outcome::Failed;
     const char *code = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-    return retry::outcome_of(code != nullptr ? code : "", m);
+    return routing::outcome_of(code != nullptr ? code : "", m);
 }
 
 std::string failed_on(const std::string &address, bool may_span, const PGresult *result) {
@@ -36,23 +36,23 @@ std::string failed_on(const std::string &address, bool may_span, const PGresult 
                ". It spans several replicasets, and Picodata does not apply such a statement "
                "atomically: it may have been applied on some of them. ";
     switch (answer_outcome(result)) {
-        case retry::Outcome::NotRun:
+        case routing::Outcome::NotRun:
             return where + " before running and was not applied there. ";
-        case retry::Outcome::Unknown:
+        case routing::Outcome::Unknown:
             return where + " after it was sent on to a storage: it may have been applied there. ";
-        case retry::Outcome::Failed:
+        case routing::Outcome::Failed:
             break;
     }
     return where + ". ";
 }
 
 bool proven_not_run(bool may_span, const PGresult *result) {
-    return !may_span && answer_outcome(result) == retry::Outcome::NotRun;
+    return !may_span && answer_outcome(result) == routing::Outcome::NotRun;
 }
 
 bool leader_read_refusal(const PGresult *result) {
     const char *m = error_message(result);
-    return m != nullptr && retry::needs_leader_read(m);
+    return m != nullptr && routing::needs_leader_read(m);
 }
 
 }  // namespace picoroute::pg::remote

@@ -1,5 +1,5 @@
 // What an instance's answer (a PGresult) says under picoroute's rules on remote errors
-// (core/retry_rules.h): whether the statement may be sent again, what it proves of a write, and
+// (core/routing/answer.h): whether the statement may be sent again, what it proves of a write, and
 // whether Picodata asked for a leader read. The texts are read from the error's primary message
 // and SQLSTATE.
 #pragma once
@@ -9,7 +9,7 @@ extern "C" {
 #include "libpq-fe.h"
 }
 
-#include "core/retry_rules.h"
+#include "core/routing/answer.h"
 
 #include <string>
 
@@ -17,12 +17,12 @@ namespace picoroute::pg::remote {
 
 // The primary text of a remote error after which the statement may be sent again (a refusal
 // before running; for a `read`, also a coordinator's lost connection to a replicaset:
-// retry::read_retryable), or nullptr.
+// routing::read_retryable), or nullptr.
 const char *refusal_text(const PGresult *result, bool read);
 
 // What the error in `result` proves of the statement on the instance that answered
-// (retry::outcome_of); Failed for no error.
-retry::Outcome answer_outcome(const PGresult *result);
+// (routing::outcome_of); Failed for no error.
+routing::Outcome answer_outcome(const PGresult *result);
 
 // What a write that failed with the error in `result` on instance `address` left there, for the
 // DETAIL (followed by the write log's summary): "not applied" only for an error Picodata raises
@@ -33,7 +33,7 @@ std::string failed_on(const std::string &address, bool may_span, const PGresult 
 bool proven_not_run(bool may_span, const PGresult *result);
 
 // Whether `result` is Picodata's refusal of a read that must be a leader read
-// (retry::needs_leader_read).
+// (routing::needs_leader_read).
 bool leader_read_refusal(const PGresult *result);
 
 }  // namespace picoroute::pg::remote

@@ -10,9 +10,9 @@ extern "C" {
 
 #include "pg/remote/connect.h"
 
-#include "core/sqlstate_map.h"
+#include "core/routing/sqlstate_map.h"
 #include "core/address.h"
-#include "core/retry_rules.h"
+#include "core/routing/answer.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/libpq_io.h"
@@ -129,24 +129,25 @@ bool user_startup_options(const ConnParams &params) {
     return env != nullptr && env[0] != '\0';
 }
 
-// The instance closed the connection while it opened, without an answer (retry::closed_at_startup):
-// Picodata refusing the startup packet. With the user's own startup options that is their fault,
-// and every instance refuses them alike: an error of its own, not retried elsewhere. Else (the
-// FDW's options are picoroute's, read by every release) a ConnectionFailure that says so.
+// The instance closed the connection while it opened, without an answer
+// (routing::closed_at_startup): Picodata refusing the startup packet. With the user's own startup
+// options that is their fault, and every instance refuses them alike: an error of its own, not
+// retried elsewhere. Else (the FDW's options are picoroute's, read by every release) a
+// ConnectionFailure that says so.
 [[noreturn]] void closed_at_startup(const std::string &message, const std::string &address,
                                     const ConnParams &params) {
     if (user_startup_options(params))
         throw SqlError(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
                        "picoroute: Picodata instance " + utf8_truncate(address, 100) +
                            " closed the connection at startup without an answer",
-                       retry::kClosedAtStartupDetail,
+                       routing::kClosedAtStartupDetail,
                        "Check the keyword options of picoroute.conninfo (and PGOPTIONS): Picodata "
                        "reads name=value,name=value there (sql_motion_row_max, "
                        "sql_vdbe_opcode_max, read_preference, ...).");
     throw ConnectionFailure(
         address,
         without_verbose_parts(message) +
-            " (closed at startup without an answer: " + retry::kClosedAtStartupDetail + ")",
+            " (closed at startup without an answer: " + routing::kClosedAtStartupDetail + ")",
         false);
 }
 
@@ -171,13 +172,13 @@ bool user_startup_options(const ConnParams &params) {
                            ? "Check the user and password of picoroute.conninfo."
                            : "Check the user mapping of server \"" + params.server_name + "\".");
     }
-    if (retry::closed_at_startup(message))
+    if (routing::closed_at_startup(message))
         closed_at_startup(message, address, params);
     // Any other refusal no retry can cure (a database that does not exist, a bad startup
     // option) fails at once too, with the server's SQLSTATE, instead of being retried for
     // picoroute.failover_wait as an unreachable instance would be.
     std::string code = startup_sqlstate(message);
-    if (sqlstate::startup_refusal_is_final(code))
+    if (routing::startup_refusal_is_final(code))
         throw SqlError(MAKE_SQLSTATE(code[0], code[1], code[2], code[3], code[4]),
                        "picoroute: Picodata instance " + address +
                            " refused the connection: " + server_message(message),

@@ -14,7 +14,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/remote_text.h"
-#include "core/sqlstate_map.h"
+#include "core/routing/sqlstate_map.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
@@ -537,8 +537,8 @@ void throw_remote_error(const PGresult *result, const std::string &address,
         primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
     if (state != nullptr && strlen(state) == 5) {
         // Picodata's XX000 becomes PostgreSQL's code where its text says what failed
-        // (core/sqlstate_map.h).
-        std::string_view mapped = sqlstate::for_remote_error(state, message);
+        // (core/routing/sqlstate_map.h).
+        std::string_view mapped = routing::sqlstate_for_remote_error(state, message);
         code = MAKE_SQLSTATE(mapped[0], mapped[1], mapped[2], mapped[3], mapped[4]);
     }
     if (message.empty())

@@ -11,8 +11,8 @@
 //
 // A read means the leader when its server says leader, when it reads an unlogged table (not
 // replicated: the replicas do not have its rows), when Picodata refused a read of its server for
-// not being a leader read (sql_preemption on: core/retry_rules.h, needs_leader_read), and when the
-// current transaction wrote through its server (a replica may not have the write yet).
+// not being a leader read (sql_preemption on: core/routing/answer.h, needs_leader_read), and when
+// the current transaction wrote through its server (a replica may not have the write yet).
 #pragma once
 
 #include "pg/remote/connect.h"

@@ -46,7 +46,7 @@ struct Failure {
     std::string address;
     std::string message;
     bool sent;
-    bool refused = false;  // answered with a refusal before running (core/retry_rules.h)
+    bool refused = false;  // answered with a refusal before running (core/routing/answer.h)
     // Not sent: a Picodata instance would wait for this replicaset's master (tier_stall.h).
     std::string stalled;
 };
@@ -332,7 +332,7 @@ void finish_retried(Job &job, WriteLog *log, TimestampTz since) {
     }
 }
 
-// Whether a refusal before running (core/retry_rules.h) of `job` may be answered by sending it
+// Whether a refusal before running (core/routing/answer.h) of `job` may be answered by sending it
 // again: a read, or a write whose buckets all belong to one replicaset (a write over several may
 // have been applied by the others before one refused it).
 bool resend_after_refusal(const Job &job, const std::string &tier, bool write) {

@@ -1,6 +1,6 @@
 // Running a set of routed statements on their instances: sent in parallel, answers collected,
 // remote errors raised with the instance's name, and picoroute's failure rules applied (see
-// routing.h for the rules; the decisions themselves live there and in core/route.h).
+// routing.h for the rules; the decisions themselves live there and in core/routing/target.h).
 #pragma once
 
 #include "pg/remote/routing.h"

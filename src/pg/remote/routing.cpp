@@ -1,4 +1,5 @@
-// The routing decisions of the glue: session-aware wrappers of core/route.h (see routing.h).
+// The routing decisions of the glue: session-aware wrappers of core/routing/target.h (see
+// routing.h).
 extern "C" {
 #include "postgres.h"
 
@@ -60,7 +61,7 @@ uint64_t session_salt() {
 
 bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, ReadPref pref,
                    Target *out) {
-    return route::bucket_target(view, tier, bucket, pref, session_salt(), out);
+    return routing::bucket_target(view, tier, bucket, pref, session_salt(), out);
 }
 
 bool awaiting_master(const SnapshotView &view, int32_t tier, const std::vector<uint32_t> &buckets,
@@ -79,7 +80,7 @@ bool awaiting_master(const SnapshotView &view, int32_t tier, const std::vector<u
 }
 
 Target coordinator_target(const SnapshotView &view, const std::set<std::string> &exclude) {
-    if (std::optional<Target> t = route::any_online(view, exclude))
+    if (std::optional<Target> t = routing::any_online(view, exclude))
         return *t;
     throw SqlError(
         ERRCODE_CONNECTION_FAILURE,
@@ -96,18 +97,18 @@ Target coordinator_target(const SnapshotView &view, const std::set<std::string> 
 }
 
 Target spread_target(const SnapshotView &view, int32_t tier, ReadPref pref, bool write) {
-    if (std::optional<Target> t = route::spread_target(view, tier, pref, write, session_salt()))
+    if (std::optional<Target> t = routing::spread_target(view, tier, pref, write, session_salt()))
         return *t;
     return coordinator_target(view);  // raises the error
 }
 
 std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {
-    route::MastersPlan plan = route::master_targets(view, tier);
+    routing::MastersPlan plan = routing::master_targets(view, tier);
     const TierRecord &t = view.tier(tier);
     switch (plan.status) {
-        case route::MastersPlan::Status::Ok:
+        case routing::MastersPlan::Status::Ok:
             return std::move(plan.targets);
-        case route::MastersPlan::Status::NoOnlineMaster: {
+        case routing::MastersPlan::Status::NoOnlineMaster: {
             const ReplicasetRecord &rec = view.replicaset(plan.replicaset);
             int32_t master = rec.master;
             std::string name(rec.name.length > 0 ? view.str(rec.name) : view.str(rec.uuid));
@@ -125,7 +126,7 @@ std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {
                 "result is returned. Retry after the switchover, or use scatter "
                 "'coordinator'.");
         }
-        case route::MastersPlan::Status::Incomplete:
+        case routing::MastersPlan::Status::Incomplete:
             throw SqlError(
                 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "picoroute: the topology map does not know the owner of every bucket of tier "
@@ -135,7 +136,7 @@ std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {
                     " buckets have a known replicaset.",
                 "A scan with scatter 'masters' would miss rows. Retry after the next "
                 "refresh (picoroute_refresh), or use scatter 'coordinator'.");
-        case route::MastersPlan::Status::NoReplicasets:
+        case routing::MastersPlan::Status::NoReplicasets:
             break;
     }
     throw SqlError(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -146,7 +147,8 @@ std::vector<Target> master_targets(const SnapshotView &view, int32_t tier) {
 
 std::vector<Target> group_buckets(const SnapshotView &view, int32_t tier,
                                   const std::set<uint32_t> &buckets, ReadPref pref) {
-    route::BucketGroups groups = route::group_buckets(view, tier, buckets, pref, session_salt());
+    routing::BucketGroups groups =
+        routing::group_buckets(view, tier, buckets, pref, session_salt());
     if (!groups.unknown.empty()) {
         Target c = coordinator_target(view);
         c.buckets = std::move(groups.unknown);

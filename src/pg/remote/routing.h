@@ -15,7 +15,7 @@ extern "C" {
 #include "fmgr.h"
 }
 
-#include "core/route.h"
+#include "core/routing/target.h"
 #include "core/snapshot.h"
 #include "pg/remote/connection.h"
 
@@ -26,13 +26,13 @@ extern "C" {
 
 namespace picoroute::pg::remote {
 
-// The decisions themselves are pure functions in core/route.h; these wrappers give them the
-// session (its pid spreads sessions over candidates) and turn their outcomes into errors.
-using ReadPref = picoroute::route::ReadPref;
-using Role = picoroute::route::Role;
-using Target = picoroute::route::Target;
-using picoroute::route::describe;
-using picoroute::route::with_bucket_filter;
+// The decisions themselves are pure functions in core/routing/target.h; these wrappers give them
+// the session (its pid spreads sessions over candidates) and turn their outcomes into errors.
+using ReadPref = picoroute::routing::ReadPref;
+using Role = picoroute::routing::Role;
+using Target = picoroute::routing::Target;
+using picoroute::routing::describe;
+using picoroute::routing::with_bucket_filter;
 
 ReadPref parse_read_pref(const char *value);  // defaults to Leader for nullptr
 const char *read_pref_name(ReadPref pref);

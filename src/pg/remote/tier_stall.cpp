@@ -21,14 +21,14 @@ std::string stalling_master(bool sharded, const Target &target, const std::strin
     MapRef map = current_map();
     const SnapshotView &view = *map.view;
     int32_t tier = view.find_tier(tier_name);
-    int32_t rs = picoroute::route::masterless_replicaset(view, tier);
+    int32_t rs = picoroute::routing::masterless_replicaset(view, tier);
     if (rs == kNone)
         return "";
     std::string version = params.picodata_version;
     if (version.empty())
         version = view.cluster_version().value_or("");
     bool local = caps::has(version, caps::Capability::LocalExecution);
-    if (!picoroute::route::lua_dispatched(view, tier, target, pref, local))
+    if (!picoroute::routing::lua_dispatched(view, tier, target, pref, local))
         return "";
     const ReplicasetRecord &record = view.replicaset(rs);
     return std::string(record.name.length > 0 ? view.str(record.name) : view.str(record.uuid));

@@ -1,12 +1,12 @@
-// A dead master stalls its tier (core/route.h, lua_dispatched): while the map shows a replicaset
-// of a tier without an online master, a statement that a Picodata instance would dispatch through
-// Lua waits there for that master, up to the statement's deadline (360 s), and then fails with
-// "dql timeout exceeded" after it was sent to the live masters (a write may be applied there).
-// picoroute does not send such a statement: run_jobs holds it like a statement whose own buckets
-// have no master, within picoroute.failover_wait, and when the map still shows no master then,
-// fails with the true cause, never sent (raise_stalled). A statement that runs on Picodata's local
-// path (26.1.1+: its buckets all belong to the replicaset of the master it is sent to) and a
-// statement on a global table do not wait, and are sent as usual.
+// A dead master stalls its tier (core/routing/target.h, lua_dispatched): while the map shows a
+// replicaset of a tier without an online master, a statement that a Picodata instance would
+// dispatch through Lua waits there for that master, up to the statement's deadline (360 s), and
+// then fails with "dql timeout exceeded" after it was sent to the live masters (a write may be
+// applied there). picoroute does not send such a statement: run_jobs holds it like a statement
+// whose own buckets have no master, within picoroute.failover_wait, and when the map still shows no
+// master then, fails with the true cause, never sent (raise_stalled). A statement that runs on
+// Picodata's local path (26.1.1+: its buckets all belong to the replicaset of the master it is sent
+// to) and a statement on a global table do not wait, and are sent as usual.
 #pragma once
 
 extern "C" {

@@ -1,5 +1,5 @@
-// The write logs of the statements running in this backend (core/write_log.h), and the hooks that
-// make every error of such a statement say what it wrote.
+// The write logs of the statements running in this backend (core/routing/write_log.h), and the
+// hooks that make every error of such a statement say what it wrote.
 //
 // A write path (an INSERT's batches, COPY FROM, a direct UPDATE or DELETE, TRUNCATE, a write of
 // picoroute_exec) keeps its log in the statement's memory: the log lives, and is known here, as
@@ -17,7 +17,7 @@ extern "C" {
 #include "postgres.h"
 }
 
-#include "core/write_log.h"
+#include "core/routing/write_log.h"
 #include "pg/remote/connection.h"
 
 #include <string>
@@ -25,7 +25,7 @@ extern "C" {
 
 namespace picoroute::pg::remote {
 
-using WriteLog = picoroute::write::WriteLog;
+using WriteLog = picoroute::routing::WriteLog;
 
 // A new write log that lives as long as `cxt` (the statement's memory), known to the error hooks
 // until then. C++ frame: a PostgreSQL error comes back as a PgError.

@@ -115,7 +115,7 @@ def cmd_up(cl: Cluster, args: argparse.Namespace) -> None:
         raise EmuError("Picodata %s (--picodata or PICOEMU_PICODATA) is not an emulated build: one of %s"
                        % (version, ", ".join(VERSIONS)))
     lifecycle.up(cl, tiers, args.base_port, args.advertise_wildcard, args.auth, version, args.advertise_private,
-                 args.wrong_hash)
+                 args.wrong_hash, args.private_pgproto)
     print_status(cl)
 
 

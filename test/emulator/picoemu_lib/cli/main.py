@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--advertise-private", action="store_true",
                    help="advertise each instance's private PostgreSQL port as its pgproto address "
                         "(clients bypass the fronts, which still run on their own ports)")
+    c.add_argument("--private-pgproto", action="store_true",
+                   help="the private ports take Picodata startup options and route bound keys, as the "
+                        "fronts pass them on (for timing; private_pgproto.c)")
     c.add_argument("--auth", choices=["scram-sha-256", "md5"], default="scram-sha-256")
     c.add_argument("--picodata", choices=list(VERSIONS), default=None,
                    help="emulated Picodata build, a shipped release (env PICOEMU_PICODATA, default %s, the "

@@ -83,7 +83,7 @@ def status_dict(cl: Cluster) -> Dict[str, Any]:
             "audit_entries": len(read_audit(cl)),
             "advertise_wildcard": st.d["advertise_wildcard"],
             "advertise_private": bool(st.d.get("advertise_private")), "grants": st.d["grants"],
-            "wrong_hash": st.d.get("wrong_hash"),
+            "wrong_hash": st.d.get("wrong_hash"), "private_pgproto": bool(st.d.get("private_pgproto")),
             "instances": insts, "replicasets": rss, "tiers": tiers, "tables": tables}
 
 
@@ -98,7 +98,8 @@ def print_status(cl: Cluster) -> None:
         s["picodata_version"], ", ".join(k for k, v in s["capabilities"].items() if v) or "none",
         "on" if s["strict"] else "off", "present" if s["bucket_function"] else "dropped",
         ("0.0.0.0 (wildcard)" if s["advertise_wildcard"] else "127.0.0.1")
-        + (", the private ports (fronts bypassed)" if s["advertise_private"] else "")))
+        + (", the private ports (fronts bypassed)" if s["advertise_private"] else "")
+        + ("; private ports take Picodata sessions" if s["private_pgproto"] else "")))
     print("settings: %s" % ", ".join("%s=%s" % kv for kv in sorted(s["settings"].items())))
     fmt = "%-14s %-12s %-9s %-11s %-8s %-14s %-8s %s"
     print()

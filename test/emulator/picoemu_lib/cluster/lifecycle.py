@@ -8,6 +8,7 @@ from .. import buckets, pg
 from ..errors import EmuError
 from ..state import TierSpec, new_state
 from .core import Cluster, log, now_iso
+from .private_pgproto import build as build_private_pgproto
 from .servers import (check_port, create_master, create_replica, make_template, start_front, start_server,
                       stop_front_pidfile, stop_server)
 from .sync import sync, wait_replicas
@@ -33,7 +34,8 @@ def restart(cl: Cluster) -> None:
 
 
 def up(cl: Cluster, tiers: Optional[Sequence[TierSpec]], base_port: int, advertise_wildcard: bool, auth: str,
-       picodata_version: str, advertise_private: bool = False, wrong_hash: Optional[str] = None) -> None:
+       picodata_version: str, advertise_private: bool = False, wrong_hash: Optional[str] = None,
+       private_pgproto: bool = False) -> None:
     if cl.st is not None:
         restart(cl)
         return
@@ -44,6 +46,9 @@ def up(cl: Cluster, tiers: Optional[Sequence[TierSpec]], base_port: int, adverti
                            advertise_private)
     if wrong_hash:  # a test device (explain.buckets.hash_rule): fixed for the life of the cluster
         st.d["wrong_hash"] = wrong_hash
+    if private_pgproto:  # fixed for the life of the cluster, like advertise_private
+        st.d["private_pgproto"] = True
+        build_private_pgproto(cl)
     for tier in st.tiers:
         for _ in range(tier["replicasets"]):
             rs = st.new_replicaset(tier)

@@ -15,6 +15,7 @@ from ..errors import EmuError
 from ..paths import FRONT_SCRIPT
 from ..sqlgen.catalog import static_schema_sql
 from ..state import ADMIN_PASSWORD, ADMIN_USER, DB_NAME, Inst
+from . import private_pgproto
 from .core import Cluster, front_pid
 
 
@@ -112,6 +113,8 @@ def conf_text(cl: Cluster, name: str, rs: str, port: int, primary_port: Optional
                   "picoemu.local_exec = %s" % ("on" if st.cap("local_execution") else "off"),
                   "picoemu.replica_reads = %s" % ("on" if st.cap("read_preference") else "off"),
                   "picoemu.hash_rule = '%s'" % st.hash_rule()]
+        if st.d.get("private_pgproto"):  # up --private-pgproto
+            lines += private_pgproto.conf_lines(cl)
     if primary_port:
         lines.append("primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s "
                      "application_name=%s connect_timeout=5'" % (primary_port, ADMIN_USER,

@@ -29,12 +29,13 @@ from .front import front_cluster
 from .main_cluster import main_cluster
 from .old_version import old_version_cluster
 from .partial import partial_write_cluster
+from .private import private_cluster
 from .small import small_cluster
 
 TIME_LIMIT = 420
 NAMES = ("test_main_cluster", "test_small_cluster", "test_old_version_cluster", "test_front_cluster",
-         "test_concurrency_cluster", "test_partial_write_cluster")
-DIRS = ("main", "small", "v25", "front", "conc", "partial")
+         "test_concurrency_cluster", "test_partial_write_cluster", "test_private_cluster")
+DIRS = ("main", "small", "v25", "front", "conc", "partial", "private")
 ErrInfo = Tuple[Type[BaseException], BaseException, Optional[TracebackType]]
 
 
@@ -76,6 +77,9 @@ class Scenario(unittest.TestCase):
 
     def test_concurrency_cluster(self) -> None:
         concurrency_cluster(self, self.dir("conc"), BASE + 80)
+
+    def test_private_cluster(self) -> None:
+        private_cluster(self, self.dir("private"), BASE + 120)
 
 
 class CleanUp(unittest.TestCase):

@@ -1,12 +1,12 @@
-#include "core/sqlstate_map.h"
+#include "core/routing/sqlstate_map.h"
 
-namespace picoroute::sqlstate {
+namespace picoroute::routing {
 namespace {
 
 constexpr std::string_view kInternal = "XX000";
 
 // clang-format off
-constexpr Rule kRules[] = {
+constexpr SqlstateRule kRules[] = {
     // unique_violation
     {"Duplicate key exists in unique index", "23505",
      "tarantool src/box/errcode.h:58@picodata-25.5 (ER_TUPLE_FOUND); Picodata test/int/sql/example.sql:41@26.3.0"},
@@ -42,15 +42,16 @@ constexpr Rule kRules[] = {
 
 }  // namespace
 
-const Rule *rules(size_t *count) {
+const SqlstateRule *sqlstate_rules(size_t *count) {
     *count = sizeof(kRules) / sizeof(kRules[0]);
     return kRules;
 }
 
-std::string_view for_remote_error(std::string_view remote_sqlstate, std::string_view message) {
+std::string_view sqlstate_for_remote_error(std::string_view remote_sqlstate,
+                                           std::string_view message) {
     if (remote_sqlstate != kInternal)
         return remote_sqlstate;
-    for (const Rule &rule : kRules)
+    for (const SqlstateRule &rule : kRules)
         if (message.find(rule.text) != std::string_view::npos)
             return rule.sqlstate;
     return kInternal;
@@ -65,4 +66,4 @@ bool startup_refusal_is_final(std::string_view sqlstate) {
     return !(sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03");
 }
 
-}  // namespace picoroute::sqlstate
+}  // namespace picoroute::routing

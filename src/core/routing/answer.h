@@ -44,7 +44,7 @@
 
 #include <string_view>
 
-namespace picoroute::retry {
+namespace picoroute::routing {
 
 // Whether `message` (a remote error's primary text) is one of the refusals above.
 bool refused_before_running(std::string_view message);
@@ -100,4 +100,4 @@ bool closed_at_startup(std::string_view libpq_message);
 // The explanation picoroute gives with such a failure (for a DETAIL).
 extern const char *const kClosedAtStartupDetail;
 
-}  // namespace picoroute::retry
+}  // namespace picoroute::routing

@@ -3,11 +3,11 @@
 // one coordinator or to every master (scatter 'masters', only where Picodata restricts a statement
 // by bucket_id), with the text EXPLAIN shows. And the grouping of INSERT rows by the instance
 // that owns their bucket. The topology lookups are given by the caller (the glue passes its
-// session-aware wrappers of core/route.h, which raise the errors), so the decision itself needs no
-// map and no server.
+// session-aware wrappers of core/routing/target.h, which raise the errors), so the decision itself
+// needs no map and no server.
 #pragma once
 #include "core/firewall.h"
-#include "core/route.h"
+#include "core/routing/target.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 // Above this many combinations of key values, a statement is not routed by its key (it goes out
 // as a statement without a key).
@@ -58,9 +58,9 @@ struct StatementInfo {
 
 // The topology lookups of the decision (each may throw when the map cannot answer).
 struct StatementLookups {
-    std::function<Target(ReadPref pref, bool write)> spread;  // route::spread_target
-    std::function<std::vector<Target>()> masters;             // route::master_targets, Ok
-    // route::group_buckets, with the unknown buckets on a coordinator.
+    std::function<Target(ReadPref pref, bool write)> spread;  // routing::spread_target
+    std::function<std::vector<Target>()> masters;             // routing::master_targets, Ok
+    // routing::group_buckets, with the unknown buckets on a coordinator.
     std::function<std::vector<Target>(const std::set<uint32_t> &buckets, ReadPref pref)> group;
 };
 
@@ -105,8 +105,8 @@ struct RowGroup {
 };
 
 struct OwnerLookups {
-    std::function<bool(uint32_t bucket, Target *out)> owner;  // route::bucket_target, leader
-    std::function<Target()> coordinator;                      // route::any_online
+    std::function<bool(uint32_t bucket, Target *out)> owner;  // routing::bucket_target, leader
+    std::function<Target()> coordinator;                      // routing::any_online
 };
 
 // Rows 0..nrows-1 grouped by target instance, in address order. `bucket_of` gives a row's bucket,
@@ -117,4 +117,4 @@ std::vector<RowGroup> group_rows_by_owner(
     int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
     const OwnerLookups &lookups);
 
-}  // namespace picoroute::route
+}  // namespace picoroute::routing

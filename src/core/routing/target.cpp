@@ -1,10 +1,10 @@
 // The routing decision as pure functions of a topology snapshot (see route.h).
-#include "core/route.h"
+#include "core/routing/target.h"
 
 #include <algorithm>
 #include <map>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 namespace {
 
@@ -270,4 +270,4 @@ int32_t masterless_replicaset(const SnapshotView &view, int32_t tier) {
     return kNone;
 }
 
-}  // namespace picoroute::route
+}  // namespace picoroute::routing

@@ -1,6 +1,6 @@
-#include "core/retry_rules.h"
+#include "core/routing/answer.h"
 
-namespace picoroute::retry {
+namespace picoroute::routing {
 namespace {
 
 constexpr std::string_view kRefusals[] = {
@@ -95,4 +95,4 @@ const char *const kClosedAtStartupDetail =
     "its startup options (an item without '=', a value it does not take); an instance that stopped "
     "at that moment looks the same.";
 
-}  // namespace picoroute::retry
+}  // namespace picoroute::routing

@@ -1,6 +1,6 @@
 // The routing decision on snapshots: owners, replicas, coordinators spread per session, the
 // masters of a scatter (never one without buckets) and the bucket filters they get.
-#include "core/route.h"
+#include "core/routing/target.h"
 #include "core/snapshot.h"
 #include "core/topology.h"
 #include "event_builders.h"
@@ -14,9 +14,9 @@
 
 namespace picoroute {
 using namespace picoroute::testing;
-using route::ReadPref;
-using route::Role;
-using route::Target;
+using routing::ReadPref;
+using routing::Role;
+using routing::Target;
 
 namespace {
 
@@ -77,45 +77,45 @@ std::vector<std::string> addresses(const std::vector<Target> &targets) {
 
 }  // namespace
 
-TEST(Route, BucketGoesToTheOwnersMaster) {
+TEST(TargetTest, BucketGoesToTheOwnersMaster) {
     Fixture f;
     Target target;
-    ASSERT_TRUE(route::bucket_target(f.view, f.t, 7, ReadPref::Leader, 0, &target));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 7, ReadPref::Leader, 0, &target));
     EXPECT_EQ(target.address, "10.0.0.1:4327");
     EXPECT_EQ(target.role, Role::Master);
     EXPECT_EQ(target.replicaset, "r1");
-    ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
     EXPECT_EQ(target.address, "10.0.0.3:4327");
-    EXPECT_EQ(route::describe(target), "10.0.0.3:4327 (master b1 of replicaset rs2)");
+    EXPECT_EQ(routing::describe(target), "10.0.0.3:4327 (master b1 of replicaset rs2)");
 }
 
-TEST(Route, ReplicaPreferenceUsesAReplicaWhenThereIsOne) {
+TEST(TargetTest, ReplicaPreferenceUsesAReplicaWhenThereIsOne) {
     Fixture f;
     Target target;
-    ASSERT_TRUE(route::bucket_target(f.view, f.t, 7, ReadPref::Replica, 0, &target));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 7, ReadPref::Replica, 0, &target));
     EXPECT_EQ(target.address, "10.0.0.2:4327");
     EXPECT_EQ(target.role, Role::Replica);
     // r2 has no replica: its master.
-    ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Replica, 0, &target));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 2000, ReadPref::Replica, 0, &target));
     EXPECT_EQ(target.address, "10.0.0.3:4327");
     EXPECT_EQ(target.role, Role::Master);
 }
 
-TEST(Route, UnknownBucketHasNoTarget) {
+TEST(TargetTest, UnknownBucketHasNoTarget) {
     Fixture f({bucket_delete("t", 1501)});
     Target target;
-    EXPECT_FALSE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
-    route::BucketGroups groups =
-        route::group_buckets(f.view, f.t, {7, 2000, 8}, ReadPref::Leader, 0);
+    EXPECT_FALSE(routing::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &target));
+    routing::BucketGroups groups =
+        routing::group_buckets(f.view, f.t, {7, 2000, 8}, ReadPref::Leader, 0);
     ASSERT_EQ(groups.targets.size(), 1u);
     EXPECT_EQ(groups.targets[0].buckets, (std::vector<uint32_t>{7, 8}));
     EXPECT_EQ(groups.unknown, (std::vector<uint32_t>{2000}));
 }
 
-TEST(Route, GroupsBucketsPerInstanceInAddressOrder) {
+TEST(TargetTest, GroupsBucketsPerInstanceInAddressOrder) {
     Fixture f;
-    route::BucketGroups groups =
-        route::group_buckets(f.view, f.t, {2000, 7, 1500, 1501}, ReadPref::Leader, 0);
+    routing::BucketGroups groups =
+        routing::group_buckets(f.view, f.t, {2000, 7, 1500, 1501}, ReadPref::Leader, 0);
     EXPECT_EQ(addresses(groups.targets),
               (std::vector<std::string>{"10.0.0.1:4327", "10.0.0.3:4327"}));
     EXPECT_EQ(groups.targets[0].buckets, (std::vector<uint32_t>{7, 1500}));
@@ -123,13 +123,14 @@ TEST(Route, GroupsBucketsPerInstanceInAddressOrder) {
     EXPECT_TRUE(groups.unknown.empty());
 }
 
-TEST(Route, OneBucketGroupsAsManyDo) {
+TEST(TargetTest, OneBucketGroupsAsManyDo) {
     Fixture f({bucket_delete("t", 1501)});
     for (uint32_t bucket : {7u, 1500u, 2000u, 2500u}) {
-        route::BucketGroups one = route::group_buckets(f.view, f.t, {bucket}, ReadPref::Leader, 0);
+        routing::BucketGroups one =
+            routing::group_buckets(f.view, f.t, {bucket}, ReadPref::Leader, 0);
         // The same bucket beside an unknown one goes through the general path.
-        route::BucketGroups many =
-            route::group_buckets(f.view, f.t, {bucket, 1501}, ReadPref::Leader, 0);
+        routing::BucketGroups many =
+            routing::group_buckets(f.view, f.t, {bucket, 1501}, ReadPref::Leader, 0);
         std::vector<uint32_t> unknown = many.unknown;
         unknown.erase(std::remove(unknown.begin(), unknown.end(), 1501u), unknown.end());
         EXPECT_EQ(one.unknown, unknown) << bucket;
@@ -141,49 +142,50 @@ TEST(Route, OneBucketGroupsAsManyDo) {
             EXPECT_EQ(one.targets[i].buckets, (std::vector<uint32_t>{bucket})) << bucket;
         }
     }
-    route::BucketGroups unknown = route::group_buckets(f.view, f.t, {1501}, ReadPref::Leader, 0);
+    routing::BucketGroups unknown =
+        routing::group_buckets(f.view, f.t, {1501}, ReadPref::Leader, 0);
     EXPECT_TRUE(unknown.targets.empty());
     EXPECT_EQ(unknown.unknown, (std::vector<uint32_t>{1501}));
 }
 
-TEST(Route, MastersScatterSkipsAReplicasetWithoutBuckets) {
+TEST(TargetTest, MastersScatterSkipsAReplicasetWithoutBuckets) {
     // r3 (c1) owns nothing: asking it without a bucket filter would return every row again.
     Fixture f;
-    route::MastersPlan plan = route::master_targets(f.view, f.t);
-    ASSERT_EQ(plan.status, route::MastersPlan::Status::Ok);
+    routing::MastersPlan plan = routing::master_targets(f.view, f.t);
+    ASSERT_EQ(plan.status, routing::MastersPlan::Status::Ok);
     EXPECT_EQ(addresses(plan.targets),
               (std::vector<std::string>{"10.0.0.1:4327", "10.0.0.3:4327"}));
     for (const Target &target : plan.targets)
         EXPECT_FALSE(target.ranges.empty());
 }
 
-TEST(Route, MastersScatterRefusesAnIncompleteMap) {
+TEST(TargetTest, MastersScatterRefusesAnIncompleteMap) {
     Fixture f({bucket_delete("t", 1501)});
-    route::MastersPlan plan = route::master_targets(f.view, f.t);
-    EXPECT_EQ(plan.status, route::MastersPlan::Status::Incomplete);
+    routing::MastersPlan plan = routing::master_targets(f.view, f.t);
+    EXPECT_EQ(plan.status, routing::MastersPlan::Status::Incomplete);
     EXPECT_EQ(plan.covered, 1500u);
     EXPECT_TRUE(plan.targets.empty());
 }
 
-TEST(Route, MastersScatterNeedsEveryMasterOnline) {
+TEST(TargetTest, MastersScatterNeedsEveryMasterOnline) {
     Fixture f({instance("b1", std::string("r2"), std::string("Offline"),
                         std::string("10.0.0.3:4327"), std::string("b1"))});
-    route::MastersPlan plan = route::master_targets(f.view, f.t);
-    EXPECT_EQ(plan.status, route::MastersPlan::Status::NoOnlineMaster);
+    routing::MastersPlan plan = routing::master_targets(f.view, f.t);
+    EXPECT_EQ(plan.status, routing::MastersPlan::Status::NoOnlineMaster);
     EXPECT_EQ(f.view.str(f.view.replicaset(plan.replicaset).uuid), "r2");
 }
 
-TEST(Route, KeylessStatementsSpreadOverTheTiersMasters) {
+TEST(TargetTest, KeylessStatementsSpreadOverTheTiersMasters) {
     Fixture f;
     std::set<std::string> seen;
     for (uint64_t salt = 0; salt < 12; salt++) {
         std::optional<Target> target =
-            route::spread_target(f.view, f.t, ReadPref::Leader, false, salt);
+            routing::spread_target(f.view, f.t, ReadPref::Leader, false, salt);
         ASSERT_TRUE(target.has_value());
         EXPECT_EQ(target->role, Role::Coordinator);
         seen.insert(target->address);
         // One session (one salt) keeps its coordinator.
-        EXPECT_EQ(route::spread_target(f.view, f.t, ReadPref::Leader, false, salt)->address,
+        EXPECT_EQ(routing::spread_target(f.view, f.t, ReadPref::Leader, false, salt)->address,
                   target->address);
     }
     // The masters of tier t, including c1 (a coordinator needs no buckets); never a replica,
@@ -191,101 +193,101 @@ TEST(Route, KeylessStatementsSpreadOverTheTiersMasters) {
     EXPECT_EQ(seen, (std::set<std::string>{"10.0.0.1:4327", "10.0.0.3:4327", "10.0.0.4:4327"}));
 }
 
-TEST(Route, KeylessReadsFollowReadPreference) {
+TEST(TargetTest, KeylessReadsFollowReadPreference) {
     Fixture f;
     for (uint64_t salt = 0; salt < 4; salt++) {
-        EXPECT_EQ(route::spread_target(f.view, f.t, ReadPref::Replica, false, salt)->address,
+        EXPECT_EQ(routing::spread_target(f.view, f.t, ReadPref::Replica, false, salt)->address,
                   "10.0.0.2:4327");
         // Writes always go to masters.
-        EXPECT_NE(route::spread_target(f.view, f.t, ReadPref::Replica, true, salt)->address,
+        EXPECT_NE(routing::spread_target(f.view, f.t, ReadPref::Replica, true, salt)->address,
                   "10.0.0.2:4327");
-        EXPECT_EQ(route::spread_target(f.view, f.u, ReadPref::Leader, false, salt)->address,
+        EXPECT_EQ(routing::spread_target(f.view, f.u, ReadPref::Leader, false, salt)->address,
                   "10.0.0.5:4327");
     }
     std::set<std::string> any;
     for (uint64_t salt = 0; salt < 8; salt++)
-        any.insert(route::spread_target(f.view, f.u, ReadPref::Any, false, salt)->address);
+        any.insert(routing::spread_target(f.view, f.u, ReadPref::Any, false, salt)->address);
     EXPECT_EQ(any, (std::set<std::string>{"10.0.0.5:4327", "10.0.0.6:4327"}));
 }
 
-TEST(Route, AnyOnlinePrefersMastersAndSkipsExcluded) {
+TEST(TargetTest, AnyOnlinePrefersMastersAndSkipsExcluded) {
     Fixture f;
-    std::optional<Target> first = route::any_online(f.view);
+    std::optional<Target> first = routing::any_online(f.view);
     ASSERT_TRUE(first.has_value());
     EXPECT_EQ(first->address, "10.0.0.1:4327");
-    std::optional<Target> other = route::any_online(f.view, {"10.0.0.1:4327"});
+    std::optional<Target> other = routing::any_online(f.view, {"10.0.0.1:4327"});
     ASSERT_TRUE(other.has_value());
     EXPECT_NE(other->address, "10.0.0.1:4327");
 }
 
-TEST(Route, BucketFilters) {
+TEST(TargetTest, BucketFilters) {
     Target t;
-    EXPECT_EQ(route::with_bucket_filter("SELECT 1 FROM \"x\"", false, t), "SELECT 1 FROM \"x\"");
+    EXPECT_EQ(routing::with_bucket_filter("SELECT 1 FROM \"x\"", false, t), "SELECT 1 FROM \"x\"");
     t.buckets = {5};
-    EXPECT_EQ(route::with_bucket_filter("SELECT 1 FROM \"x\"", false, t),
+    EXPECT_EQ(routing::with_bucket_filter("SELECT 1 FROM \"x\"", false, t),
               "SELECT 1 FROM \"x\" WHERE bucket_id = 5");
     t.buckets = {5, 9};
-    EXPECT_EQ(route::with_bucket_filter("S WHERE (a)", true, t),
+    EXPECT_EQ(routing::with_bucket_filter("S WHERE (a)", true, t),
               "S WHERE (a) AND bucket_id IN (5, 9)");
     // A master's ranges become the list of all its buckets: only = and IN restrict a statement.
     Target m;
     m.ranges = {{1, 3}, {7, 8}};
-    EXPECT_EQ(route::with_bucket_filter("S", false, m), "S WHERE bucket_id IN (1, 2, 3, 7, 8)");
+    EXPECT_EQ(routing::with_bucket_filter("S", false, m), "S WHERE bucket_id IN (1, 2, 3, 7, 8)");
     m.ranges = {{4, 4}};
-    EXPECT_EQ(route::with_bucket_filter("S", false, m), "S WHERE bucket_id = 4");
+    EXPECT_EQ(routing::with_bucket_filter("S", false, m), "S WHERE bucket_id = 4");
     // A join names the bucket column of the table that routes it.
-    EXPECT_EQ(route::with_bucket_filter("S WHERE (a)", true, t, "\"r1\".\"bucket_id\""),
+    EXPECT_EQ(routing::with_bucket_filter("S WHERE (a)", true, t, "\"r1\".\"bucket_id\""),
               "S WHERE (a) AND \"r1\".\"bucket_id\" IN (5, 9)");
-    EXPECT_EQ(route::with_bucket_filter("S", false, m, "\"r2\".\"bucket_id\""),
+    EXPECT_EQ(routing::with_bucket_filter("S", false, m, "\"r2\".\"bucket_id\""),
               "S WHERE \"r2\".\"bucket_id\" = 4");
 }
 
 // A dead master stalls the tier's Lua dispatch; the local fast path (26.1.1+) does not wait.
-TEST(Route, OnlyTheLocalPathAtTheOwnerAvoidsLuaDispatch) {
+TEST(TargetTest, OnlyTheLocalPathAtTheOwnerAvoidsLuaDispatch) {
     Fixture f;
     Target owner;
-    ASSERT_TRUE(route::bucket_target(f.view, f.t, 17, ReadPref::Leader, 0, &owner));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 17, ReadPref::Leader, 0, &owner));
     owner.buckets = {17, 900};
-    EXPECT_FALSE(route::lua_dispatched(f.view, f.t, owner, ReadPref::Leader, true));
-    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, owner, ReadPref::Leader, false))
+    EXPECT_FALSE(routing::lua_dispatched(f.view, f.t, owner, ReadPref::Leader, true));
+    EXPECT_TRUE(routing::lua_dispatched(f.view, f.t, owner, ReadPref::Leader, false))
         << "before 26.1.1 every statement goes through Lua, even at its owner";
     Target mixed = owner;
     mixed.buckets = {17, 2000};  // a bucket of r2 too
-    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, mixed, ReadPref::Leader, true));
+    EXPECT_TRUE(routing::lua_dispatched(f.view, f.t, mixed, ReadPref::Leader, true));
     Target keyless = owner;
     keyless.buckets.clear();
-    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, keyless, ReadPref::Leader, true))
+    EXPECT_TRUE(routing::lua_dispatched(f.view, f.t, keyless, ReadPref::Leader, true))
         << "all buckets of a tier of several replicasets";
     Target other;  // r2's master asked about r1's bucket: it forwards
-    ASSERT_TRUE(route::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &other));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 2000, ReadPref::Leader, 0, &other));
     other.buckets = {17};
-    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, other, ReadPref::Leader, true));
+    EXPECT_TRUE(routing::lua_dispatched(f.view, f.t, other, ReadPref::Leader, true));
     // A replica runs a read of its replicaset's bucket only for 'replica' or 'any'.
     Target replica = owner;
     replica.address = "10.0.0.2:4327";
     replica.role = Role::Replica;
-    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, replica, ReadPref::Leader, true));
-    EXPECT_FALSE(route::lua_dispatched(f.view, f.t, replica, ReadPref::Replica, true));
-    EXPECT_FALSE(route::lua_dispatched(f.view, f.t, replica, ReadPref::Any, true));
-    EXPECT_TRUE(route::lua_dispatched(f.view, f.t, owner, ReadPref::Replica, true));
+    EXPECT_TRUE(routing::lua_dispatched(f.view, f.t, replica, ReadPref::Leader, true));
+    EXPECT_FALSE(routing::lua_dispatched(f.view, f.t, replica, ReadPref::Replica, true));
+    EXPECT_FALSE(routing::lua_dispatched(f.view, f.t, replica, ReadPref::Any, true));
+    EXPECT_TRUE(routing::lua_dispatched(f.view, f.t, owner, ReadPref::Replica, true));
     // A keyless statement on a tier of one replicaset runs at its master.
     Target single;
-    ASSERT_TRUE(route::bucket_target(f.view, f.u, 3, ReadPref::Leader, 0, &single));
+    ASSERT_TRUE(routing::bucket_target(f.view, f.u, 3, ReadPref::Leader, 0, &single));
     single.buckets.clear();
-    EXPECT_FALSE(route::lua_dispatched(f.view, f.u, single, ReadPref::Leader, true));
+    EXPECT_FALSE(routing::lua_dispatched(f.view, f.u, single, ReadPref::Leader, true));
 }
 
-TEST(Route, AMasterlessReplicasetOfTheTierIsFound) {
+TEST(TargetTest, AMasterlessReplicasetOfTheTierIsFound) {
     Fixture up;
     EXPECT_EQ(up.view.find_tier("t") == kNone, false);
-    EXPECT_EQ(route::masterless_replicaset(up.view, up.t), kNone);
+    EXPECT_EQ(routing::masterless_replicaset(up.view, up.t), kNone);
     // c1 (r3, no buckets) stopped: vshard's routeall still waits for it.
     Fixture down({instance("c1", std::string("r3"), std::string("Offline"),
                            std::string("10.0.0.4:4327"), std::string("c1"))});
-    int32_t rs = route::masterless_replicaset(down.view, down.t);
+    int32_t rs = routing::masterless_replicaset(down.view, down.t);
     ASSERT_NE(rs, kNone);
     EXPECT_EQ(down.view.str(down.view.replicaset(rs).uuid), "r3");
-    EXPECT_EQ(route::masterless_replicaset(down.view, down.u), kNone) << "another tier";
+    EXPECT_EQ(routing::masterless_replicaset(down.view, down.u), kNone) << "another tier";
 }
 
 }  // namespace picoroute

@@ -1,6 +1,6 @@
-#include "core/write_log.h"
+#include "core/routing/write_log.h"
 
-namespace picoroute::write {
+namespace picoroute::routing {
 
 void WriteLog::record_answer(const std::string &address, bool counted, uint64_t rows) {
     if (counted)
@@ -74,8 +74,4 @@ std::string WriteLog::account() const {
     return out;
 }
 
-bool outcome_unknown_error(std::string_view message) {
-    return message.find("dql timeout exceeded") != std::string_view::npos;
-}
-
-}  // namespace picoroute::write
+}  // namespace picoroute::routing

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 enum class ReadPref { Leader, Replica, Any };
 enum class Role { Master, Replica, Coordinator };
@@ -103,4 +103,4 @@ bool lua_dispatched(const SnapshotView &view, int32_t tier, const Target &target
 // A replicaset of the tier (its index) whose master the map does not show online, or kNone.
 int32_t masterless_replicaset(const SnapshotView &view, int32_t tier);
 
-}  // namespace picoroute::route
+}  // namespace picoroute::routing

@@ -22,7 +22,7 @@
 //  16. describe = false: the same targets, no description (keyed statements, global tables).
 //  17. hashing_disagrees: a keyed statement (read or write) goes to one coordinator, still keyed,
 //      nothing hashed; a key with no value still sends nothing; a keyless one is unchanged.
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 
 #include "core/bucket_hash.h"
 #include "core/capabilities.h"
@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 namespace {
 
 Target master(const std::string &address, const std::string &replicaset) {
@@ -117,7 +117,7 @@ StatementInfo sharded(std::optional<KeyValues> keys = std::nullopt) {
     return st;
 }
 
-TEST(StatementRouteTest, GlobalTableReadGoesToOneCoordinatorWithTheTablePreference) {  // 1
+TEST(StatementTest, GlobalTableReadGoesToOneCoordinatorWithTheTablePreference) {  // 1
     Recorder rec;
     StatementInfo st = sharded(encoded_key_values({{int_bytes(1)}}));
     st.global = true;
@@ -133,7 +133,7 @@ TEST(StatementRouteTest, GlobalTableReadGoesToOneCoordinatorWithTheTablePreferen
     EXPECT_TRUE(rec.group_calls.empty());
 }
 
-TEST(StatementRouteTest, GlobalTableWriteAsksForALeaderAndRetriesAsAWrite) {  // 2
+TEST(StatementTest, GlobalTableWriteAsksForALeaderAndRetriesAsAWrite) {  // 2
     Recorder rec;
     StatementInfo st = sharded();
     st.global = true;
@@ -145,7 +145,7 @@ TEST(StatementRouteTest, GlobalTableWriteAsksForALeaderAndRetriesAsAWrite) {  //
     EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Leader, true));
 }
 
-TEST(StatementRouteTest, AKeyColumnWithoutValuesSendsNothing) {  // 3
+TEST(StatementTest, AKeyColumnWithoutValuesSendsNothing) {  // 3
     Recorder rec;
     StatementRoute r =
         route_statement(sharded(encoded_key_values({{int_bytes(1)}, {}})), rec.lookups());
@@ -155,7 +155,7 @@ TEST(StatementRouteTest, AKeyColumnWithoutValuesSendsNothing) {  // 3
     EXPECT_TRUE(rec.spread_calls.empty());
 }
 
-TEST(StatementRouteTest, AnEmptyColumnAfterTheCapIsNotSeen) {  // 4
+TEST(StatementTest, AnEmptyColumnAfterTheCapIsNotSeen) {  // 4
     Recorder rec;
     KeyValues keys;
     keys.counts = {kMaxKeyCombinations + 1, 0};
@@ -165,7 +165,7 @@ TEST(StatementRouteTest, AnEmptyColumnAfterTheCapIsNotSeen) {  // 4
     EXPECT_TRUE(r.keyless);
 }
 
-TEST(StatementRouteTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
+TEST(StatementTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
     Recorder rec;
     StatementRoute r =
         route_statement(sharded(encoded_key_values({{int_bytes(1)}})), rec.lookups());
@@ -178,7 +178,7 @@ TEST(StatementRouteTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
     EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master b:1 of replicaset r2)");
 }
 
-TEST(StatementRouteTest, TheProductOfSeveralColumnsIsHashedValueByValue) {  // 6
+TEST(StatementTest, TheProductOfSeveralColumnsIsHashedValueByValue) {  // 6
     Recorder rec;
     std::vector<std::pair<size_t, size_t>> encoded;
     KeyValues keys;
@@ -200,7 +200,7 @@ TEST(StatementRouteTest, TheProductOfSeveralColumnsIsHashedValueByValue) {  // 6
     EXPECT_FALSE(r.keyless);
 }
 
-TEST(StatementRouteTest, ExactlyTheCapIsStillRoutedByKey) {  // 7
+TEST(StatementTest, ExactlyTheCapIsStillRoutedByKey) {  // 7
     Recorder rec;
     KeyValues keys;
     keys.counts = {64, 64};
@@ -214,7 +214,7 @@ TEST(StatementRouteTest, ExactlyTheCapIsStillRoutedByKey) {  // 7
     EXPECT_TRUE(rec.spread_calls.empty());
 }
 
-TEST(StatementRouteTest, MoreCombinationsThanTheCapGoThroughACoordinator) {  // 8
+TEST(StatementTest, MoreCombinationsThanTheCapGoThroughACoordinator) {  // 8
     Recorder rec;
     KeyValues keys;
     keys.counts = {65, 64};
@@ -225,7 +225,7 @@ TEST(StatementRouteTest, MoreCombinationsThanTheCapGoThroughACoordinator) {  // 
     EXPECT_TRUE(rec.group_calls.empty());
 }
 
-TEST(StatementRouteTest, ATierWithoutBucketsGoesThroughACoordinator) {  // 9
+TEST(StatementTest, ATierWithoutBucketsGoesThroughACoordinator) {  // 9
     Recorder rec;
     StatementInfo st = sharded(encoded_key_values({{int_bytes(1)}}));
     st.bucket_count = 0;
@@ -234,7 +234,7 @@ TEST(StatementRouteTest, ATierWithoutBucketsGoesThroughACoordinator) {  // 9
     EXPECT_EQ(r.description, "scatter through coordinator c:1");
 }
 
-TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
+TEST(StatementTest, SeveralTargetsAreDescribedOneByOne) {  // 10
     Recorder rec;
     // The buckets of integers 1, 2 and 3, computed here, split between the two fake owners.
     std::vector<std::string> values = {int_bytes(1), int_bytes(2), int_bytes(3)};
@@ -270,7 +270,7 @@ TEST(StatementRouteTest, SeveralTargetsAreDescribedOneByOne) {  // 10
     EXPECT_FALSE(r.keyless);
 }
 
-TEST(StatementRouteTest, NobodyExplainsTheSameTargetsWithoutADescription) {  // 16
+TEST(StatementTest, NobodyExplainsTheSameTargetsWithoutADescription) {  // 16
     std::vector<std::string> values = {int_bytes(1), int_bytes(2), int_bytes(3)};
     for (bool global : {false, true}) {
         for (size_t n : {size_t{1}, size_t{3}}) {
@@ -294,7 +294,7 @@ TEST(StatementRouteTest, NobodyExplainsTheSameTargetsWithoutADescription) {  // 
     }
 }
 
-TEST(StatementRouteTest, AWriteGroupsItsBucketsOnLeaders) {  // 11
+TEST(StatementTest, AWriteGroupsItsBucketsOnLeaders) {  // 11
     Recorder rec;
     StatementInfo st = sharded(encoded_key_values({{int_bytes(1)}}));
     st.write = true;
@@ -306,7 +306,7 @@ TEST(StatementRouteTest, AWriteGroupsItsBucketsOnLeaders) {  // 11
     EXPECT_FALSE(r.keyless);
 }
 
-TEST(StatementRouteTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) {  // 12
+TEST(StatementTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) {  // 12
     Recorder rec;
     StatementInfo st = sharded();
     st.scatter_masters = true;
@@ -324,7 +324,7 @@ TEST(StatementRouteTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) 
     EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Any, false));
 }
 
-TEST(StatementRouteTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
+TEST(StatementTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
     Recorder rec;
     rec.ranges_a = {{1, 100}, {201, 300}};
     rec.ranges_b = {{101, 200}};
@@ -342,7 +342,7 @@ TEST(StatementRouteTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
     EXPECT_TRUE(rec.spread_calls.empty());
 }
 
-TEST(StatementRouteTest, MastersScatterAtTheChainLimitStillScatters) {  // 13
+TEST(StatementTest, MastersScatterAtTheChainLimitStillScatters) {  // 13
     EXPECT_EQ(caps::kDnfMostChains, 513u);
     Recorder rec;
     rec.ranges_a = {{1, 513}};  // 513 chains: Picodata still expands them
@@ -363,7 +363,7 @@ TEST(StatementRouteTest, MastersScatterAtTheChainLimitStillScatters) {  // 13
     EXPECT_EQ(r.targets.size(), 2u);
 }
 
-TEST(StatementRouteTest, MastersScatterWriteOneChainOverTheLimitGoesThroughOneCoordinator) {  // 13
+TEST(StatementTest, MastersScatterWriteOneChainOverTheLimitGoesThroughOneCoordinator) {  // 13
     Recorder rec;
     rec.ranges_a = {{1, 514}};  // 514 chains: Picodata would ask every replicaset from a:1
     rec.ranges_b = {{515, 600}};
@@ -379,7 +379,7 @@ TEST(StatementRouteTest, MastersScatterWriteOneChainOverTheLimitGoesThroughOneCo
               "chains, more than Picodata expands (513); scatter through coordinator c:1");
 }
 
-TEST(StatementRouteTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) {  // 13
+TEST(StatementTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) {  // 13
     Recorder rec;
     rec.ranges_a = {{1, 100}};
     rec.ranges_b = {{101, 300}};
@@ -404,7 +404,7 @@ TEST(StatementRouteTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) { 
     EXPECT_TRUE(rec.spread_calls.empty());
 }
 
-TEST(StatementRouteTest, MastersScatterWriteOverTheChainLimitGoesThroughOneCoordinator) {  // 13
+TEST(StatementTest, MastersScatterWriteOverTheChainLimitGoesThroughOneCoordinator) {  // 13
     Recorder rec;
     rec.ranges_a = {{1, 100}};
     rec.ranges_b = {{101, 300}};
@@ -422,7 +422,7 @@ TEST(StatementRouteTest, MastersScatterWriteOverTheChainLimitGoesThroughOneCoord
               "chains, more than Picodata expands (513); scatter through coordinator c:1");
 }
 
-TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierReadsInStatementsOf513Buckets) {  // 13
+TEST(StatementTest, MastersScatterOfAWholeDefaultTierReadsInStatementsOf513Buckets) {  // 13
     Recorder rec;  // 2000 and 1000 buckets: a plain scan is over 513 chains at each master
     StatementInfo st = sharded();
     st.scatter_masters = true;
@@ -435,7 +435,7 @@ TEST(StatementRouteTest, MastersScatterOfAWholeDefaultTierReadsInStatementsOf513
     EXPECT_NE(r.description.find("in 4 statements"), std::string::npos) << r.description;
 }
 
-TEST(StatementRouteTest, MastersScatterWithAWhereClauseOverTheLimitGoesThroughOneCoordinator) {
+TEST(StatementTest, MastersScatterWithAWhereClauseOverTheLimitGoesThroughOneCoordinator) {
     Recorder rec;
     rec.ranges_a = {{1, 10}};
     rec.ranges_b = {{11, 20}};
@@ -448,7 +448,7 @@ TEST(StatementRouteTest, MastersScatterWithAWhereClauseOverTheLimitGoesThroughOn
     EXPECT_EQ(r.targets[0].address, "c:1");
 }
 
-TEST(StatementRouteTest, SplitByChainsCoversEveryBucketOnceWithinTheLimit) {
+TEST(StatementTest, SplitByChainsCoversEveryBucketOnceWithinTheLimit) {
     Target a;
     a.address = "a:1";
     a.ranges = {{1, 3}, {10, 12}, {20, 20}};  // 7 buckets
@@ -485,7 +485,7 @@ TEST(StatementRouteTest, SplitByChainsCoversEveryBucketOnceWithinTheLimit) {
               (std::vector<std::pair<uint32_t, uint32_t>>{{UINT32_MAX, UINT32_MAX}}));
 }
 
-TEST(StatementRouteTest, MastersScatterIsNeverCombinedWithAKeyList) {  // 13
+TEST(StatementTest, MastersScatterIsNeverCombinedWithAKeyList) {  // 13
     Recorder rec;
     rec.ranges_a = {{1, 10}};
     rec.ranges_b = {{11, 20}};
@@ -503,7 +503,7 @@ TEST(StatementRouteTest, MastersScatterIsNeverCombinedWithAKeyList) {  // 13
               "coordinator c:1");
 }
 
-TEST(StatementRouteTest, DnfChainsCountEveryBucketOfTheList) {
+TEST(StatementTest, DnfChainsCountEveryBucketOfTheList) {
     Target t;
     EXPECT_EQ(dnf_chains(1, t), 1u);  // no filter
     EXPECT_EQ(dnf_chains(7, t), 7u);
@@ -516,7 +516,7 @@ TEST(StatementRouteTest, DnfChainsCountEveryBucketOfTheList) {
     EXPECT_EQ(dnf_chains(SIZE_MAX / 2, m), SIZE_MAX);  // saturates
 }
 
-TEST(StatementRouteTest, NoKeyGoesThroughACoordinator) {  // 14
+TEST(StatementTest, NoKeyGoesThroughACoordinator) {  // 14
     Recorder rec;
     StatementInfo st = sharded();
     st.read_pref = ReadPref::Replica;
@@ -527,7 +527,7 @@ TEST(StatementRouteTest, NoKeyGoesThroughACoordinator) {  // 14
     EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Replica, false));
 }
 
-TEST(StatementRouteTest, AConversionErrorPropagates) {  // 15
+TEST(StatementTest, AConversionErrorPropagates) {  // 15
     Recorder rec;
     KeyValues keys;
     keys.counts = {1};
@@ -552,7 +552,7 @@ OwnerLookups owners(int *coordinator_calls) {
     return l;
 }
 
-TEST(StatementRouteTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 17
+TEST(StatementTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 17
     Recorder rec;
     KeyValues keys;
     keys.counts = {2};
@@ -587,7 +587,7 @@ TEST(StatementRouteTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {
     EXPECT_EQ(route_statement(st, rec.lookups()).description, "scatter through coordinator c:1");
 }
 
-TEST(GroupRowsTest, RowsGoToTheirOwnersInAddressOrderKeepingTheirOrder) {
+TEST(GroupingTest, RowsGoToTheirOwnersInAddressOrderKeepingTheirOrder) {
     int calls = 0;
     std::vector<uint32_t> buckets = {10, 2000, 10, 5, 2999};
     auto groups = group_rows_by_owner(
@@ -602,7 +602,7 @@ TEST(GroupRowsTest, RowsGoToTheirOwnersInAddressOrderKeepingTheirOrder) {
     EXPECT_EQ(calls, 0);  // no coordinator asked when every owner is known
 }
 
-TEST(GroupRowsTest, UnknownOwnersAndUnroutedRowsShareOneCoordinator) {
+TEST(GroupingTest, UnknownOwnersAndUnroutedRowsShareOneCoordinator) {
     int calls = 0;
     std::vector<std::optional<uint32_t>> buckets = {4000, 7, std::nullopt, 4001};
     auto groups = group_rows_by_owner(
@@ -617,7 +617,7 @@ TEST(GroupRowsTest, UnknownOwnersAndUnroutedRowsShareOneCoordinator) {
     EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({4000, 4001}));
 }
 
-TEST(GroupRowsTest, UnroutedRowsCarryNoBucket) {
+TEST(GroupingTest, UnroutedRowsCarryNoBucket) {
     int calls = 0;
     auto groups = group_rows_by_owner(
         3, [](int) { return std::optional<uint32_t>(); }, owners(&calls));
@@ -629,7 +629,7 @@ TEST(GroupRowsTest, UnroutedRowsCarryNoBucket) {
 
 // The owner's rows run on Picodata's local path; the coordinator's may wait for another
 // replicaset's master (a dead master stalls the tier): they are not sent together.
-TEST(GroupRowsTest, ACoordinatorAtAnOwnersAddressKeepsItsRowsApart) {
+TEST(GroupingTest, ACoordinatorAtAnOwnersAddressKeepsItsRowsApart) {
     OwnerLookups l;
     l.owner = [](uint32_t bucket, Target *out) {
         if (bucket == 99)
@@ -651,7 +651,7 @@ TEST(GroupRowsTest, ACoordinatorAtAnOwnersAddressKeepsItsRowsApart) {
     EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({99}));
 }
 
-TEST(GroupRowsTest, NoRowsNoGroups) {
+TEST(GroupingTest, NoRowsNoGroups) {
     int calls = 0;
     EXPECT_TRUE(group_rows_by_owner(
                     0, [](int) { return std::optional<uint32_t>(1); }, owners(&calls))
@@ -659,4 +659,4 @@ TEST(GroupRowsTest, NoRowsNoGroups) {
 }
 
 }  // namespace
-}  // namespace picoroute::route
+}  // namespace picoroute::routing

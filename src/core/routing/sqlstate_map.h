@@ -15,21 +15,22 @@
 
 #include <string_view>
 
-namespace picoroute::sqlstate {
+namespace picoroute::routing {
 
-struct Rule {
+struct SqlstateRule {
     std::string_view text;      // matched anywhere in the message, case-sensitively
     std::string_view sqlstate;  // PostgreSQL's code
     std::string_view source;    // where Picodata (or tarantool) writes it
 };
 
 // The table, in the order it is searched.
-const Rule *rules(size_t *count);
+const SqlstateRule *sqlstate_rules(size_t *count);
 
 // The SQLSTATE picoroute raises for a remote error: the remote one when it is not XX000 (Picodata
 // had a code of its own), else the code of the first rule whose text the message contains, else
 // XX000.
-std::string_view for_remote_error(std::string_view remote_sqlstate, std::string_view message);
+std::string_view sqlstate_for_remote_error(std::string_view remote_sqlstate,
+                                           std::string_view message);
 
 // Whether an error a server sent while a connection started (libpq's verbose message carries its
 // SQLSTATE) is final: another attempt, at this instance or another, would get the same answer (a
@@ -39,4 +40,4 @@ std::string_view for_remote_error(std::string_view remote_sqlstate, std::string_
 // connections) and 57P01-57P03 (shutdown, crash shutdown, cannot connect now).
 bool startup_refusal_is_final(std::string_view sqlstate);
 
-}  // namespace picoroute::sqlstate
+}  // namespace picoroute::routing

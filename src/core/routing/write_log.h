@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-namespace picoroute::write {
+namespace picoroute::routing {
 
 class WriteLog {
   public:
@@ -60,11 +60,4 @@ class WriteLog {
     mutable uint64_t told_ = 0;
 };
 
-// Whether a remote error of a write leaves its outcome unknown although the instance answered:
-// Picodata's coordinator raised it after it had sent the statement to the storages.
-// "dql timeout exceeded" (future_wait in src/sql/dispatch.lua, 25.5.1 to 26.3.0): its Lua dispatch
-// waited for every master of the tier until the statement's deadline, then sent the statement to
-// the connected ones with no time left to collect their answers.
-bool outcome_unknown_error(std::string_view message);
-
-}  // namespace picoroute::write
+}  // namespace picoroute::routing

@@ -1,8 +1,8 @@
-#include "core/write_log.h"
+#include "core/routing/write_log.h"
 
 #include <gtest/gtest.h>
 
-using picoroute::write::WriteLog;
+using picoroute::routing::WriteLog;
 
 TEST(WriteLogTest, NothingSentSaysNothingCommittedAndHasNoAccount) {
     WriteLog log;
@@ -67,15 +67,4 @@ TEST(WriteLogTest, AStatementWithoutRowCountIsStillApplied) {
     EXPECT_EQ(log.summary(),
               "A statement of it that reports no row count (TRUNCATE TABLE) was already applied "
               "on instance a:1; that is not undone.");
-}
-
-TEST(WriteLogTest, DqlTimeoutExceededLeavesTheOutcomeUnknown) {
-    using picoroute::write::outcome_unknown_error;
-    // Picodata's text through pgproto (dispatch.lua's error, wrapped by Rust), as the emulator
-    // gives it.
-    EXPECT_TRUE(outcome_unknown_error(
-        "sbroad: box error: ProcLua: {\"type\":\"ClientError\",\"code\":32,\"message\":\"Error on "
-        "replicaset 9f1c: dql timeout exceeded\"}"));
-    EXPECT_FALSE(outcome_unknown_error("Failed to add a storage reference: timeout"));
-    EXPECT_FALSE(outcome_unknown_error("duplicate key value violates unique constraint"));
 }

@@ -1,5 +1,5 @@
 // The routing of one statement and the grouping of INSERT rows (see statement_route.h).
-#include "core/statement_route.h"
+#include "core/routing/statement.h"
 
 #include "core/bucket_hash.h"
 #include "core/capabilities.h"
@@ -9,7 +9,7 @@
 #include <map>
 #include <utility>
 
-namespace picoroute::route {
+namespace picoroute::routing {
 
 namespace {
 
@@ -294,4 +294,4 @@ std::vector<RowGroup> group_rows_by_owner(
     return out;
 }
 
-}  // namespace picoroute::route
+}  // namespace picoroute::routing

@@ -1,15 +1,15 @@
-#include "core/retry_rules.h"
+#include "core/routing/answer.h"
 
 #include <gtest/gtest.h>
 
-using picoroute::retry::closed_at_startup;
-using picoroute::retry::needs_leader_read;
-using picoroute::retry::Outcome;
-using picoroute::retry::outcome_of;
-using picoroute::retry::read_retryable;
-using picoroute::retry::refused_before_running;
+using picoroute::routing::closed_at_startup;
+using picoroute::routing::needs_leader_read;
+using picoroute::routing::Outcome;
+using picoroute::routing::outcome_of;
+using picoroute::routing::read_retryable;
+using picoroute::routing::refused_before_running;
 
-TEST(RetryRulesTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
+TEST(AnswerTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
     EXPECT_TRUE(refused_before_running(
         "sbroad: ProcLua: {\"message\":\"Error on replicaset 9f1c: retry is required: DML was "
         "sent to the replica during master switchover\"}"));
@@ -42,7 +42,7 @@ TEST(RetryRulesTest, RefusalsBeforeRunningAreRecognisedWhereverTheyStand) {
         "78, name: TIMEOUT)"));
 }
 
-TEST(RetryRulesTest, AForwardRefusalNoInstanceCanSatisfyIsNotSentAgain) {
+TEST(AnswerTest, AForwardRefusalNoInstanceCanSatisfyIsNotSentAgain) {
     // Picodata's other reasons (enforce_forward_option, 26.3.0): every instance refuses these.
     EXPECT_FALSE(refused_before_running(
         "sbroad: invalid option: cannot satisfy \"forward = off\": buckets span multiple nodes and "
@@ -52,7 +52,7 @@ TEST(RetryRulesTest, AForwardRefusalNoInstanceCanSatisfyIsNotSentAgain) {
         "nodes, try using \"forward = on\" instead"));
 }
 
-TEST(RetryRulesTest, FailuresDuringOrAfterRunningAreNot) {
+TEST(AnswerTest, FailuresDuringOrAfterRunningAreNot) {
     // The outcome of these is unknown or the statement ran: never sent again.
     EXPECT_FALSE(refused_before_running("dql timeout exceeded"));
     EXPECT_FALSE(refused_before_running("Error on replicaset 9f1c: Peer closed"));
@@ -67,7 +67,7 @@ TEST(RetryRulesTest, FailuresDuringOrAfterRunningAreNot) {
     EXPECT_FALSE(refused_before_running("sbroad: failed to remove local bucket reference: x"));
 }
 
-TEST(RetryRulesTest, AReadIsSentAgainOnlyWhenThatIsSafeAndUseful) {
+TEST(AnswerTest, AReadIsSentAgainOnlyWhenThatIsSafeAndUseful) {
     EXPECT_TRUE(read_retryable("sbroad: Failed to get replicaset from bucket 3: no route"));
     EXPECT_TRUE(read_retryable("sbroad: failed to add local bucket reference: timeout"));
     // The coordinator lost its connection to a replicaset (a switchover): a read changes nothing.
@@ -84,7 +84,7 @@ TEST(RetryRulesTest, AReadIsSentAgainOnlyWhenThatIsSafeAndUseful) {
     EXPECT_FALSE(read_retryable(""));
 }
 
-TEST(RetryRulesTest, ALeaderOnlyRefusalIsRecognisedWithItsPrefix) {
+TEST(AnswerTest, ALeaderOnlyRefusalIsRecognisedWithItsPrefix) {
     EXPECT_TRUE(needs_leader_read(
         "sbroad: invalid option: read_preference must be set to 'leader' when querying unlogged "
         "tables"));
@@ -100,7 +100,7 @@ TEST(RetryRulesTest, ALeaderOnlyRefusalIsRecognisedWithItsPrefix) {
         "tables"));
 }
 
-TEST(RetryRulesTest, TheOutcomeOfAWriteIsToldOnlyWhereItIsKnown) {
+TEST(AnswerTest, TheOutcomeOfAWriteIsToldOnlyWhereItIsKnown) {
     EXPECT_EQ(outcome_of("XX000", "sbroad: failed to add local bucket reference: timeout"),
               Outcome::NotRun);
     EXPECT_EQ(outcome_of("XX000",
@@ -124,7 +124,7 @@ TEST(RetryRulesTest, TheOutcomeOfAWriteIsToldOnlyWhereItIsKnown) {
     EXPECT_EQ(outcome_of("", ""), Outcome::Failed);
 }
 
-TEST(RetryRulesTest, AConnectionClosedAtStartupIsToldApart) {
+TEST(AnswerTest, AConnectionClosedAtStartupIsToldApart) {
     // libpq's message when Picodata closes the connection unanswered (bad startup options).
     EXPECT_TRUE(closed_at_startup(
         "connection to server at \"127.0.0.1\", port 4327 failed: server closed the connection "
@@ -144,7 +144,7 @@ TEST(RetryRulesTest, AConnectionClosedAtStartupIsToldApart) {
 // The texts as the emulator writes them (Picodata's, with the coordinator's "sbroad: " in front
 // and tarantool's "box error: ProcLua: " inside a storage's answer): the rules read them as they
 // read the bare texts.
-TEST(RetryRulesTest, PrefixedTextsAreJudgedAsTheBareOnes) {
+TEST(AnswerTest, PrefixedTextsAreJudgedAsTheBareOnes) {
     const char *storage_ref =
         "sbroad: Failed to add a storage reference: box error: ProcLua: vshard error: Timeout "
         "exceeded (type: ClientError, code: 78, name: TIMEOUT)";
@@ -170,4 +170,18 @@ TEST(RetryRulesTest, PrefixedTextsAreJudgedAsTheBareOnes) {
     const char *vdbe = "sbroad: Reached a limit on max executed vdbe opcodes. Limit: 45000";
     EXPECT_FALSE(read_retryable(vdbe));
     EXPECT_EQ(outcome_of("XX000", vdbe), Outcome::Failed);
+}
+
+TEST(AnswerTest, DqlTimeoutExceededLeavesTheOutcomeUnknown) {
+    // Picodata's text through pgproto (dispatch.lua's error, wrapped by Rust), as the emulator
+    // gives it: its Lua dispatch waited for every master of the tier until the statement's
+    // deadline, then sent the statement to the connected ones (future_wait in src/sql/dispatch.lua,
+    // 25.5.1 to 26.3.0).
+    EXPECT_EQ(outcome_of("XX000",
+                         "sbroad: box error: ProcLua: {\"type\":\"ClientError\",\"code\":32,"
+                         "\"message\":\"Error on replicaset 9f1c: dql timeout exceeded\"}"),
+              Outcome::Unknown);
+    EXPECT_EQ(outcome_of("XX000", "Failed to add a storage reference: timeout"), Outcome::NotRun);
+    EXPECT_EQ(outcome_of("XX000", "duplicate key value violates unique constraint"),
+              Outcome::Failed);
 }
