@@ -21,7 +21,7 @@ CLIENT_USER = "picoroute"
 CLIENT_PASSWORD = "picoroute"
 # Emulated Picodata builds (`picoemu up --picodata V`, V one of emu_caps.BUILDS, the text of
 # _pico_instance.picodata_version) and what each can do: the capabilities of picoroute's table
-# (src/core/capabilities.json, read by emu_caps.py), by their names there; see the README's "Versions".
+# (src/core/capabilities.json, read by caps.py), by their names there; see the README's "Versions".
 VERSIONS = {name: emu_caps.capabilities(name) for name in emu_caps.BUILDS}
 DEFAULT_VERSION = emu_caps.DEFAULT_BUILD
 IPROTO_PORT_OFFSET = 500  # iproto address advertised in _pico_peer_address: base + 500 + index

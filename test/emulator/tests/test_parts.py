@@ -9,7 +9,7 @@ from picoemu_lib.buckets import multirange
 
 
 class WritePartsTest(unittest.TestCase):
-    """emu_parts: which writes the front runs once per replicaset, and the one answer it gives."""
+    """parts: which writes the front runs once per replicaset, and the one answer it gives."""
     STATE = {"tables": [{"name": "users", "global": False, "tier": "default", "sharding_key": ["id"]},
                         {"name": "kv", "global": False, "tier": "default", "sharding_key": ["k", "n"]},
                         {"name": "g", "global": True, "tier": None, "sharding_key": []},

@@ -25,7 +25,7 @@ What Picodata sends, read in its sources:
   1 an integer, 1.5 a decimal, 1.5e0 a double, 'x' a string).
 
 The buckets are computed here for one sharded table with its sharding key fixed by equalities in the
-WHERE clause (OR-of-AND chains as emu_route reads them, IN lists as ORs, within the DNF limit where
+WHERE clause (OR-of-AND chains as route/ reads them, IN lists as ORs, within the DNF limit where
 the version has it), or by `bucket_id = N` where the version prunes by it; joins and subqueries give
 every bucket. The hashing rule is the emulated version's (25.5's or 26.1's), unless the cluster was made with
 `up --wrong-hash double` (a deliberately wrong cluster, which hashes doubles by the other rule where
@@ -143,7 +143,7 @@ def answer(sql: str, params: Optional[Sequence[Optional[str]]], state: Doc, vers
     known = {t["name"] for t in state.get("tables", [])} | CATALOG
     if toks and not word(toks[0], "with"):
         for _, name in table_refs(toks):
-            if name not in known:  # planning fails as the statement itself would (emu_front.picodata_error)
+            if name not in known:  # planning fails as the statement itself would (front.texts.picodata_error)
                 raise ExplainError('sbroad: table with name "%s" not found' % name)
     wanted = _facets(names)
     buckets, count = statement_buckets(toks, state, params, version) if toks else ("any", 0)

@@ -41,7 +41,7 @@ def read_only_refusal(m: bytes, version: str) -> bytes:
 # the error kind").
 KEPT_STATES = (b"XX000", b"42P03", b"42P05", b"08P01")
 BIND_STATES = (b"22P02", b"22P03", b"0A000")
-# The storages' own forward=off check (sql/strict.sql, PE001) stands behind the front's (emu_route), for
+# The storages' own forward=off check (sql/strict.sql, PE001) stands behind the front's (route/), for
 # a statement whose bucket set the front could not read: the client gets Picodata's text for all buckets.
 STRICT_STATE = b"PE001"
 STRICT_TEXT = ('sbroad: invalid option: cannot satisfy "forward = off": buckets span multiple nodes and are '

@@ -147,7 +147,7 @@ def tcl_and_explain(tc: unittest.TestCase, c: w.Conn) -> None:
         tc.assertEqual(w.kinds(a), "12nCZ", a)
         tc.assertEqual(a[3], ("C", "COMMIT"), a)
     c.query("DELETE FROM users WHERE id = 300001")
-    # ---- a plain EXPLAIN, answered by the front as Picodata answers it (emu_explain) ------------------
+    # ---- a plain EXPLAIN, answered by the front as Picodata answers it (explain/) ---------------------
     line = "buckets = [%d]" % hashing.bucket_id([1], 10)  # --bucket-count 10, above
     a = c.query("EXPLAIN SELECT id FROM users WHERE id = 1")
     with tc.subTest("explain: a simple Query gets Picodata's plan, its buckets line last"):

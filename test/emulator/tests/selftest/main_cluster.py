@@ -294,7 +294,7 @@ def strict_mode(tc: unittest.TestCase, d: str, s: Doc, ports: List[int]) -> None
         tc.assertEqual(q(p4, "SELECT name FROM users WHERE bucket_id = 1934", "picoroute"), [["upd"]])
     with tc.subTest("strict: full scan refused"):
         tc.assertIn("forward=off", qerr(p4, "SELECT count(*) FROM users", "picoroute"))
-    # through the fronts: judged by the statement's bucket set, Picodata's text (emu_route)
+    # through the fronts: judged by the statement's bucket set, Picodata's text (route/)
     f1, f3, f4 = (s["instances"][k]["front_port"] for k in (0, 2, 3))
     k1 = next(k for k in range(2, 100) if hashing.bucket_id([k], 3000) <= 1500)
     fwd = 'cannot satisfy "forward = off": '
