@@ -28,6 +28,7 @@ class RemoteStatements final : public PreparedStatements {
     std::string name;  // "" when the statement in flight went unnamed
     std::vector<std::optional<std::string>> values;
     bool retried = false;
+    size_t held() const override { return cache.size(); }
 };
 
 namespace {
