@@ -8,6 +8,7 @@ extern "C" {
 #include "core/statement_cache.h"
 #include "pg/guard.h"
 #include "pg/settings.h"
+#include "pg/stats/connections.h"
 
 #include <algorithm>
 #include <cstring>
@@ -157,6 +158,7 @@ void send_on(Connection *c, bool invalidation, const std::string &sql,
     if (!PQsendQueryPrepared(c->conn, rs->name.c_str(), n, values.data(), nullptr, nullptr, 0))
         throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
+    stats::connection_state(c, true, PQTRANS_ACTIVE, c->statements, rs->held());
 }
 
 }  // namespace
