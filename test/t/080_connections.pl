@@ -121,13 +121,20 @@ cmp_ok($q->(qq{SELECT connection_budget_waits FROM picoroute_stat_instances
 ok(wait_for($node, qq{SELECT connections_open FROM picoroute_stat_instances
                       WHERE address = '$owner_address'}, '0', 20), 'no place is left taken');
 
-# A session holds the place in an open transaction: another cannot get it.
+# A session holds the place in an open transaction: another cannot get it. Statistics off change
+# nothing to the count nor to the list.
 my $holder = $node->background_psql('postgres');
 my $pid_h = $holder->query_safe('SELECT pg_backend_pid()');
+$holder->query_safe('SET picoroute.track_statistics = off');
 $holder->query_safe('BEGIN');
 is($holder->query_safe('SELECT name FROM users WHERE id = 1'), 'name_1', 'the holder reads');
+is($q->(qq{SELECT count(*) FROM picoroute_stat_connections
+           WHERE pid = $pid_h AND address = '$owner_address'}),
+    '1', 'its connection is listed with statistics off');
 for my $case ([ 'SET picoroute.failover_wait = 300', 'after picoroute.failover_wait' ],
-              [ "SET statement_timeout = '1s'", 'before statement_timeout' ]) {
+              [ "SET statement_timeout = '1s'", 'before statement_timeout' ],
+              [ "SET picoroute.track_statistics = off;\nSET picoroute.failover_wait = 300",
+                'with statistics off' ]) {
     my ($set, $label) = @$case;
     my ($ret, $out, $err) = $node->psql('postgres',
         "\\set VERBOSITY verbose\n$set;\nSELECT name FROM users WHERE id = 1;");
