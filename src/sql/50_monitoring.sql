@@ -98,7 +98,8 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION picoroute_stat_reset() IS
 'Zeroes every counter of picoroute_stat_instances and picoroute_stat_tables, for all databases '
-'(connections_open, a count of what is open, stays) and sets their stats_reset.';
+'(connections_open and connections_unlisted, counts of what is open, stay) and sets their '
+'stats_reset.';
 
 -- Statistics and topology events are readable by every role, as pg_stat_* views are; resetting
 -- them is not (as pg_stat_reset()).
