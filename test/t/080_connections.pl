@@ -88,16 +88,25 @@ $q->('SELECT pg_reload_conf()');
 ok(wait_for($node, q{SHOW picoroute.max_connections_per_instance}, '1', 10), 'budget of one');
 $q->('SELECT picoroute_stat_reset()');
 
-# Each holds its connection for its whole transaction (pg_sleep after the row came).
+# Each holds its connection for its whole transaction (pg_sleep after the row came). The first
+# holds it for 3 s and the other two start only once it holds it, so that they must wait however
+# slowly the machine starts them; a wait of a minute at most (the default 10 s could pass on a
+# loaded machine before all three are done).
 my @runs;
-for my $i (1 .. 3) {
+my $start_run = sub {
+    my ($seconds) = @_;
     my ($out, $err) = ('', '');
+    local $ENV{PGOPTIONS} = '-c picoroute.failover_wait=60s';
     my $h = IPC::Run::start(
         [ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-          '-c', 'SELECT name, pg_sleep(1) IS NOT NULL FROM users WHERE id = 1' ],
-        '>', \$out, '2>', \$err, IPC::Run::timeout(60));
+          '-c', "SELECT name, pg_sleep($seconds) IS NOT NULL FROM users WHERE id = 1" ],
+        '>', \$out, '2>', \$err, IPC::Run::timeout(120));
     push @runs, { h => $h, out => \$out, err => \$err };
-}
+};
+$start_run->(3);
+ok(wait_for($node, qq{SELECT count(*) FROM picoroute_stat_connections WHERE address = '$owner_address'},
+            '1', 30), 'the first session holds the place');
+$start_run->(1) for 2 .. 3;
 my ($max_open, $max_listed, $samples) = (0, 0, 0);
 while (grep { $_->{h}->pumpable } @runs) {
     my ($open, $listed_now) = split /\|/, $q->(
