@@ -23,8 +23,10 @@ extern "C" {
 #include "core/capabilities.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
+#include "pg/remote/rounds.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/key_datum.h"
+#include "pg/lookup.h"
 #include "pg/sql_common.h"
 
 namespace picoroute::pg::remote {

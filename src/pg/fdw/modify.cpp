@@ -34,7 +34,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "core/routing/statement.h"
+#include "core/routing/grouping.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
@@ -275,13 +275,8 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         routed = routed && count > 0;
-        // Unknown buckets and unrouted rows go to one coordinator (core/routing/statement.h).
-        routing::OwnerLookups lookups;
-        lookups.owner = [&](uint32_t bucket, Target *out) {
-            return bucket_target(view, tier, bucket, ReadPref::Leader, out);
-        };
-        lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
+        // Unknown buckets and unrouted rows go to one coordinator (core/routing/grouping.h).
+        std::vector<routing::Group> groups = routing::group_by_owner(
             nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -289,14 +284,14 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 return key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
                                   &key_nulls[r * t->nkeys], count, t->hash_rule);
             },
-            lookups);
+            owner_lookups(view, tier, ReadPref::Leader, false));
         std::vector<Job> jobs;
         jobs.reserve(groups.size());
-        for (routing::RowGroup &group : groups) {
+        for (routing::Group &group : groups) {
             Job job;
             job.target = std::move(group.target);
             char *sql = nullptr;
-            int n = static_cast<int>(group.rows.size());
+            int n = static_cast<int>(group.members.size());
             pg_call([&] {
                 StringInfoData buf;
                 initStringInfo(&buf);
@@ -304,7 +299,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 sql = buf.data;
             });
             job.sql = std::string(sql) + option_clause(t, false);
-            for (int r : group.rows)
+            for (int r : group.members)
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
             job.may_span = !t->global && !one_replicaset(job.target, t->tier);

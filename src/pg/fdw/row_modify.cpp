@@ -36,7 +36,7 @@ extern "C" {
 #include "utils/varlena.h"
 }
 
-#include "core/routing/statement.h"
+#include "core/routing/grouping.h"
 #include "pg/fdw/fdw_internal.h"
 #include "pg/fdw/row_modify.h"
 #include "pg/guard.h"
@@ -298,12 +298,7 @@ void send_rows(RowModifyState *s) {
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         bool routed = !t->global && t->nkeys > 0 && count > 0;
-        routing::OwnerLookups lookups;
-        lookups.owner = [&](uint32_t bucket, Target *out) {
-            return bucket_target(view, tier, bucket, ReadPref::Leader, out);
-        };
-        lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
+        std::vector<routing::Group> groups = routing::group_by_owner(
             s->nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -311,13 +306,13 @@ void send_rows(RowModifyState *s) {
                 return key_bucket(t->nkeys, s->key_types, s->rows[r].keys, s->rows[r].key_nulls,
                                   count, t->hash_rule);
             },
-            lookups);
+            owner_lookups(view, tier, ReadPref::Leader, false));
         std::string option = option_clause(t, false);
         std::vector<Job> jobs;
-        for (routing::RowGroup &group : groups) {
-            for (int r : group.rows) {
+        for (routing::Group &group : groups) {
+            for (int r : group.members) {
                 Job job;
-                job.target = group.target;
+                job.target = routing::member_target(group);  // one statement per row
                 job.sql = std::string(s->rows[r].sql) + option;
                 job.values.assign(s->rows[r].values, s->rows[r].values + s->rows[r].nvalues);
                 job.may_span = !t->global && !one_replicaset(job.target, t->tier);
