@@ -37,6 +37,7 @@ import os
 import re
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import peers_bench as pb  # noqa: E402  (the emulator and node helpers)
@@ -160,7 +161,67 @@ def bench(args, emu, node):
         for n in args.keys:
             for name, table, setting, query in variants(n):
                 samples[(n, name)].append(exec_ms(explain(node, setting, query.format(t=table))))
-    return render(args, samples, plans, audit)
+    work = join_work(emu, node, args.keys[0])
+    return render(args, samples, plans, audit) + render_work(args.keys[0], work)
+
+
+WORK_VARIANTS = ("batched", "full_scan", "pg_fdw", "in_list")
+
+
+def join_work(emu, node, n):
+    """At n keys: the node backend's CPU per execution (/proc/PID/schedstat around a plain
+    execution in a session that ran it once), then, in a counting pass with relays in front of
+    every instance (never timed), the rows and bytes the node received and its round trips."""
+    st = emu.status()
+    coord = sorted(i["port"] for i in st["instances"] if i["role"] == "master")[0]
+    coord_private = next(i["private_port"] for i in st["instances"] if i["port"] == coord)
+    todo = [v for v in variants(n) if v[0] in WORK_VARIANTS]
+    cpu = {}
+    for name, table, setting, query in todo:
+        s = pb.NodeSession(node)
+        try:
+            sql = f"{setting} {query.format(t=table)}"
+            s.run(sql)
+            before = s.cpu_ns()
+            s.run(sql)
+            cpu[name] = (s.cpu_ns() - before) / 1e6
+        finally:
+            s.close()
+    counts = {}
+    with pb.counting_relays(emu, node, {"fdw": coord_private}) as snap:
+        for name, table, setting, query in todo:
+            s = pb.NodeSession(node)
+            try:
+                sql = f"{setting} {query.format(t=table)}"
+                s.run(sql)
+                time.sleep(0.1)
+                before = snap()
+                s.run(sql)
+                time.sleep(0.2)
+                counts[name] = snap().minus(before)
+            finally:
+                s.close()
+    return {name: (cpu[name], counts[name]) for name, *_ in todo}
+
+
+def render_work(n, work):
+    lines = ["", f"### The work saved at {n} local keys", "",
+             "Counted where this machine's time cannot show it: the rows and bytes the node "
+             "received from the instances for one execution and its round trips to them "
+             "(relays, a separate counting pass: `bench/wire.py`), and the node backend's CPU "
+             "per execution (`/proc/PID/schedstat`).", "",
+             "| variant | rows received | bytes received | round trips to the instances | "
+             "node CPU ms |", "|---|---|---|---|---|"]
+    for name in WORK_VARIANTS:
+        if name in work:
+            ms, c = work[name]
+            lines.append(f"| {name} | {c.rows} | {c.bytes_down} | {c.round_trips} | {ms:.2f} |")
+    if "batched" in work and "full_scan" in work:
+        b, f = work["batched"], work["full_scan"]
+        lines += ["", f"full scan / batched: rows received {f[1].rows / max(1, b[1].rows):.0f}x, "
+                  f"node CPU {f[0] / b[0]:.1f}x (information: the targets are the upper "
+                  "relations')."]
+    return "\n".join(lines) + "\n"
 
 
 def render(args, samples, plans, audit):
@@ -191,11 +252,9 @@ def render(args, samples, plans, audit):
         "between (the emulator advertises them, `picoemu up --advertise-private`; picoroute's "
         "server has `execution_options 'off'`). Before timing, every variant ran once through "
         f"the instances' Picodata fronts and was refused nothing (`picoemu audit`: {audit}). "
-        "On a private port the emulator routes a keyed statement by a literal key only: a "
-        "statement that binds its keys (the `parameterized` lookups, the key lists of "
-        "`batched` and `in_list`) makes the owner also ask the other replicaset (Picodata, and "
-        "the emulator behind its front, would not); `full_scan` and `pg_fdw` send no keyed "
-        "statement.",
+        "The instances route a bound key as a literal one (`picoemu up --private-pgproto`: "
+        "the `parameterized` lookups reach the owner only); `full_scan` and `pg_fdw` send no "
+        "keyed statement.",
     ]
     for n in args.keys:
         par = med(samples[(n, "batched")])

@@ -1,7 +1,9 @@
 #!/bin/sh
 # One command for the benchmarks: bench/lookup_bench.py, bench/peers_bench.py,
-# bench/scan_memory.py, bench/upper_bench.py, bench/join_bench.py and bench/tpcb_bench.py, in that
-# order, and one report with all of them, the date, the core count and the PostgreSQL version.
+# bench/scan_memory.py, bench/upper_bench.py, bench/join_bench.py, bench/oltp_bench.py and
+# bench/tpcb_bench.py, in that order, and one report with all of them: first the verdict of every
+# target (the benches append their rows to one file), then the date, the core count, the machine's
+# load before and after, the PostgreSQL version and each bench's section.
 #
 #   bench/run.sh                 full run (about 18 minutes on 2 cores), writes bench/RESULTS.md
 #   bench/run.sh --quick         smoke run (under 3 minutes); prints the report and writes
@@ -47,20 +49,26 @@ run_bench() {
 }
 
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
+t0=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+v="$tmp/verdicts.jsonl"
+: > "$v"
 if [ -n "$quick" ]; then
     run_bench python3 bench/lookup_bench.py --runs 3 --calls 100000 \
         --out "$tmp/lookup.md"
-    run_bench python3 bench/peers_bench.py --quick --out "$tmp/peers.md"
+    run_bench python3 bench/peers_bench.py --quick --out "$tmp/peers.md" --verdicts "$v"
     run_bench python3 bench/scan_memory.py --quick --out "$tmp/scan_memory.md"
-    run_bench python3 bench/upper_bench.py --quick --out "$tmp/upper.md"
+    run_bench python3 bench/upper_bench.py --quick --out "$tmp/upper.md" --verdicts "$v"
     run_bench python3 bench/join_bench.py --quick --out "$tmp/join.md"
+    run_bench python3 bench/oltp_bench.py --quick --out "$tmp/oltp.md" --verdicts "$v"
     run_bench python3 bench/tpcb_bench.py --quick --out "$tmp/tpcb.md"
 else
     run_bench python3 bench/lookup_bench.py --out "$tmp/lookup.md"
-    run_bench python3 bench/peers_bench.py --out "$tmp/peers.md"
+    run_bench python3 bench/peers_bench.py --seconds1 4 --out "$tmp/peers.md" --verdicts "$v"
     run_bench python3 bench/scan_memory.py --out "$tmp/scan_memory.md"
-    run_bench python3 bench/upper_bench.py --out "$tmp/upper.md"
+    run_bench python3 bench/upper_bench.py --runs 5 --out "$tmp/upper.md" --verdicts "$v"
     run_bench python3 bench/join_bench.py --runs 5 --out "$tmp/join.md"
+    run_bench python3 bench/oltp_bench.py --runs 3 --seconds 15 --out "$tmp/oltp.md" --verdicts "$v"
     run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
 fi
 
@@ -78,7 +86,21 @@ if [ -n "$(git status --porcelain -- src 2>/dev/null)" ]; then commit="$commit +
     echo "- Machine: $(nproc) cores ($cpu), $(uname -sr)"
     echo "- PostgreSQL: $("$(pg_config --bindir)/postgres" --version)"
     echo "- picoroute: $commit"
-    echo "- Command: \`bench/run.sh${quick:+ --quick}\`"
+    echo "- Command: \`bench/run.sh${quick:+ --quick}\`, $(( ($(date +%s) - t0) / 60 )) min $(( ($(date +%s) - t0) % 60 )) s"
+    echo "- Load average (1, 5, 15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)" \
+         "(the figures mean something only on an idle machine)"
+    echo
+    echo "## Verdicts"
+    echo
+    echo "Every target, from the sections below (the same figures, with their configuration)."
+    echo
+    echo "| measure | value | target | verdict |"
+    echo "|---|---|---|---|"
+    python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    m, value, target, verdict = json.loads(line)
+    print("| %s | %.2f | %s | %s |" % (m, value, target, verdict))' "$v"
     echo
     cat "$tmp/peers.md"
     echo
@@ -91,6 +113,8 @@ if [ -n "$(git status --porcelain -- src 2>/dev/null)" ]; then commit="$commit +
     cat "$tmp/upper.md"
     echo
     cat "$tmp/join.md"
+    echo
+    cat "$tmp/oltp.md"
     echo
     cat "$tmp/tpcb.md"
     echo

@@ -10,7 +10,7 @@ PACKAGES=(
     nlohmann-json3-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang-format libipc-run-perl perl python3 pyflakes3 python3-psycopg
     debhelper dpkg-dev postgresql-server-dev-all lintian
-    sqlsmith
+    sqlsmith sysbench
     python3-psycopg libpostgresql-jdbc-java default-jdk-headless
 )
 

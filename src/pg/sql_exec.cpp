@@ -307,12 +307,12 @@ ExecArgs exec_args(FunctionCallInfo fcinfo, const char *function,
 // "leader", or "any" for a `read_only` call (the replica it is sent to serves it, or the master
 // when there is no replica), unless this session learned that reads must be leader reads
 // (leader_reads.h). A read_preference in picoroute.conninfo's options is replaced. While no version
-// is detected it is named too: a version without the option only logs it as unknown
-// (src/pgproto/client/startup.rs:70-77@25.5.10), and one with it may otherwise read on a replica.
+// is detected nothing is named, as the foreign tables assume no capability then (a server that is
+// not Picodata refuses an unknown startup option).
 ConnParams exec_params(bool read_only) {
     ConnParams params = conninfo_params();
     std::optional<std::string> version = current_map().view->cluster_version();
-    if (version && !caps::has(*version, caps::Capability::ReadPreference))
+    if (!version || !caps::has(*version, caps::Capability::ReadPreference))
         return params;
     params.read_preference = routing::exec_read_preference(read_only, leader_reads_learned(""));
     bool found = false;

@@ -226,11 +226,40 @@ class Cluster:
                       "picoemu.local_exec = %s" % ("on" if st.cap("local_execution") else "off"),
                       "picoemu.replica_reads = %s" % ("on" if st.cap("read_preference") else "off"),
                       "picoemu.hash_rule = '%s'" % st.hash_rule()]
+            if st.d.get("private_pgproto"):  # up --private-pgproto (private_pgproto.c)
+                lines += ["shared_preload_libraries = '%s'" % self.private_pgproto_lib(),
+                          "plan_cache_mode = force_custom_plan"]
         if primary_port:
             lines.append("primary_conninfo = 'host=127.0.0.1 port=%d user=%s password=%s "
                          "application_name=%s connect_timeout=5'" % (primary_port, ADMIN_USER,
                                                                      ADMIN_PASSWORD, name))
         return "\n".join(lines) + "\n"
+
+    def private_pgproto_lib(self):
+        return os.path.join(self.dir, "private_pgproto.so")
+
+    def build_private_pgproto(self):
+        """Compiles private_pgproto.c (up --private-pgproto) into the cluster's directory, against
+        the server headers of the PostgreSQL that runs the instances."""
+        version = pg.run_server_cmd([pg.pgbin("postgres"), "--version"], "/").stdout.split()[-1]
+        major = version.split(".")[0]
+        dirs = ["/usr/include/postgresql/%s/server" % major]
+        try:
+            out = subprocess.run(["pg_config", "--includedir-server"], capture_output=True, text=True,
+                                 timeout=10)
+            dirs.insert(0, out.stdout.strip())
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        inc = next((d for d in dirs if d and os.path.exists(os.path.join(d, "postgres.h"))), None)
+        if inc is None:
+            raise EmuError("--private-pgproto needs the PostgreSQL %s server headers (postgresql-server-dev-%s)"
+                           % (major, major))
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_pgproto.c")
+        out = subprocess.run(["cc", "-O2", "-fPIC", "-shared", "-I", inc, "-o", self.private_pgproto_lib(), src],
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise EmuError("cannot compile %s: %s" % (src, out.stderr[-2000:]))
+        os.chmod(self.private_pgproto_lib(), 0o755)
 
     def write_conf(self, inst, primary=None):
         d = self.datadir(inst)
@@ -404,7 +433,7 @@ class Cluster:
 
     # ---- commands: lifecycle -------------------------------------------------------------------
     def up(self, tiers, base_port, advertise_wildcard, auth, picodata_version, advertise_private=False,
-           wrong_hash=None):
+           wrong_hash=None, private_pgproto=False):
         if self.st is not None:
             started = []
             for i in self.st.active_instances():
@@ -425,6 +454,9 @@ class Cluster:
                                      advertise_private)
         if wrong_hash:  # a test device (emu_explain.py): fixed for the life of the cluster
             st.d["wrong_hash"] = wrong_hash
+        if private_pgproto:  # fixed for the life of the cluster, like advertise_private
+            st.d["private_pgproto"] = True
+            self.build_private_pgproto()
         for tier in st.tiers:
             for _ in range(tier["replicasets"]):
                 rs = st.new_replicaset(tier)

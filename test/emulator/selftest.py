@@ -34,6 +34,7 @@ import emu_pg as pg  # noqa: E402
 import pgwire as w  # noqa: E402
 import selftest_concurrency  # noqa: E402
 import selftest_front  # noqa: E402
+import selftest_private  # noqa: E402
 import test_key_route  # noqa: E402
 from emu_sql import lit as sql_lit  # noqa: E402
 from emu_state import compress, expand, rebalance, segments, target_counts  # noqa: E402
@@ -1299,8 +1300,11 @@ class Scenario(unittest.TestCase):
     def test_concurrency_cluster(self):
         selftest_concurrency.concurrency_cluster(self, self.dir("conc"), BASE + 80, emu, status)
 
+    def test_private_cluster(self):
+        selftest_private.private_cluster(self, self.dir("private"), BASE + 120, emu, status, touched)
 
-DIRS = ("main", "small", "v25", "front", "conc", "partial")
+
+DIRS = ("main", "small", "v25", "front", "conc", "partial", "private")
 
 
 class CleanUp(unittest.TestCase):
@@ -1372,7 +1376,8 @@ def main():
     signal.alarm(TIME_LIMIT)
     t0 = time.time()
     names = ("test_bucket_math", "test_main_cluster", "test_small_cluster", "test_old_version_cluster",
-             "test_front_cluster", "test_concurrency_cluster", "test_partial_write_cluster")
+             "test_front_cluster", "test_concurrency_cluster", "test_partial_write_cluster",
+             "test_private_cluster")
     # A targeted run: selftest.py test_front_cluster, or PICOEMU_SELFTEST_ONLY=front,main
     only = [a for a in sys.argv[1:] if a in names]
     only += ["test_%s_" % x for x in os.environ.get("PICOEMU_SELFTEST_ONLY", "").split(",") if x]

@@ -46,6 +46,11 @@ BEGIN
   END LOOP;
   -- comments and dollar quotes could hide text; parameter placeholders $n cannot
   IF q ~ '--|/\*' OR regexp_replace(q, '\$[0-9]+', '', 'g') ~ '\$' THEN RETURN NULL; END IF;
+  -- a PostgreSQL client's cursor over the statement (postgres_fdw's "DECLARE c1 CURSOR FOR SELECT
+  -- ..."), which only a private port receives (Picodata has no cursors: its fronts refuse DECLARE)
+  IF lower(left(ltrim(q), 7)) = 'declare' THEN
+    q := regexp_replace(q, '^\s*declare\s+\S+\s+(?:no\s+)?(?:scroll\s+)?cursor\s+(?:with(?:out)?\s+hold\s+)?for\s+', '', 'i');
+  END IF;
   q := regexp_replace(q, ';\s*$', '');
   IF position(';' in q) > 0 THEN RETURN NULL; END IF;
   q := lower(regexp_replace(q, '\s+', ' ', 'g'));
@@ -63,9 +68,10 @@ BEGIN
   FOREACH t IN ARRAY terms LOOP
     -- without its parentheses, the term must read exactly "column = literal"
     t := btrim(translate(t, '()', ''));
-    r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#|\$[0-9]+)$');
+    -- (a parameter may carry a cast, as postgres_fdw writes it: $1::bigint)
+    r := regexp_match(t, '^([a-z_][a-z0-9_]*) ?= ?(-?[0-9]+|#[0-9]+#|\$[0-9]+(?:::[a-z0-9_]+)?)$');
     IF r IS NULL THEN
-      r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#|\$[0-9]+) ?= ?([a-z_][a-z0-9_]*)$');
+      r := regexp_match(t, '^(-?[0-9]+|#[0-9]+#|\$[0-9]+(?:::[a-z0-9_]+)?) ?= ?([a-z_][a-z0-9_]*)$');
       IF r IS NOT NULL THEN r := ARRAY[r[2], r[1]]; END IF;
     END IF;
     IF r IS NOT NULL AND NOT (r[1] = ANY(found_cols)) THEN
@@ -77,6 +83,14 @@ BEGIN
     pos := array_position(found_cols, keycols[k]);
     IF pos IS NULL THEN RETURN NULL; END IF;
     val := found_vals[pos];
+    IF val ~ '^\$[0-9]+::' THEN
+      -- a cast to a type of the column's class only (another type would be hashed as that type)
+      IF NOT ((keycls[k] = 'int' AND split_part(val, '::', 2) IN ('bigint', 'integer', 'smallint', 'int8', 'int4', 'int2'))
+              OR (keycls[k] = 'text' AND split_part(val, '::', 2) IN ('text', 'varchar'))) THEN
+        RETURN NULL;
+      END IF;
+      val := split_part(val, '::', 1);
+    END IF;
     IF val ~ '^\$[0-9]+$' THEN
       -- a bound value: the text of parameter n (NULL, binary or missing: not routed)
       val := params ->> (substr(val, 2)::int - 1);

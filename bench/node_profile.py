@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Where the node backend's work goes per point statement: instructions counted by callgrind.
+
+Sets up the emulated cluster and the node as bench/peers_bench.py does (the same foreign tables,
+servers and remote statements; the instances' private ports, `picoemu up --private-pgproto`), then
+restarts the node's postmaster under `valgrind --tool=callgrind` (its backends are forked, so each
+runs under callgrind and writes its own profile). For each case a protocol session (pgwire) prepares
+the node statement, runs it 10 times (connections open, remote statement prepared, the node's plan
+generic when the case is), has callgrind's counters zeroed, runs it N times with keys of the pool,
+and has them dumped; the dump's instructions (Ir) / N is the cost per statement, by shared object
+and by function (callgrind_annotate, inclusive and exclusive). Instruction counts do not depend on
+the machine's load (unlike time), so this runs on a shared machine.
+
+  select_generic   SELECT id, name, v FROM pr_users WHERE id = $1 (the plan generic after 5)
+  select_custom    the same with plan_cache_mode = force_custom_plan (planned every execution)
+  insert           INSERT INTO pr_events (id, sk, note) VALUES ($1, $2, 'x')
+  update           UPDATE pr_users SET v = $2 WHERE id = $1
+  plproxy          SELECT id, name, v FROM px_get($1, $2), for comparison
+  pg_fdw           SELECT id, name, v FROM fdw_users_owner WHERE id = $1, for comparison
+
+Usage: bench/node_profile.py [--statements 300] [--out FILE] [--keep DIR]
+Run as root (servers then run as the postgres user); valgrind, picoroute installed.
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import peers_bench as pb  # noqa: E402
+
+CASES = [
+    ("select_generic", "", "SELECT id, name, v FROM pr_users WHERE id = $1", 1),
+    ("select_custom", "SET plan_cache_mode = force_custom_plan",
+     "SELECT id, name, v FROM pr_users WHERE id = $1", 1),
+    ("insert", "", "INSERT INTO pr_events (id, sk, note) VALUES ($1, $2, 'x')", 0),
+    ("update", "", "UPDATE pr_users SET v = $2 WHERE id = $1", 0),
+    ("plproxy", "", "SELECT id, name, v FROM px_get($1, $2)", 1),
+    ("pg_fdw", "", "SELECT id, name, v FROM fdw_users_owner WHERE id = $1", 1),
+]
+
+
+class Profile(pb.Bench):
+    def start_under_callgrind(self):
+        """Stops the node, starts its postmaster again under callgrind (as the server user)."""
+        node = self.node
+        subprocess.run(pb.as_server_user([f"{pb.BIN}/pg_ctl", "-D", node.data, "-m", "fast",
+                                          "-w", "-t", "60", "stop"]), capture_output=True,
+                       timeout=90)
+        self.cg_dir = tempfile.mkdtemp(prefix="picoroute-callgrind-")
+        os.chmod(self.cg_dir, 0o777)
+        log = open(os.path.join(self.cg_dir, "postmaster.log"), "w")
+        self.postmaster = subprocess.Popen(pb.as_server_user(
+            ["valgrind", "--tool=callgrind", "--quiet",
+             f"--callgrind-out-file={self.cg_dir}/callgrind.out.%p",
+             f"{pb.BIN}/postgres", "-D", node.data]), stdout=log, stderr=subprocess.STDOUT)
+        for _ in range(600):  # valgrind starts slowly: at most 120 s
+            if subprocess.run(["pg_isready", "-h", pb.HOST, "-p", str(node.port)],
+                              capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise pb.BenchError("the node did not start under callgrind")
+        node.use_catalog(self.emu)
+
+    def case(self, name, setting, sql, n):
+        c = pgwire.Conn(self.node.port, "postgres", "", dbname="postgres",
+                        application_name="profile", timeout=300)
+        try:
+            pid = int(pgwire.rows(c.query("SELECT pg_backend_pid()"))[0][0])
+            if setting:
+                c.query(setting)
+            c.send(pgwire.parse(sql, name="s") + pgwire.sync())
+            c.until_ready()
+            counter = [0]
+
+            def run(count):
+                for _ in range(count):
+                    counter[0] += 1
+                    k, b = self.pool[counter[0] % len(self.pool)]
+                    if "pr_events" in sql:
+                        params = [10 ** 12 + counter[0], k]
+                    elif "UPDATE" in sql:
+                        params = [k, counter[0]]
+                    else:
+                        params = [k, b] if "$2" in sql else [k]
+                    c.send(pgwire.bind(params, stmt="s") + pgwire.execute() + pgwire.sync())
+                    answers = c.until_ready()
+                    if pgwire.errors(answers):
+                        raise pb.BenchError(f"{name}: {pgwire.errors(answers)}")
+            run(10)
+            subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, timeout=120)
+            c.query("SELECT 1")  # the backend takes the command when it runs
+            run(n)
+            before = set(glob.glob(f"{self.cg_dir}/callgrind.out.{pid}*"))
+            ctl = subprocess.Popen(["callgrind_control", "-d", str(pid)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+            time.sleep(0.5)
+            c.query("SELECT 1")
+            ctl.communicate(timeout=120)
+            for _ in range(100):
+                new = set(glob.glob(f"{self.cg_dir}/callgrind.out.{pid}*")) - before
+                if new:
+                    break
+                time.sleep(0.2)
+        finally:
+            c.close()
+        if not new:
+            raise pb.BenchError(f"{name}: no callgrind dump for backend {pid}")
+        time.sleep(0.5)
+        return sorted(new)[-1]
+
+    def annotate(self, path, n, inclusive):
+        out = subprocess.run(["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}",
+                              "--threshold=99", path], capture_output=True, text=True,
+                             timeout=300).stdout
+        total = None
+        rows = []
+        for line in out.splitlines():
+            m = re.match(r"\s*([0-9,]+)\s+(?:\([^)]*\)\s+)?PROGRAM TOTALS", line)
+            if m:
+                total = int(m.group(1).replace(",", ""))
+            m = re.match(r"\s*([0-9,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)\s*$", line)
+            if m and ":" in m.group(2) and total is not None:
+                rows.append((int(m.group(1).replace(",", "")) / n, m.group(2)))
+        return (total or 0) / n, rows
+
+    def main(self):
+        a = self.args
+        self.setup()
+        self.node.use_catalog(self.emu)
+        self.start_under_callgrind()
+        results = {}
+        for name, setting, sql, _ in CASES:
+            self.log(f"profile: {name} ({a.statements} statements under callgrind)")
+            path = self.case(name, setting, sql, a.statements)
+            total, incl = self.annotate(path, a.statements, True)
+            _, excl = self.annotate(path, a.statements, False)
+            results[name] = (total, incl, excl, path)
+            self.log(f"  {total:,.0f} instructions per statement")
+        self.report(results)
+
+    def report(self, results):
+        a = self.args
+        say = self.say
+        say("## Node backend per point statement, in instructions (bench/node_profile.py)")
+        say()
+        say(f"callgrind on the node's backend; {a.statements} statements after 10 (counters "
+            "zeroed in between); instructions (Ir) per statement, from the node receiving the "
+            "Bind to its answer sent, waiting excluded (callgrind counts instructions, not time).")
+        say()
+        say("| case | instructions per statement | picoroute.so (inclusive of what it calls) | "
+            "postgres | libpq | libc | kernel (not counted) |")
+        say("|---|---|---|---|---|---|---|")
+        for name, (total, incl, excl, _) in results.items():
+            by_obj = {}
+            for ir, fn in excl:
+                obj = fn.split(":")[0]
+                key = ("picoroute" if "picoroute" in obj else "postgres" if obj.endswith("postgres")
+                       else "libpq" if "libpq" in obj else "libc" if "libc" in obj else "other")
+                by_obj[key] = by_obj.get(key, 0) + ir
+            pico_incl = max([ir for ir, fn in incl if "picoroute" in fn.split(":")[0]] or [0])
+            say(f"| {name} | {total:,.0f} | {pico_incl:,.0f} (own {by_obj.get('picoroute', 0):,.0f}) "
+                f"| {by_obj.get('postgres', 0):,.0f} | {by_obj.get('libpq', 0):,.0f} | "
+                f"{by_obj.get('libc', 0):,.0f} | - |")
+        say()
+        for name in ("select_generic", "select_custom", "insert", "update"):
+            total, incl, excl, _ = results[name]
+            say(f"### {name}: the top functions")
+            say()
+            say("Inclusive (a function with what it calls), then exclusive, per statement:")
+            say()
+            say("```")
+            for ir, fn in incl[:40]:
+                say(f"{ir:12,.0f}  {100 * ir / total:5.1f}%  {fn[:140]}")
+            say()
+            for ir, fn in excl[:25]:
+                say(f"{ir:12,.0f}  {100 * ir / total:5.1f}%  {fn[:140]}")
+            say("```")
+            say()
+
+    def cleanup(self):
+        if getattr(self, "postmaster", None) is not None:
+            subprocess.run(pb.as_server_user([f"{pb.BIN}/pg_ctl", "-D", self.node.data, "-m",
+                                              "immediate", "-t", "120", "stop"]),
+                           capture_output=True, timeout=180)
+            try:
+                self.postmaster.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.postmaster.kill()
+            self.node.started = False
+            if not self.args.keep:
+                shutil.rmtree(self.cg_dir, ignore_errors=True)
+            else:
+                self.log(f"callgrind profiles kept in {self.cg_dir}")
+        super().cleanup()
+
+
+pgwire = pb.pgwire
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--statements", type=int, default=300)
+    ap.add_argument("--rows", type=int, default=20000)
+    ap.add_argument("--pool", type=int, default=1024)
+    ap.add_argument("--keep", action="store_true", help="keep the callgrind profiles")
+    ap.add_argument("--base-port", type=int, default=None)
+    ap.add_argument("--node-port", type=int, default=None)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    args.base_port, args.node_port = pb.free_ports(args.base_port, args.node_port)
+    args.clients, args.threads = 1, 1
+    pb.run_main(Profile(args), args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
