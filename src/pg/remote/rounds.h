@@ -17,6 +17,9 @@
 namespace picoroute::pg::remote {
 
 using WriteLog = routing::WriteLog;
+// The routing decision's types, as the callers of the remote layer name them.
+using routing::ReadPref;
+using routing::Retry;
 
 // Sends every job, then collects every answer. A remote error is raised with its SQLSTATE and the
 // instance's name; what did not run follows `retry` (core/routing/failover.h). `tier` (the tier's
