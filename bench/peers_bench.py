@@ -69,8 +69,8 @@ KEY_SHIFT = 4096         # pgbench key pool entries encode key * 4096 + bucket
 sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "emulator"))
-import emu_caps  # noqa: E402
-import pgwire  # noqa: E402  (test/emulator: a protocol client for the counting pass)
+from picoemu_lib import caps as emu_caps  # noqa: E402
+from picoemu_lib import pgwire  # noqa: E402  (a protocol client for the counting pass)
 import port_range  # noqa: E402
 import wire  # noqa: E402
 
@@ -281,7 +281,7 @@ picoroute.allowed_hosts = '{HOST}'
 
 
 class NodeSession:
-    """A protocol session on the node (test/emulator/pgwire.py), with its backend's CPU time."""
+    """A protocol session on the node (test/emulator/picoemu_lib/pgwire.py), with its backend's CPU time."""
 
     def __init__(self, node):
         self.c = pgwire.Conn(node.port, "postgres", "", dbname="postgres", application_name="bench")

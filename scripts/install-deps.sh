@@ -8,7 +8,7 @@ PACKAGES=(
     postgresql-15 postgresql-server-dev-15 postgresql-client-15 libpq-dev
     postgresql-15-plproxy
     nlohmann-json3-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
-    clang-format libipc-run-perl perl python3 pyflakes3 python3-psycopg
+    clang-format libipc-run-perl perl python3 pyflakes3 mypy python3-psycopg
     debhelper dpkg-dev postgresql-server-dev-all lintian
     sqlsmith sysbench
     python3-psycopg libpostgresql-jdbc-java default-jdk-headless

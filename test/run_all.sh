@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The one test command: installs the build dependencies (Debian 12, as root), checks formatting
 # (clang-format) and lints the Python files (pyflakes), checks that no function in src/ is longer
-# than 80 lines, builds the core with CMake and runs its unit tests, checks the packaging (PGXN
-# metadata, make dist, the Debian package built from it with PGXS make, lintian, the package
-# installed into a scratch server), then runs the multi-node TAP tests (prove -j) and beside them
-# the pg_regress suites, the emulator's self-test and a benchmark smoke run, on the package's files
+# than 80 lines, builds the core with CMake and runs its unit tests (and the emulator's, with its
+# type check and size limits), checks the packaging (PGXN metadata, make dist, the Debian package
+# built from it with PGXS make, lintian, the package installed into a scratch server), then runs
+# the multi-node TAP tests (prove -j) and beside them the pg_regress suites, the emulator's self-test and a benchmark smoke run, on the package's files
 # extracted into a private copy of PostgreSQL (so the C++ of the extension is compiled once, by the package build, and
 # nothing of a run outlives it in the system directories).
 #
@@ -24,7 +24,7 @@ cd "$ROOT"
 JOBS=${JOBS:-2}
 TAP_JOBS=${PICOROUTE_TAP_JOBS:-3}
 RUN_USER=${PICOROUTE_TEST_USER:-postgres}
-# The emulated builds (test/emulator/emu_caps.py BUILDS) and their capabilities (src/core/
+# The emulated builds (test/emulator/picoemu_lib/caps.py BUILDS) and their capabilities (src/core/
 # capabilities.json): 25.5.10 has none; 26.1.6 adds stmt_invalidation, read_preference,
 # local_execution, integral_double_hash, dnf_chain_limit, switchover_refusal, unlogged_tables and
 # explain_insert_buckets; 26.2.1-rc1 adds forward and explain_sections; 26.2.1-rc2 adds
@@ -117,11 +117,15 @@ cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/cmake -j "$JOBS"
 (cd build/cmake && ctest --output-on-failure -j "$JOBS")
 
-step "hash cross-check, emulator dialect tests, port ranges"
+step "hash cross-check, emulator unit tests and type check, port ranges"
 python3 test/tools/bucket_hash_reference.py --self-test
 python3 test/tools/bucket_hash_crosscheck.py build/cmake/picoroute_hash
-python3 test/emulator/test_emu_dialect.py
-python3 test/emulator/test_emu_explain.py
+# The emulator's pure logic, without servers (test/emulator/tests/test_*.py); its type check (mypy
+# from Debian, the configuration in test/emulator/mypy.ini, a cache kept under build/); no module of
+# it over 400 lines, no class over 300.
+(cd test/emulator && python3 -B -m unittest discover -s tests -t . && mypy --cache-dir "$ROOT/build/mypy-emulator")
+python3 test/tools/python_size.py --self-test
+python3 test/tools/python_size.py --max-module 400 --max-class 300 test/emulator
 python3 test/tools/port_range.py --self-test
 
 # The package is the one build of the extension (PGXS make inside pg_buildext, from `make dist`);

@@ -38,31 +38,34 @@ import struct
 import sys
 import threading
 import time
+from typing import Any, Callable, List, Pattern, Tuple, Union
+
+Rule = Tuple[Pattern[str], str]  # (statement pattern, action)
 
 PROTOCOL_V3 = 196608
 SSL_REQUEST = 80877103
 CANCEL_REQUEST = 80877102
 
 
-def msg(typ, body=b""):
+def msg(typ: bytes, body: bytes = b"") -> bytes:
     return typ + struct.pack("!I", len(body) + 4) + body
 
 
-def cstr(text):
+def cstr(text: str) -> bytes:
     return text.encode() + b"\0"
 
 
-def error_body(sqlstate, text):
+def error_body(sqlstate: str, text: Union[str, bytes]) -> bytes:
     raw = text if isinstance(text, bytes) else text.encode()
     return b"SERROR\0VERROR\0C" + sqlstate.encode() + b"\0M" + raw + b"\0\0"
 
 
 class Log:
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.Lock()
 
-    def write(self, **entry):
+    def write(self, **entry: Any) -> None:
         if not self.path:
             return
         entry["time"] = round(time.time(), 3)
@@ -71,7 +74,8 @@ class Log:
 
 
 class Session:
-    def __init__(self, sock, rules, default, log, peer, refuse_login=False):
+    def __init__(self, sock: socket.socket, rules: Callable[[], List[Rule]], default: str, log: Log, peer: str,
+                 refuse_login: bool = False) -> None:
         self.refuse_login = refuse_login
         self.sock = sock
         self.rules = rules
@@ -81,7 +85,7 @@ class Session:
         self.buf = b""
         self.skip_to_sync = False
 
-    def read(self, n):
+    def read(self, n: int) -> bytes:
         while len(self.buf) < n:
             data = self.sock.recv(65536)
             if not data:
@@ -90,12 +94,12 @@ class Session:
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
-    def read_message(self):
+    def read_message(self) -> Tuple[bytes, bytes]:
         head = self.read(5)
         length = struct.unpack("!I", head[1:5])[0]
         return head[:1], self.read(length - 4)
 
-    def startup(self):
+    def startup(self) -> bool:
         while True:
             length = struct.unpack("!I", self.read(4))[0]
             body = self.read(length - 4)
@@ -110,8 +114,8 @@ class Session:
             if code != PROTOCOL_V3:
                 return False
             parts = body[4:].split(b"\0")
-            params = dict(zip(parts[0::2], parts[1::2]))
-            params = {k.decode(): v.decode("utf-8", "replace") for k, v in params.items() if k}
+            raw = dict(zip(parts[0::2], parts[1::2]))
+            params = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items() if k}
             self.sock.sendall(msg(b"R", struct.pack("!I", 3)))  # cleartext password, please
             typ, body = self.read_message()
             password = body.rstrip(b"\0").decode("utf-8", "replace") if typ == b"p" else None
@@ -127,20 +131,20 @@ class Session:
             self.sock.sendall(msg(b"Z", b"I"))
             return True
 
-    def action_for(self, sql):
+    def action_for(self, sql: str) -> str:
         for pattern, action in self.rules():
             if pattern.search(sql):
                 return action
         return self.default
 
-    def rows(self, action):
+    def rows(self, action: str) -> Tuple[bytes, bytes]:
         """RowDescription and DataRows of `rows:` (one text column)."""
         values = [v for v in action[5:].split(",") if v != ""]
         desc = msg(b"T", struct.pack("!H", 1) + cstr("value") + struct.pack("!IhIhih", 0, 0, 25, -1, -1, 0))
         data = b"".join(msg(b"D", struct.pack("!HI", 1, len(v)) + v.encode()) for v in values)
         return desc, data + msg(b"C", cstr("SELECT %d" % len(values)))
 
-    def answer(self, action, extended):
+    def answer(self, action: str, extended: bool) -> bool:
         """Answers one statement: a normal result (True) or a misbehaviour (False: the session
         then answers nothing more until the client gives up)."""
         if action == "ok":
@@ -151,8 +155,8 @@ class Session:
             self.sock.sendall(data if extended else desc + data)
             return True
         if action == "big-error":
-            text = b"remote failure: " + b"x" * (4 * 1024 * 1024) + b"\xff end"
-            self.sock.sendall(msg(b"E", error_body("XX000", text)))
+            big = b"remote failure: " + b"x" * (4 * 1024 * 1024) + b"\xff end"
+            self.sock.sendall(msg(b"E", error_body("XX000", big)))
             return True
         if action.startswith("error:"):  # error:SQLSTATE:TEXT, an error Picodata sends
             _, code, text = action.split(":", 2)
@@ -171,7 +175,7 @@ class Session:
             self.sock.sendall(msg(b"j", b"\0\0\0\0"))
         return False  # silent, or after a misbehaviour
 
-    def serve(self):
+    def serve(self) -> None:
         if not self.startup():
             return
         pending = ""  # the text of the statement the extended-protocol batch runs
@@ -209,18 +213,18 @@ class Session:
 class Rules:
     """The --rules-file rules (read again each time), then the fixed --rule ones."""
 
-    def __init__(self, fixed, path):
+    def __init__(self, fixed: List[Rule], path: str) -> None:
         self.fixed = fixed
         self.path = path
 
-    def __call__(self):
+    def __call__(self) -> List[Rule]:
         if not self.path or not os.path.exists(self.path):
             return self.fixed
         with open(self.path, encoding="utf-8") as f:
             return parse_rules([line.rstrip("\n") for line in f if line.strip()]) + self.fixed
 
 
-def parse_rules(texts):
+def parse_rules(texts: List[str]) -> List[Rule]:
     rules = []
     for text in texts:
         pattern, sep, action = text.rpartition("=")
@@ -230,7 +234,7 @@ def parse_rules(texts):
     return rules
 
 
-def main():
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", default="")
@@ -258,7 +262,7 @@ def main():
     else:
         print(port, flush=True)
 
-    def run(sock, peer):
+    def run(sock: socket.socket, peer: str) -> None:
         try:
             Session(sock, rules, args.default, log, peer, args.refuse_login).serve()
         except (EOFError, OSError):

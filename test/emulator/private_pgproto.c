@@ -13,7 +13,7 @@
  *   beside this library), so every execution is planned, hence routed, with its own values.
  * - Picodata's startup options (name=value,name=value in the "options" field), which plain
  *   PostgreSQL refuses: read_preference, forward and sql_vdbe_opcode_max become the session
- *   settings the front gives the private server for them (emu_front.py connection_gucs), the
+ *   settings the front gives the private server for them (picoemu_lib/front/options.py, connection_gucs), the
  *   others (pico_stmt_invalidation, sql_motion_row_max, ...) are dropped: the private port keeps
  *   no statement storage and enforces no limit. A value in PostgreSQL's own syntax (beginning
  *   with "-") is left alone.

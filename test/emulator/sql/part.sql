@@ -3,7 +3,7 @@
 -- Picodata sends each replicaset's part of a keyless UPDATE/DELETE, or of an INSERT whose rows
 -- belong to several replicasets, to that replicaset's master, where it commits on its own: a part
 -- that fails leaves the others applied. The front runs such a statement once per part, each run in
--- its own transaction (emu_front.py, emu_parts.write_parts), with three session settings:
+-- its own transaction (front/writeparts.py, parts.write_parts), with three session settings:
 -- picoemu.part_table (the statement's table), picoemu.part_buckets (an int8multirange: the buckets
 -- of this part, those one replicaset owned when the statement was split) and picoemu.part_reads
 -- (on: the run reads only the table's rows of those buckets, an UPDATE or DELETE; off: it inserts
@@ -13,7 +13,7 @@
 -- part that holds it, at its owner of that moment).
 
 -- The buckets of the run in progress for table tname, or NULL when no part restricts it. The table
--- '*' stands for every table (a read bound to read nothing: emu_parts.NOTHING).
+-- '*' stands for every table (a read bound to read nothing: parts.NOTHING).
 CREATE OR REPLACE FUNCTION _picoemu.part_of(tname text) RETURNS int8multirange
 LANGUAGE sql STABLE AS $f$
   SELECT CASE WHEN current_setting('picoemu.part_table', true) IN (tname, '*')

@@ -67,7 +67,7 @@ END $f$;
 --   then wait for this statement's locks there, which this server cannot see;
 -- * until the file no longer lists the bucket (the move is done).
 -- It then raises PE004: the statement's implicit transaction is rolled back, and the front runs it
--- again (emu_front.py MOVE_STATES), now through the new map. The message is the one the client gets
+-- again (front/rerun.py, MOVE_STATES), now through the new map. The message is the one the client gets
 -- when the front gives up (after 60 s): Picodata's for a storage reference that timed out
 -- (src/sql.rs:2709 proc_sql_execute_impl; src/sql/lua.rs:647-661 and :733-742 VshardError, a
 -- ProcLua box error that tarantool's Error writes "box error: ProcLua: ..." (tarantool/tarantool/src/

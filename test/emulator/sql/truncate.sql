@@ -1,6 +1,6 @@
 -- TRUNCATE TABLE through a front. Picodata runs it as DDL: its governor empties a sharded table on
 -- every master of the table's tier, a global one on every instance (src/governor/ddl.rs,
--- handle_truncate_table, 26.3.0). The front judges the statement (emu_dialect.py), sets the session
+-- handle_truncate_table, 26.3.0). The front judges the statement (dialect/), sets the session
 -- setting picoemu.truncate to the table's name and sends `TRUNCATE _picoemu.truncate_gate`, whose
 -- command tag, `TRUNCATE TABLE`, is the one Picodata answers. The gate holds no row: its BEFORE
 -- TRUNCATE trigger empties the table's storage on every replicaset, one storage at a time in the

@@ -1,0 +1,2 @@
+"""The picoemu command: main (arguments, locking, exit codes), commands (one handler per
+sub-command), status (status, conninfo, audit)."""
