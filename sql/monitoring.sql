@@ -1,30 +1,36 @@
--- Monitoring: the columns of picoroute_topology_events, picoroute_stat_instances and
--- picoroute_stat_tables (README, section Monitoring, documents each), their settings and
--- privileges, and the table statistics counted when a foreign table's executor node begins.
+-- Monitoring: the columns of picoroute_topology_events, picoroute_stat_instances,
+-- picoroute_stat_tables and picoroute_stat_connections (README, section Monitoring, documents
+-- each), their settings and privileges, and the table statistics counted when a foreign table's
+-- executor node begins.
 -- (The rows of the event log are checked in sql/topology_push.sql, the instance statistics and
--- the drop of old events across servers in test/t/074_monitoring.pl.)
+-- the drop of old events across servers in test/t/074_monitoring.pl, the connections of several
+-- backends and their budget in test/t/080_connections.pl.)
 
 SELECT c.relname AS view, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 WHERE c.relname IN ('picoroute_topology_events', 'picoroute_stat_instances',
-                    'picoroute_stat_tables')
+                    'picoroute_stat_tables', 'picoroute_stat_connections')
   AND a.attnum > 0
 ORDER BY c.relname, a.attnum;
 
 SELECT current_setting('picoroute.track_statistics') AS track_statistics,
        current_setting('picoroute.max_topology_events') AS max_topology_events,
        current_setting('picoroute.max_stat_instances') AS max_stat_instances,
-       current_setting('picoroute.max_stat_tables') AS max_stat_tables;
-SELECT name, context, vartype FROM pg_settings
+       current_setting('picoroute.max_stat_tables') AS max_stat_tables,
+       current_setting('picoroute.max_stat_connections') AS max_stat_connections,
+       current_setting('picoroute.max_connections_per_instance') AS max_connections_per_instance;
+SELECT name, context, vartype, min_val, max_val FROM pg_settings
 WHERE name IN ('picoroute.track_statistics', 'picoroute.max_topology_events',
-               'picoroute.max_stat_instances', 'picoroute.max_stat_tables')
+               'picoroute.max_stat_instances', 'picoroute.max_stat_tables',
+               'picoroute.max_stat_connections', 'picoroute.max_connections_per_instance')
 ORDER BY name;
 
 -- Any role reads the views; only those granted it may reset the statistics (as pg_stat_reset).
 SELECT p.oid::regprocedure AS function, provolatile, proisstrict, proparallel
 FROM pg_proc p
 WHERE p.proname IN ('picoroute_topology_event_rows', 'picoroute_stat_instance_rows',
-                    'picoroute_stat_table_rows', 'picoroute_stat_reset')
+                    'picoroute_stat_table_rows', 'picoroute_stat_connection_rows',
+                    'picoroute_stat_reset')
 ORDER BY 1::text;
 CREATE ROLE regress_picoroute_monitor;
 SELECT has_function_privilege('regress_picoroute_monitor', 'picoroute_stat_reset()', 'EXECUTE')
@@ -34,11 +40,14 @@ SELECT has_function_privilege('regress_picoroute_monitor', 'picoroute_stat_reset
        has_table_privilege('regress_picoroute_monitor', 'picoroute_stat_tables', 'SELECT')
            AS reads_tables,
        has_table_privilege('regress_picoroute_monitor', 'picoroute_topology_events', 'SELECT')
-           AS reads_events;
+           AS reads_events,
+       has_table_privilege('regress_picoroute_monitor', 'picoroute_stat_connections', 'SELECT')
+           AS reads_connections;
 SET ROLE regress_picoroute_monitor;
 SELECT count(*) >= 0 AS readable FROM picoroute_stat_instances;
 SELECT count(*) >= 0 AS readable FROM picoroute_stat_tables;
 SELECT count(*) >= 0 AS readable FROM picoroute_topology_events;
+SELECT count(*) >= 0 AS readable FROM picoroute_stat_connections;
 SELECT picoroute_stat_reset();
 RESET ROLE;
 DROP ROLE regress_picoroute_monitor;
@@ -88,9 +97,13 @@ SELECT * FROM mon_tables;
 -- A reset zeroes the counters and keeps the rows.
 SELECT picoroute_stat_reset();
 SELECT * FROM mon_tables;
--- The instance was never reached: no connection is open or was opened to it.
-SELECT coalesce(sum(connections_open), 0) AS open, coalesce(sum(connections_opened), 0) AS opened
+-- The instance was never reached: no connection is open or was opened to it, none is listed
+-- (every failed attempt gave its place back), nobody waited for a place (no budget is set).
+SELECT coalesce(sum(connections_open), 0) AS open, coalesce(sum(connections_opened), 0) AS opened,
+       coalesce(sum(connections_unlisted), 0) AS unlisted,
+       coalesce(sum(connection_budget_waits), 0) AS budget_waits
 FROM picoroute_stat_instances WHERE address = '127.0.0.1:1';
+SELECT count(*) AS listed FROM picoroute_stat_connections WHERE address = '127.0.0.1:1';
 
 DROP VIEW mon_tables;
 DROP FOREIGN TABLE mon_t, mon_u;

@@ -21,6 +21,7 @@ void _PG_init(void);
 #include "pg/remote/write_ledger.h"
 #include "pg/route_checks.h"
 #include "pg/settings.h"
+#include "pg/stats/connections.h"
 #include "pg/stats/stats.h"
 #include "pg/topology_log.h"
 #include "pg/worker.h"
@@ -38,6 +39,7 @@ void request_shmem() {
         add_size(picoroute::pg::map_store_shmem_size(), picoroute::pg::worker_status_shmem_size());
     size = add_size(size, picoroute::pg::topology_log_shmem_size());
     size = add_size(size, picoroute::pg::stats::shmem_size());
+    size = add_size(size, picoroute::pg::stats::connection_slots_shmem_size());
     size = add_size(size, picoroute::pg::route_checks_shmem_size());
     RequestAddinShmemSpace(size);
     picoroute::pg::map_store_request_lock();
@@ -53,6 +55,7 @@ void startup_shmem() {
     picoroute::pg::route_checks_shmem_init();
     picoroute::pg::topology_log_shmem_init();
     picoroute::pg::stats::shmem_init();
+    picoroute::pg::stats::connection_slots_shmem_init();
     LWLockRelease(AddinShmemInitLock);
 }
 

@@ -34,6 +34,8 @@ bool setting_track_statistics = true;
 int setting_max_topology_events = 1000;
 int setting_max_stat_instances = 1000;
 int setting_max_stat_tables = 1000;
+int setting_max_stat_connections = 1000;
+int setting_max_connections_per_instance = 0;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -167,6 +169,14 @@ void define_observability_settings() {
         "Collects the statistics of picoroute_stat_instances and picoroute_stat_tables.",
         "Off: nothing is counted (what was counted stays until picoroute_stat_reset()).",
         &setting_track_statistics, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.max_connections_per_instance",
+        "Connections to one Picodata instance that all sessions together may hold (0: no limit).",
+        "A session that would open one more first closes an idle one of its own to that instance, "
+        "else waits for another session to close one (up to statement_timeout, or "
+        "picoroute.failover_wait when it is not set), then fails with too_many_connections.",
+        &setting_max_connections_per_instance, 0, 0, 100000, PGC_SIGHUP, 0, nullptr, nullptr,
+        nullptr);
     if (!process_shared_preload_libraries_in_progress)
         return;
     DefineCustomIntVariable("picoroute.max_topology_events",
@@ -182,6 +192,13 @@ void define_observability_settings() {
         "picoroute.max_stat_tables", "Foreign tables picoroute_stat_tables has counters for.",
         "Statements on further tables are counted together, in a row without a table.",
         &setting_max_stat_tables, 1000, 1, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "picoroute.max_stat_connections",
+        "Connections to Picodata instances picoroute_stat_connections lists (all sessions).",
+        "Further connections work and are counted in "
+        "picoroute_stat_instances.connections_unlisted.",
+        &setting_max_stat_connections, 1000, 1, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr,
+        nullptr);
 }
 
 }  // namespace

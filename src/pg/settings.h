@@ -30,6 +30,9 @@ extern bool setting_track_statistics;            // picoroute.track_statistics (
 extern int setting_max_topology_events;          // picoroute.max_topology_events (postmaster)
 extern int setting_max_stat_instances;           // picoroute.max_stat_instances (postmaster)
 extern int setting_max_stat_tables;              // picoroute.max_stat_tables (postmaster)
+extern int setting_max_stat_connections;         // picoroute.max_stat_connections (postmaster)
+// picoroute.max_connections_per_instance (sighup; 0: no limit)
+extern int setting_max_connections_per_instance;
 
 void define_settings();
 

@@ -20,6 +20,7 @@ extern "C" {
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/settings.h"
+#include "pg/stats/connections.h"
 #include "pg/stats/stats.h"
 
 #include <poll.h>
@@ -93,11 +94,17 @@ void note_row_sizes(Connection *c, const PGresult *result) {
     }
 }
 
+void publish(Connection *c) {  // in picoroute_stat_connections
+    stats::connection_state(c, c->busy, PQtransactionStatus(c->conn), c->statements,
+                            c->statement_cache ? c->statement_cache->held() : 0);
+}
+
 // The statement in flight has been answered in full: the connection is idle again.
 void statement_done(Connection *c) {
     c->busy = false;
     c->statements++;
     c->last_used = GetCurrentTimestamp();
+    publish(c);
 }
 
 // A cached connection that is idle must have nothing to read; if it has, the server spoke while
@@ -162,9 +169,10 @@ void close_busy_connections() {
     close_connections_if([](const Connection &c) { return c.busy; });
 }
 
-// Closes the idle connections that received a huge row (see Connection::oversized).
+// Closes the idle connections that got a huge row (oversized) or hold a place others may wait for.
 void close_oversized_connections() {
-    close_connections_if([](const Connection &c) { return c.oversized && !c.busy; });
+    close_connections_if(
+        [](const Connection &c) { return (c.oversized || stats::budget_reached(&c)) && !c.busy; });
 }
 
 void xact_callback(XactEvent event, void *) {
@@ -207,7 +215,7 @@ Connection::~Connection() {
     release_wait_set(*this);
     if (conn != nullptr) {
         PQfinish(conn);
-        stats::connection_closed(address);
+        stats::connection_closed(this);
     }
 }
 
@@ -273,8 +281,8 @@ Connection *get_connection(const std::string &address, const ConnParams &params)
         cache.erase(it);  // dead or stale credentials: reopen
     }
     auto entry = std::make_unique<Connection>();
+    stats::Admission admission(address, [&] { return disconnect(address) > 0; });
     entry->conn = open_connection(address, params);
-    stats::connection_opened(address);
     entry->address = address;
     entry->remote_user = PQuser(entry->conn) ? PQuser(entry->conn) : "";
     entry->fingerprint = fingerprint;
@@ -283,6 +291,7 @@ Connection *get_connection(const std::string &address, const ConnParams &params)
     entry->server_name = params.server_name;
     entry->opened_at = GetCurrentTimestamp();
     entry->last_used = entry->opened_at;
+    admission.opened(entry.get(), entry->remote_user, entry->server_name, entry->opened_at);
     Connection *raw = entry.get();
     cache[key] = std::move(entry);
     return raw;
@@ -322,6 +331,7 @@ void send_statement(Connection *c, const char *sql, int nparams, const char *con
     if (!ok)
         throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
+    publish(c);
 }
 
 Connection *send_reopening(const std::string &address, const ConnParams &params,

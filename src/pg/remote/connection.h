@@ -41,6 +41,7 @@ class Connection;
 class PreparedStatements {
   public:
     virtual ~PreparedStatements() = default;
+    virtual size_t held() const = 0;  // named statements the instance holds for the connection
 };
 
 // Something that keeps a statement in flight on a connection between calls (a streaming scan).

@@ -8,6 +8,7 @@ extern "C" {
 #include "core/statement_cache.h"
 #include "pg/guard.h"
 #include "pg/settings.h"
+#include "pg/stats/connections.h"
 
 #include <algorithm>
 #include <cstring>
@@ -28,6 +29,7 @@ class RemoteStatements final : public PreparedStatements {
     std::string name;  // "" when the statement in flight went unnamed
     std::vector<std::optional<std::string>> values;
     bool retried = false;
+    size_t held() const override { return cache.size(); }
 };
 
 namespace {
@@ -156,6 +158,7 @@ void send_on(Connection *c, bool invalidation, const std::string &sql,
     if (!PQsendQueryPrepared(c->conn, rs->name.c_str(), n, values.data(), nullptr, nullptr, 0))
         throw ConnectionFailure(c->address, libpq_message(PQerrorMessage(c->conn)), false);
     c->busy = true;
+    stats::connection_state(c, true, PQTRANS_ACTIVE, c->statements, rs->held());
 }
 
 }  // namespace

@@ -1,19 +1,12 @@
 // The events of stats.h: each finds its slot (store.h) and adds to its counters atomically.
-// connections_open is a gauge: this backend remembers what it added to each slot and takes it
-// back when it exits, so that a backend that ends without closing (FATAL, termination) leaves
-// the gauge true.
+// (The connection counts are connections.cpp's.)
 extern "C" {
 #include "postgres.h"
-
-#include "storage/ipc.h"
 }
 
-#include "pg/guard.h"
 #include "pg/settings.h"
 #include "pg/stats/stats.h"
 #include "pg/stats/store.h"
-
-#include <unordered_map>
 
 namespace picoroute::pg::stats {
 
@@ -29,30 +22,6 @@ InstanceSlot *counting_instance(std::string_view address) {
 
 TableSlot *counting_table(Oid relid) {
     return setting_track_statistics ? table_slot(relid) : nullptr;
-}
-
-// This backend's share of each slot's connections_open, taken back at exit. Never freed (it may
-// be used by destructors that run at process exit, after the exit callback).
-std::unordered_map<InstanceSlot *, int64> *open_here = nullptr;
-bool exit_callback_registered = false;
-bool exited = false;
-
-void give_back_connections(int, Datum) {
-    exited = true;
-    if (open_here == nullptr)
-        return;
-    for (auto &[slot, count] : *open_here)
-        if (count > 0)
-            pg_atomic_sub_fetch_u64(&slot->connections_open, count);
-    open_here->clear();
-}
-
-// Throws PgError when the callback cannot be registered.
-void ensure_exit_callback() {
-    if (exit_callback_registered)
-        return;
-    pg_call([] { before_shmem_exit(give_back_connections, 0); });
-    exit_callback_registered = true;
 }
 
 }  // namespace
@@ -93,37 +62,6 @@ void statement_resent(std::string_view address) noexcept {
 void failover_waited(std::string_view address) noexcept {
     if (InstanceSlot *slot = counting_instance(address))
         add(&slot->counters[I_FAILOVER_WAITS], 1);
-}
-
-void connection_opened(std::string_view address) noexcept {
-    if (exited)
-        return;
-    InstanceSlot *slot = instance_slot(address);
-    if (slot == nullptr)
-        return;
-    if (setting_track_statistics)
-        add(&slot->counters[I_CONNECTIONS_OPENED], 1);
-    try {
-        if (open_here == nullptr)
-            open_here = new std::unordered_map<InstanceSlot *, int64>();
-        ensure_exit_callback();
-        int64 &mine = (*open_here)[slot];
-        mine++;
-        add(&slot->connections_open, 1);
-    } catch (...) {
-        // Not remembered, so not counted: the gauge stays true.
-    }
-}
-
-void connection_closed(std::string_view address) noexcept {
-    if (exited || open_here == nullptr)
-        return;
-    InstanceSlot *slot = instance_slot(address);
-    auto it = slot == nullptr ? open_here->end() : open_here->find(slot);
-    if (it == open_here->end() || it->second <= 0)
-        return;  // its opening was not counted
-    it->second--;
-    pg_atomic_sub_fetch_u64(&slot->connections_open, 1);
 }
 
 Stopwatch::Stopwatch() noexcept : running_(setting_track_statistics) {

@@ -1,5 +1,6 @@
-// The SQL functions of the statistics: picoroute_stat_instance_rows and picoroute_stat_table_rows
-// (behind the views picoroute_stat_instances and picoroute_stat_tables) and picoroute_stat_reset.
+// The SQL functions of the statistics: picoroute_stat_instance_rows, picoroute_stat_table_rows and
+// picoroute_stat_connection_rows (behind the views picoroute_stat_instances, picoroute_stat_tables
+// and picoroute_stat_connections) and picoroute_stat_reset.
 // A view reads the counters one by one, as pg_stat_* views do: each is exact, two of them may be
 // a few events apart while backends count.
 extern "C" {
@@ -12,6 +13,8 @@ extern "C" {
 #include "core/latency_histogram.h"
 #include "pg/map_store.h"
 #include "pg/sql_common.h"
+#include "pg/stats/conn_slots.h"
+#include "pg/stats/connections.h"
 #include "pg/stats/store.h"
 
 #include <optional>
@@ -92,12 +95,32 @@ Row instance_row(InstanceSlot *slot, const std::unordered_map<std::string_view, 
                        I_ROWS, I_BYTES})
         row.push_back(Cell::int8(read(&slot->counters[c])));
     latency_cells(slot, &row);
-    for (uint32_t c :
-         {I_ERR_REFUSED, I_ERR_UNKNOWN, I_ERR_CONNECTION, I_ERR_REMOTE, I_FAILOVER_WAITS})
+    for (uint32_t c : {I_ERR_REFUSED, I_ERR_UNKNOWN, I_ERR_CONNECTION, I_ERR_REMOTE,
+                       I_FAILOVER_WAITS, I_BUDGET_WAITS})
         row.push_back(Cell::int8(read(&slot->counters[c])));
     row.push_back(Cell::int8(read(&slot->connections_open)));
+    row.push_back(Cell::int8(read(&slot->connections_unlisted)));
     row.push_back(Cell::int8(read(&slot->counters[I_CONNECTIONS_OPENED])));
     row.push_back(Cell::timestamptz(last_reset()));
+    return row;
+}
+
+Row connection_row(const ConnectionRow &c,
+                   const std::unordered_map<std::string_view, Place> &where) {
+    Row row;
+    auto it = where.find(std::string_view(c.address));
+    Place place = it == where.end() ? Place{} : it->second;
+    row.push_back(Cell::int4(c.pid));
+    row.push_back(Cell::str(c.address));
+    row.push_back(Cell::str_or_null(place.instance));
+    row.push_back(Cell::str_or_null(place.replicaset));
+    row.push_back(Cell::str_or_null(place.tier));
+    row.push_back(Cell::str_or_null(c.user));
+    row.push_back(Cell::str_or_null(c.server));
+    row.push_back(Cell::str(connection_state_name(c.state)));
+    row.push_back(Cell::timestamptz(c.since));
+    row.push_back(Cell::int8(static_cast<int64_t>(c.statements)));
+    row.push_back(Cell::int8(static_cast<int64_t>(c.prepared)));
     return row;
 }
 
@@ -130,6 +153,21 @@ PICOROUTE_SQL_FUNCTION(picoroute_stat_instance_rows) {
             continue;
         rows.push_back(instance_row(slot, where));
     }
+    return_rows(fcinfo, rows);
+    return (Datum)0;
+}
+
+// Behind the view picoroute_stat_connections: one row per connection of any backend to a Picodata
+// instance that has a slot (picoroute.max_stat_connections; the others are counted in
+// picoroute_stat_instances.connections_unlisted).
+PICOROUTE_SQL_FUNCTION(picoroute_stat_connection_rows) {
+    MapRef map = current_map();
+    std::unordered_map<std::string_view, Place> where = places(*map.view);
+    std::vector<Row> rows;
+    ConnectionRow copy;
+    for (uint32_t i = 0, n = connection_slot_count(); i < n; i++)
+        if (read_connection_slot(i, &copy))
+            rows.push_back(connection_row(copy, where));
     return_rows(fcinfo, rows);
     return (Datum)0;
 }

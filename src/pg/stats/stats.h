@@ -18,7 +18,8 @@
 //   it failed                               statement_failed(address, Failure::...)
 //   it is sent again after a failure        statement_resent(address of the new target)
 //   a wait for a failover began             failover_waited(address that failed)
-//   a connection was opened / closed        connection_opened / connection_closed(address)
+//   a connection is opened, used, closed    connections.h (counted and listed even while
+//                                           picoroute.track_statistics is off)
 //   an executor node of a table begins      table_started(relid, TableStart::...)
 //   rows read from / written to a table     table_rows(relid, read, written)
 //   an aggregate, sort or join on a table   table_work(relid, Work::..., pushed)
@@ -73,12 +74,6 @@ void statement_failed(std::string_view address, Failure kind) noexcept;
 void statement_resent(std::string_view address) noexcept;
 // A statement began to wait for a failover after `address` failed.
 void failover_waited(std::string_view address) noexcept;
-
-// A connection to `address` was opened / closed by this backend. connections_open is kept even
-// while statistics are off (so that it stays true); a backend that exits counts its connections
-// closed.
-void connection_opened(std::string_view address) noexcept;
-void connection_closed(std::string_view address) noexcept;
 
 // Measures answer_received's time: reads the clock only while statistics are on.
 class Stopwatch {

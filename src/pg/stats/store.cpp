@@ -64,6 +64,7 @@ void init_instance_slot(InstanceSlot *slot) {
     for (auto &c : slot->latency)
         pg_atomic_init_u64(&c, 0);
     pg_atomic_init_u64(&slot->connections_open, 0);
+    pg_atomic_init_u64(&slot->connections_unlisted, 0);
 }
 
 void init_table_slot(TableSlot *slot) {

@@ -34,6 +34,7 @@ enum InstanceCounter : uint32_t {
     I_BYTES,
     I_TIME_US,
     I_CONNECTIONS_OPENED,
+    I_BUDGET_WAITS,  // admissions that waited for picoroute.max_connections_per_instance
     I_COUNT
 };
 
@@ -70,6 +71,9 @@ struct InstanceSlot {
     pg_atomic_uint64 counters[I_COUNT];
     pg_atomic_uint64 latency[kLatencyBuckets];  // answers by latency bucket (microseconds)
     pg_atomic_uint64 connections_open;          // a gauge: opened minus closed (never reset)
+    // A gauge: of connections_open, those without a row in picoroute_stat_connections (beyond
+    // picoroute.max_stat_connections).
+    pg_atomic_uint64 connections_unlisted;
 };
 
 struct TableSlot {
@@ -90,7 +94,8 @@ InstanceSlot *instance_slot_at(uint32_t index);
 uint32_t table_slots_used();
 TableSlot *table_slot_at(uint32_t index);
 
-// Zeroes every counter (not connections_open, which is a gauge) and records the time.
+// Zeroes every counter (not connections_open nor connections_unlisted, which are gauges) and
+// records the time.
 void reset_all();
 // The time of the last reset; 0 when never reset.
 TimestampTz last_reset();

@@ -253,8 +253,9 @@ CREATE FUNCTION picoroute_stat_instance_rows(
     OUT bytes_received bigint, OUT total_time double precision, OUT mean_time double precision,
     OUT p50_time double precision, OUT p95_time double precision, OUT p99_time double precision,
     OUT refused_errors bigint, OUT unknown_outcome_errors bigint, OUT connection_errors bigint,
-    OUT remote_errors bigint, OUT failover_waits bigint, OUT connections_open bigint,
-    OUT connections_opened bigint, OUT stats_reset timestamptz)
+    OUT remote_errors bigint, OUT failover_waits bigint, OUT connection_budget_waits bigint,
+    OUT connections_open bigint, OUT connections_unlisted bigint, OUT connections_opened bigint,
+    OUT stats_reset timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'picoroute_stat_instance_rows'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -269,7 +270,9 @@ COMMENT ON VIEW picoroute_stat_instances IS
 'One row per instance address picoroute sent statements to or connected to since the server '
 'started (all backends): statements by routing kind, statements sent again, answers, rows and '
 'bytes received, answer times (total, mean, p50, p95, p99 in milliseconds), errors by kind, '
-'failover waits, connections open now and opened, the time of the last picoroute_stat_reset(). '
+'failover waits, waits for picoroute.max_connections_per_instance, connections open now (and of '
+'them those picoroute_stat_connections does not list) and opened, the time of the last '
+'picoroute_stat_reset(). '
 'Name, replicaset and tier are those of the current map.';
 
 CREATE FUNCTION picoroute_stat_table_rows(
@@ -313,10 +316,36 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION picoroute_stat_reset() IS
 'Zeroes every counter of picoroute_stat_instances and picoroute_stat_tables, for all databases '
-'(connections_open, a count of what is open, stays) and sets their stats_reset.';
+'(connections_open and connections_unlisted, counts of what is open, stay) and sets their '
+'stats_reset.';
 
 -- Statistics and topology events are readable by every role, as pg_stat_* views are; resetting
 -- them is not (as pg_stat_reset()).
 GRANT SELECT ON picoroute_topology_events, picoroute_stat_instances, picoroute_stat_tables
     TO PUBLIC;
 REVOKE ALL ON FUNCTION picoroute_stat_reset() FROM PUBLIC;
+
+CREATE FUNCTION picoroute_stat_connection_rows(
+    OUT pid integer, OUT address text, OUT instance_name text, OUT replicaset_name text,
+    OUT tier text, OUT user_name text, OUT server_name text, OUT state text,
+    OUT opened_at timestamptz, OUT statements bigint, OUT prepared_statements bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'picoroute_stat_connection_rows'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION picoroute_stat_connection_rows() IS
+'The connections of every backend to Picodata instances (behind the view '
+'picoroute_stat_connections).';
+
+CREATE VIEW picoroute_stat_connections AS
+    SELECT * FROM picoroute_stat_connection_rows();
+
+COMMENT ON VIEW picoroute_stat_connections IS
+'One row per connection to a Picodata instance held now by any backend: its pid, the instance''s '
+'address (name, replicaset and tier from the current map), the remote user, the foreign server '
+'(NULL for picoroute_exec), the state (idle, active, idle in transaction, idle in transaction '
+'(aborted)), when it was opened, the statements run on it and the named statements prepared on '
+'it. At most picoroute.max_stat_connections rows; further connections are counted in '
+'picoroute_stat_instances.connections_unlisted.';
+
+GRANT SELECT ON picoroute_stat_connections TO PUBLIC;
