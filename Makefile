@@ -27,7 +27,7 @@ DATA = $(RELEASED_SCRIPTS) $(UPDATE_SCRIPTS)
 
 CORE_SRCS := $(sort $(wildcard src/core/*.cpp) $(wildcard src/core/routing/*.cpp))
 PG_SRCS := $(sort $(wildcard src/pg/*.cpp) $(wildcard src/pg/remote/*.cpp) $(wildcard src/pg/fdw/*.cpp) \
-	$(wildcard src/pg/stats/*.cpp))
+	$(wildcard src/pg/batch_join/*.cpp) $(wildcard src/pg/stats/*.cpp))
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 # pg_regress suites, on a temporary instance that preloads the library (see test/regress.conf).
@@ -53,7 +53,7 @@ src/core/%.o: src/core/%.cpp $(wildcard src/core/*.h) $(wildcard src/core/routin
 
 # Every header (coarse, but a changed struct never leaves a stale object behind).
 $(PG_SRCS:.cpp=.o): $(wildcard src/core/*.h) $(wildcard src/core/routing/*.h) $(wildcard src/pg/*.h) $(wildcard src/pg/remote/*.h) \
-	$(wildcard src/pg/fdw/*.h) $(wildcard src/pg/stats/*.h)
+	$(wildcard src/pg/fdw/*.h) $(wildcard src/pg/batch_join/*.h) $(wildcard src/pg/stats/*.h)
 
 # The current version's install script. Refuses to build when a released script was edited, when
 # the current version was already released, or when no update script leads to it.

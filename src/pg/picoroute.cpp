@@ -16,7 +16,7 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 }
 
-#include "pg/fdw/batch_join.h"
+#include "pg/batch_join/batch_join.h"
 #include "pg/map_store.h"
 #include "pg/remote/write_ledger.h"
 #include "pg/route_checks.h"
@@ -63,7 +63,7 @@ void startup_shmem() {
 
 void _PG_init(void) {
     picoroute::pg::define_settings();
-    picoroute::pg::fdw::register_batched_join();
+    picoroute::pg::batch_join::register_batched_join();
     if (!process_shared_preload_libraries_in_progress)
         return;  // SQL functions then fail with a hint (require_preloaded)
     prev_shmem_request_hook = shmem_request_hook;

@@ -30,6 +30,7 @@ int setting_remote_write_in_transaction = REMOTE_WRITE_ONCE;
 int setting_remote_statement_cache_size = 32;
 int setting_join_batch_size = 256;
 int setting_keyless_row_max = 4000;
+bool setting_check_plans = false;
 bool setting_track_statistics = true;
 int setting_max_topology_events = 1000;
 int setting_max_stat_instances = 1000;
@@ -158,6 +159,13 @@ void define_statement_settings() {
         "sql_motion_row_max is given. A scan whose answer is larger is read again in chunks of "
         "buckets, each within N rows. 0: no bound (the whole answer at once).",
         &setting_keyless_row_max, 4000, 0, INT_MAX, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // For the test suites, which turn it on everywhere: a check of the plan structs' encodings.
+    DefineCustomBoolVariable(
+        "picoroute.check_plans",
+        "Checks that the data of every picoroute plan node survives copying and serialization.",
+        "When a plan node is created, its private data is copied, written out and read back, and "
+        "decoded and encoded again; any difference is an internal error. For testing.",
+        &setting_check_plans, false, PGC_USERSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
 }
 
 // The statistics and the topology event log (picoroute_stat_instances, picoroute_stat_tables,

@@ -26,6 +26,7 @@ extern char *setting_analyze_option;             // picoroute.analyze_option (su
 extern int setting_remote_statement_cache_size;  // picoroute.remote_statement_cache_size
 extern int setting_join_batch_size;              // picoroute.join_batch_size (0: off)
 extern int setting_keyless_row_max;              // picoroute.keyless_row_max (0: no bound)
+extern bool setting_check_plans;                 // picoroute.check_plans (the test suites)
 extern bool setting_track_statistics;            // picoroute.track_statistics (superuser)
 extern int setting_max_topology_events;          // picoroute.max_topology_events (postmaster)
 extern int setting_max_stat_instances;           // picoroute.max_stat_instances (postmaster)

@@ -34,10 +34,17 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/analyze.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/settings.h"
+#include "pg/sql_common.h"
 
 #include <algorithm>
 #include <cmath>

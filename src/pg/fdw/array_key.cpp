@@ -23,8 +23,12 @@ extern "C" {
 }
 
 #include "core/capabilities.h"
-#include "pg/fdw/batch_join.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/array_key.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/shippable.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -168,19 +172,20 @@ void execute_array_key(RoutedStatement *st, ArrayKey *ak, ExprContext *econtext)
         texts[keys->n++] = all[i].text;
     }
     BatchedLookup b{
-        st->sql,       st->has_where, ak->column, st->nparams, evaluate_routed_params(st, econtext),
-        ak->max_values};
+        st->statement->plan.sql,     st->statement->plan.has_where,        ak->column,
+        st->statement->plan.nparams, evaluate_routed_params(st, econtext), ak->max_values};
     execute_batched(st, b, keys, texts);
 }
 
 void explain_array_key(RoutedStatement *st, const ArrayKey *ak, ExplainState *es) {
     ExplainPropertyText("Remote SQL",
-                        psprintf("%s%s%s IN ($%d, ...)", st->sql,
-                                 st->has_where ? " AND " : " WHERE ", ak->column, st->nparams + 1),
+                        psprintf("%s%s%s IN ($%d, ...)", st->statement->plan.sql,
+                                 st->statement->plan.has_where ? " AND " : " WHERE ", ak->column,
+                                 st->statement->plan.nparams + 1),
                         es);
     ExplainPropertyText("Routing",
-                        st->routing != nullptr
-                            ? st->routing
+                        st->last.routing != nullptr
+                            ? st->last.routing
                             : "by sharding key: the distinct values of the array, one statement "
                               "per instance that owns their buckets",
                         es);

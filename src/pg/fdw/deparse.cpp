@@ -1,5 +1,5 @@
 // Writing the remote SQL text of the picoroute FDW in Picodata's dialect (plain C style: see
-// fdw_internal.h; the facts are in the README, "Picodata SQL compatibility"): expressions that
+// plan_private.h; the facts are in the README, "Picodata SQL compatibility"): expressions that
 // shippable.cpp accepted, and the SELECT, UPDATE, DELETE and INSERT statements.
 //
 // Every name is double-quoted (Picodata keywords such as "option" or "set" are plain names in
@@ -33,7 +33,10 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/shippable.h"
 
 #include <cstring>
 #include <utility>

@@ -1,7 +1,7 @@
 // What a statement needs to be accepted by Picodata and to mean there what it means here: values
 // written with fixed settings, names Picodata can take quoted, the OPTION clause with the row
 // and instruction limits, and the values Picodata cannot take as parameters (plain C style: see
-// fdw_internal.h).
+// plan_private.h).
 extern "C" {
 #include "postgres.h"
 
@@ -17,7 +17,8 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/options.h"
 #include "pg/settings.h"
 
 #include <cstring>
@@ -125,18 +126,6 @@ void refuse_json_value(Relation rel, AttrNumber attnum) {
                        "Picodata refuses non-NULL values for those as parameters (\"cannot "
                        "represent json in sbroad\")."),
              errhint("Write NULL there, or write that column through Picodata itself.")));
-}
-
-void check_remote_name(const char *name, const char *what) {
-    if (strchr(name, '"') == nullptr)
-        return;
-    ereport(
-        ERROR,
-        (errcode(ERRCODE_INVALID_NAME),
-         errmsg("picoroute: %s name \"%s\" contains a double quote", what, name),
-         errdetail("picoroute double-quotes every name it sends, and Picodata does not "
-                   "unescape a double quote inside a quoted name."),
-         errhint("Rename the %s in Picodata, or map it to a name without a double quote.", what)));
 }
 
 int keyless_row_bound(const TableInfo *table) {

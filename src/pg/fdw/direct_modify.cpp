@@ -26,7 +26,17 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/direct_modify.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/modify.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/stats/stats.h"
@@ -48,8 +58,8 @@ struct DirectState {
     uint64 processed;
 };
 
-bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
-                          int subplan_index) {
+bool plan_direct_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                        int subplan_index) {
     CmdType op = plan->operation;
     if (op != CMD_UPDATE && op != CMD_DELETE)
         return false;
@@ -104,15 +114,19 @@ bool picoPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRela
     fscan->operation = op;
     fscan->resultRelation = resultRelation;
     fscan->fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *priv = list_make5(makeString(sql.data), NIL, makeInteger(list_length(params)), key_kinds,
-                            makeBoolean(has_where));
-    priv = lappend(priv, makeBoolean(plan->canSetTag));
-    fscan->fdw_private = lappend(priv, makeInteger(where_dnf_chains(clauses)));
+    DirectModifyPlan direct;
+    direct.statement.sql = sql.data;
+    direct.statement.has_where = has_where;
+    direct.statement.nparams = list_length(params);
+    direct.statement.key_kinds = key_kinds;
+    direct.statement.where_chains = where_dnf_chains(clauses);
+    direct.set_processed = plan->canSetTag;
+    fscan->fdw_private = encode(direct);
     fscan->scan.plan.async_capable = false;
     return true;
 }
 
-void picoBeginDirectModify(ForeignScanState *node, int eflags) {
+void begin_direct_modify(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     EState *estate = node->ss.ps.state;
     Relation rel = node->ss.ss_currentRelation;
@@ -124,27 +138,29 @@ void picoBeginDirectModify(ForeignScanState *node, int eflags) {
         check_declaration_at_first_use(table, userid);
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         stats::table_started(RelationGetRelid(rel), stats::TableStart::DirectModify);
-    List *priv = plan->fdw_private;
+    DirectModifyPlan direct = decode_direct_modify(plan->fdw_private);
     DirectState *ds = static_cast<DirectState *>(palloc0(sizeof(DirectState)));
-    ds->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
-                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), true, plan->fdw_exprs,
-                                   intVal(list_nth(priv, PRIV_NPARAMS)),
-                                   static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS)));
-    ds->st->userid = userid;
-    ds->set_processed = boolVal(list_nth(priv, PRIV_SET_PROCESSED));
-    ds->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
+    RemoteStatement statement;
+    statement.plan = direct.statement;
+    statement.is_write = true;
+    RoutedSetup setup;
+    setup.table = table;
+    setup.rel = rel;
+    setup.userid = userid;
+    ds->st = init_routed_statement(&node->ss.ps, setup, statement, plan->fdw_exprs);
+    ds->set_processed = direct.set_processed;
     node->fdw_state = ds;
 }
 
-TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
+TupleTableSlot *iterate_direct_modify(ForeignScanState *node) {
     DirectState *ds = static_cast<DirectState *>(node->fdw_state);
     EState *estate = node->ss.ps.state;
     if (!ds->executed) {
         execute_routed(ds->st, node->ss.ps.ps_ExprContext);
         ds->executed = true;
         uint64 total = 0;
-        for (int i = 0; i < ds->st->nresults; i++) {
-            const char *n = PQcmdTuples(ds->st->results[i]);
+        for (int i = 0; i < ds->st->answers.nresults; i++) {
+            const char *n = PQcmdTuples(ds->st->answers.results[i]);
             if (n != nullptr && n[0] != '\0')
                 total += strtoull(n, nullptr, 10);
         }
@@ -158,13 +174,13 @@ TupleTableSlot *picoIterateDirectModify(ForeignScanState *node) {
     return ExecClearTuple(node->ss.ss_ScanTupleSlot);
 }
 
-void picoEndDirectModify(ForeignScanState *node) {
+void end_direct_modify(ForeignScanState *node) {
     DirectState *ds = static_cast<DirectState *>(node->fdw_state);
     if (ds != nullptr)
         release_results(ds->st);
 }
 
-void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
+void explain_direct_modify(ForeignScanState *node, ExplainState *es) {
     explain_remote(static_cast<DirectState *>(node->fdw_state)->st, node, es);
 }
 
@@ -173,11 +189,11 @@ void picoExplainDirectModify(ForeignScanState *node, ExplainState *es) {
 namespace picoroute::pg::fdw {
 
 void install_direct_modify_callbacks(FdwRoutine *routine) {
-    routine->PlanDirectModify = picoPlanDirectModify;
-    routine->BeginDirectModify = picoBeginDirectModify;
-    routine->IterateDirectModify = picoIterateDirectModify;
-    routine->EndDirectModify = picoEndDirectModify;
-    routine->ExplainDirectModify = picoExplainDirectModify;
+    routine->PlanDirectModify = plan_direct_modify;
+    routine->BeginDirectModify = begin_direct_modify;
+    routine->IterateDirectModify = iterate_direct_modify;
+    routine->EndDirectModify = end_direct_modify;
+    routine->ExplainDirectModify = explain_direct_modify;
 }
 
 }  // namespace picoroute::pg::fdw

@@ -1,9 +1,9 @@
 // picoroute_fdw_handler: the FdwRoutine of the picoroute foreign data wrapper, and the one place
-// where a foreign scan is dispatched by what it reads (ScanKind): one foreign table (scan.cpp), a
-// pushed join (join.cpp) or aggregates, ORDER BY and LIMIT pushed over either (upper.cpp); the
-// last two run through pushed_scan.cpp. Modifications (modify.cpp, direct_modify.cpp), TRUNCATE
-// (truncate.cpp), IMPORT FOREIGN SCHEMA (import.cpp) and ANALYZE (analyze.cpp) have callbacks of
-// their own.
+// where a foreign scan is dispatched by what it reads (PlanKind, plan_private.h): one foreign table
+// (scan.cpp), a pushed join (join.cpp) or aggregates, ORDER BY and LIMIT pushed over either
+// (upper.cpp); the last two run through pushed_scan.cpp. Modifications (modify.cpp,
+// direct_modify.cpp), TRUNCATE (truncate.cpp), IMPORT FOREIGN SCHEMA (import.cpp) and ANALYZE
+// (analyze.cpp) have callbacks of their own.
 extern "C" {
 #include "postgres.h"
 
@@ -14,58 +14,65 @@ extern "C" {
 #include "nodes/value.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/analyze.h"
+#include "pg/fdw/direct_modify.h"
+#include "pg/fdw/import.h"
+#include "pg/fdw/join.h"
+#include "pg/fdw/modify.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/pushed_scan.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/truncate.h"
+#include "pg/fdw/upper.h"
 #include "pg/guard.h"
+#include "pg/sql_common.h"
 
 using namespace picoroute::pg::fdw;
 
 namespace {
 
 // GetForeignPlan for every relation picoroute offered a path for.
-ForeignScan *plan_foreign_scan(PlannerInfo *root, RelOptInfo *rel, Oid, ForeignPath *path,
-                               List *tlist, List *scan_clauses, Plan *outer_plan) {
+ForeignScan *get_foreign_plan(PlannerInfo *root, RelOptInfo *rel, Oid, ForeignPath *path,
+                              List *tlist, List *scan_clauses, Plan *outer_plan) {
     if (IS_UPPER_REL(rel))
-        return upper_foreign_plan(root, rel, tlist, outer_plan);
+        return upper_plan(root, rel, tlist, outer_plan);
     if (IS_JOIN_REL(rel))
-        return join_foreign_plan(root, rel, tlist, outer_plan);
-    return scan_foreign_plan(root, rel, path, tlist, scan_clauses, outer_plan);
+        return join_plan(root, rel, tlist, outer_plan);
+    return scan_plan(root, rel, path, tlist, scan_clauses, outer_plan);
 }
 
-// What the ForeignScan of `node` reads: a base scan has a range-table index; a pushed join or
-// upper relation (scanrelid 0) recorded its kind in its plan.
-ScanKind scan_kind(ForeignScanState *node) {
+// Whether the ForeignScan of `node` reads one foreign table (its plan's kind).
+bool reads_base_table(ForeignScanState *node) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
-    if (plan->scan.scanrelid > 0)
-        return ScanKind::Base;
-    return static_cast<ScanKind>(intVal(list_nth(plan->fdw_private, UP_KIND)));
+    return plan_kind(plan->fdw_private) == PlanKind::BaseScan;
 }
 
 void begin_foreign_scan(ForeignScanState *node, int eflags) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_begin(node, eflags);
     return pushed_begin(node, eflags);
 }
 
 TupleTableSlot *iterate_foreign_scan(ForeignScanState *node) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_iterate(node);
     return pushed_iterate(node);
 }
 
 void rescan_foreign_scan(ForeignScanState *node) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_rescan(node);
     return pushed_rescan(node);
 }
 
 void end_foreign_scan(ForeignScanState *node) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_end(node);
     return pushed_end(node);
 }
 
 void explain_foreign_scan(ForeignScanState *node, ExplainState *es) {
-    if (scan_kind(node) == ScanKind::Base)
+    if (reads_base_table(node))
         return scan_explain(node, es);
     return pushed_explain(node, es);
 }
@@ -76,11 +83,11 @@ void explain_foreign_scan(ForeignScanState *node, ExplainState *es) {
 // preloaded there is no shared map to route by, and the check fails clearly here.
 PICOROUTE_SQL_FUNCTION(picoroute_fdw_handler) {
     FdwRoutine *routine = makeNode(FdwRoutine);
-    routine->GetForeignRelSize = scan_rel_size;
-    routine->GetForeignPaths = scan_paths;
+    routine->GetForeignRelSize = get_foreign_rel_size;
+    routine->GetForeignPaths = get_foreign_paths;
     routine->GetForeignJoinPaths = get_foreign_join_paths;
     routine->GetForeignUpperPaths = get_foreign_upper_paths;
-    routine->GetForeignPlan = plan_foreign_scan;
+    routine->GetForeignPlan = get_foreign_plan;
     routine->BeginForeignScan = begin_foreign_scan;
     routine->IterateForeignScan = iterate_foreign_scan;
     routine->ReScanForeignScan = rescan_foreign_scan;
@@ -91,7 +98,7 @@ PICOROUTE_SQL_FUNCTION(picoroute_fdw_handler) {
     };
     install_modify_callbacks(routine);
     install_direct_modify_callbacks(routine);
-    routine->ExecForeignTruncate = truncate_foreign_tables;
+    routine->ExecForeignTruncate = exec_foreign_truncate;
     routine->AnalyzeForeignTable = analyze_foreign_table;
     PG_RETURN_POINTER(routine);
 }

@@ -17,10 +17,16 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "core/table_schema.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/import.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
-#include "core/table_schema.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 
 #include <map>
 #include <memory>

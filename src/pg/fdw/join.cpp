@@ -1,6 +1,6 @@
 // Join pushdown of the picoroute FDW: a join of two foreign tables of one server runs in Picodata
 // as one statement when Picodata can run it without moving a table between instances (plain C
-// style at plan time: see fdw_internal.h).
+// style at plan time: see plan_private.h).
 //
 // Pushed: an INNER or LEFT join of two tables of the same server (so the same tier and user
 // mapping) where
@@ -37,7 +37,14 @@ extern "C" {
 #include "utils/typcache.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/join.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
 
 #include <cstring>
 #include <utility>
@@ -60,7 +67,7 @@ struct JoinInfo {
     List *tlist;         // TargetEntries: the remote select list, also fdw_scan_tlist
 };
 
-// Per-row transfer cost, as the scan estimates it (scan_paths in scan.cpp).
+// Per-row transfer cost, as the scan estimates it (get_foreign_paths in scan.cpp).
 constexpr double kRowTransfer = 10;
 
 RelInfo *rel_info(RelOptInfo *rel) {
@@ -344,7 +351,7 @@ void get_foreign_join_paths(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *
                                                    total, NIL, nullptr, nullptr, NIL)));
 }
 
-ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
+ForeignScan *join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
     JoinInfo *j = static_cast<JoinInfo *>(rel->fdw_private);
     List *params = NIL;
     StringInfoData sql;
@@ -365,13 +372,15 @@ ForeignScan *join_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, 
     Index anchor = 0;
     List *key_kinds = join_routing(rel, &key_exprs, &anchor);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *fdw_private =
-        list_make5(makeString(sql.data), makeString(pstrdup("")), makeInteger(list_length(params)),
-                   key_kinds, makeBoolean(has_where));
-    fdw_private = lappend(fdw_private, makeInteger(0));  // UP_OFFSET
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Join)));
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
-    return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, j->tlist, NIL, outer_plan);
+    PushedScanPlan plan;
+    plan.kind = PlanKind::Join;
+    plan.statement.sql = sql.data;
+    plan.statement.has_where = has_where;
+    plan.statement.nparams = list_length(params);
+    plan.statement.key_kinds = key_kinds;
+    plan.tail = pstrdup("");
+    plan.anchor = anchor;
+    return make_foreignscan(tlist, NIL, 0, fdw_exprs, encode(plan), j->tlist, NIL, outer_plan);
 }
 
 bool upper_over_join_ok(RelOptInfo *rel) {

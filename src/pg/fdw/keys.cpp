@@ -13,7 +13,10 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/shippable.h"
 
 #include <algorithm>
 #include <cstring>
@@ -247,30 +250,30 @@ List *analyze_key_clauses(TableInfo *table, Index relid, List *conds, List **key
 }
 
 // Evaluates the key expressions (plain: may ereport).
-KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
-    if (st->key_kinds == NIL)
+KeyValues *evaluate_keys(const RoutedKeys &routed, List *key_kinds, ExprContext *econtext) {
+    if (key_kinds == NIL)
         return nullptr;
-    int nkeys = list_length(st->key_kinds);
+    int nkeys = list_length(key_kinds);
     KeyValues *keys = static_cast<KeyValues *>(palloc0(sizeof(KeyValues) * nkeys));
-    ListCell *expr_cell = list_head(st->key_states);
+    ListCell *expr_cell = list_head(routed.states);
     for (int i = 0; i < nkeys; i++) {
-        int kind = list_nth_int(st->key_kinds, i);
+        int kind = list_nth_int(key_kinds, i);
         KeyValues *k = &keys[i];
         if (kind == KEY_NULL) {
             k->n = 1;
             k->values = static_cast<Datum *>(palloc0(sizeof(Datum)));
             k->nulls = static_cast<bool *>(palloc(sizeof(bool)));
             k->nulls[0] = true;
-            k->type = st->key_types[i];
+            k->type = routed.types[i];
             continue;
         }
         ExprState *es = static_cast<ExprState *>(lfirst(expr_cell));
-        expr_cell = lnext(st->key_states, expr_cell);
+        expr_cell = lnext(routed.states, expr_cell);
         bool isnull = false;
         Datum value = ExecEvalExpr(es, econtext, &isnull);
         Oid type = exprType(strip_relabel(reinterpret_cast<Node *>(es->expr)));
         // Hashed as the column stores it: a numeric with the column's scale (1 -> 1.00).
-        int32 typmod = st->key_typmods[i];
+        int32 typmod = routed.typmods[i];
         if (kind == KEY_SCALAR) {
             k->n = isnull ? 0 : 1;  // key = NULL: no row can match
             k->values = static_cast<Datum *>(palloc(sizeof(Datum)));
@@ -299,6 +302,20 @@ KeyValues *evaluate_keys(RoutedStatement *st, ExprContext *econtext) {
                     k->values[v] = numeric_to_typmod(k->values[v], typmod);
     }
     return keys;
+}
+
+bool batchable_type(Oid type) {
+    switch (type) {
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case TEXTOID:
+        case VARCHAROID:
+        case UUIDOID:
+            return true;
+        default:
+            return false;
+    }
 }
 
 }  // namespace picoroute::pg::fdw

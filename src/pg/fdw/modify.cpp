@@ -35,10 +35,24 @@ extern "C" {
 }
 
 #include "core/routing/grouping.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/modify.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/route_check.h"
 #include "pg/fdw/row_modify.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
+#include "pg/remote/write_ledger.h"
+#include "pg/sql_common.h"
 #include "pg/stats/stats.h"
 
 #include <algorithm>
@@ -119,8 +133,8 @@ void refuse_unknown_returning(Oid relid, List *returning) {
     }
 }
 
-List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
-                            int subplan_index) {
+List *plan_foreign_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+                          int subplan_index) {
     RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
     TableInfo *table = get_table_info(rte->relid);
     CmdType op = plan->operation;
@@ -132,8 +146,13 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
     }
     // Not one remote statement (direct_modify.cpp did not take it): written row by row
     // (row_modify.cpp), the columns set and the command.
-    if (op == CMD_UPDATE || op == CMD_DELETE)
-        return list_make2(set_attrs, makeInteger(op));
+    ModifyPlan modify;
+    modify.operation = op;
+    if (op == CMD_UPDATE || op == CMD_DELETE) {
+        modify.row_by_row = true;
+        modify.target_attrs = set_attrs;
+        return encode(modify);
+    }
     if (plan->returningLists != NIL)
         refuse_unknown_returning(
             rte->relid, static_cast<List *>(list_nth(plan->returningLists, subplan_index)));
@@ -143,9 +162,9 @@ List *picoPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRe
                                "table \"%s\"",
                                get_rel_name(rte->relid))));
     Relation rel = table_open(rte->relid, NoLock);
-    List *attrs = insert_target_attrs(rel);
+    modify.target_attrs = insert_target_attrs(rel);
     table_close(rel, NoLock);
-    return list_make1(attrs);
+    return encode(modify);
 }
 
 InsertState *create_insert_state(EState *estate, Relation rel, List *target_attrs, Oid userid) {
@@ -193,13 +212,13 @@ InsertState *create_insert_state(EState *estate, Relation rel, List *target_attr
 
 int rows_per_insert(ResultRelInfo *rinfo);
 
-void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
-                            int eflags) {
+void begin_foreign_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private, int,
+                          int eflags) {
     if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
         return;
-    if (list_length(fdw_private) > 1) {
-        row_modify_begin(mtstate, rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
-                         static_cast<List *>(linitial(fdw_private)));
+    ModifyPlan modify = decode_modify(fdw_private);
+    if (modify.row_by_row) {
+        row_modify_begin(mtstate, rinfo, modify.operation, modify.target_attrs);
         stats::table_started(RelationGetRelid(rinfo->ri_RelationDesc),
                              stats::TableStart::RowModify);
         return;
@@ -208,8 +227,7 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
     RangeTblEntry *rte =
         rinfo->ri_RangeTableIndex > 0 ? exec_rt_fetch(rinfo->ri_RangeTableIndex, estate) : nullptr;
     InsertState *s =
-        create_insert_state(estate, rinfo->ri_RelationDesc,
-                            static_cast<List *>(linitial(fdw_private)), user_for_rte(rte));
+        create_insert_state(estate, rinfo->ri_RelationDesc, modify.target_attrs, user_for_rte(rte));
     stats::table_started(RelationGetRelid(rinfo->ri_RelationDesc), stats::TableStart::Insert);
     // With RETURNING, PostgreSQL hands the rows over one by one (no batch insert): they are
     // buffered up to batch_size and sent together, the rest at EndForeignModify, which runs
@@ -225,7 +243,7 @@ void picoBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, Lis
 
 // COPY FROM (a ModifyTableState without a plan) and tuple routing of an INSERT or a COPY into a
 // foreign partition.
-void picoBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
+void begin_foreign_insert(ModifyTableState *mtstate, ResultRelInfo *rinfo) {
     Relation rel = rinfo->ri_RelationDesc;
     EState *estate = mtstate->ps.state;
     ModifyTable *plan = reinterpret_cast<ModifyTable *>(mtstate->ps.plan);
@@ -386,8 +404,8 @@ TupleTableSlot **insert_slots(ResultRelInfo *rinfo, TupleTableSlot **slots, int 
     return slots;
 }
 
-TupleTableSlot *picoExecForeignInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
-                                      TupleTableSlot *) {
+TupleTableSlot *exec_foreign_insert(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                    TupleTableSlot *) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
     if (!s->buffer_rows) {
         TupleTableSlot *slots[1] = {slot};
@@ -402,12 +420,12 @@ TupleTableSlot *picoExecForeignInsert(EState *, ResultRelInfo *rinfo, TupleTable
     return slot;
 }
 
-TupleTableSlot **picoExecForeignBatchInsert(EState *, ResultRelInfo *rinfo, TupleTableSlot **slots,
-                                            TupleTableSlot **, int *numSlots) {
+TupleTableSlot **exec_foreign_batch_insert(EState *, ResultRelInfo *rinfo, TupleTableSlot **slots,
+                                           TupleTableSlot **, int *numSlots) {
     return insert_slots(rinfo, slots, *numSlots);
 }
 
-void picoEndForeignInsert(EState *, ResultRelInfo *rinfo) {
+void end_foreign_insert(EState *, ResultRelInfo *rinfo) {
     InsertState *s = static_cast<InsertState *>(rinfo->ri_FdwState);
     if (s != nullptr)
         flush_rows(s);
@@ -429,8 +447,8 @@ int rows_per_insert(ResultRelInfo *rinfo) {
     return Max(batch, 1);
 }
 
-int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
-    // With RETURNING the rows come one by one and are buffered (picoBeginForeignModify).
+int get_foreign_modify_batch_size(ResultRelInfo *rinfo) {
+    // With RETURNING the rows come one by one and are buffered (begin_foreign_modify).
     if (rinfo->ri_projectReturning != nullptr ||
         (rinfo->ri_TrigDesc &&
          (rinfo->ri_TrigDesc->trig_insert_before_row || rinfo->ri_TrigDesc->trig_insert_after_row)))
@@ -438,7 +456,7 @@ int picoGetForeignModifyBatchSize(ResultRelInfo *rinfo) {
     return rows_per_insert(rinfo);
 }
 
-void picoEndForeignModify(EState *, ResultRelInfo *rinfo) {
+void end_foreign_modify(EState *, ResultRelInfo *rinfo) {
     ModifyKind *kind = static_cast<ModifyKind *>(rinfo->ri_FdwState);
     if (kind == nullptr)
         return;
@@ -479,19 +497,18 @@ const char *insert_routing(TableInfo *table, List *attrs) {
 // EXPLAIN VERBOSE of an INSERT: the remote statement (for one row: a batch repeats its VALUES
 // list), how the rows are routed, and the rows per remote INSERT (batch_size, capped by
 // Picodata's row limit and by 65535 parameters).
-void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
-                              ExplainState *es) {
-    if (list_length(fdw_private) > 1) {
-        row_modify_explain(rinfo, static_cast<CmdType>(intVal(lsecond(fdw_private))),
-                           static_cast<List *>(linitial(fdw_private)), es);
+void explain_foreign_modify(ModifyTableState *, ResultRelInfo *rinfo, List *fdw_private, int,
+                            ExplainState *es) {
+    ModifyPlan modify = decode_modify(fdw_private);
+    if (modify.row_by_row) {
+        row_modify_explain(rinfo, modify.operation, modify.target_attrs, es);
         return;
     }
     if (!es->verbose)
         return;
     Relation rel = rinfo->ri_RelationDesc;
     TableInfo *table = get_table_info(RelationGetRelid(rel));
-    List *attrs =
-        fdw_private != NIL ? static_cast<List *>(linitial(fdw_private)) : insert_target_attrs(rel);
+    List *attrs = fdw_private != NIL ? modify.target_attrs : insert_target_attrs(rel);
     StringInfoData sql;
     initStringInfo(&sql);
     deparse_insert(&sql, rel, table, attrs, 1);
@@ -514,8 +531,8 @@ void picoExplainForeignModify(ModifyTableState *, ResultRelInfo *rinfo, List *fd
 }
 
 // An UPDATE or DELETE that is not one remote statement, row by row (row_modify.cpp).
-TupleTableSlot *picoExecForeignRowChange(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
-                                         TupleTableSlot *plan_slot) {
+TupleTableSlot *exec_foreign_update_delete(EState *, ResultRelInfo *rinfo, TupleTableSlot *slot,
+                                           TupleTableSlot *plan_slot) {
     return row_modify_exec(rinfo, slot, plan_slot);
 }
 
@@ -542,24 +559,18 @@ void refuse_key_update(TableInfo *table, List *target_attrs) {
     }
 }
 
-// The user whose user mapping a statement uses: the owner of the view it came through
-// (RangeTblEntry.checkAsUser), else the current user, as postgres_fdw does.
-Oid user_for_rte(RangeTblEntry *rte) {
-    return rte != nullptr && OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-}
-
 void install_modify_callbacks(FdwRoutine *routine) {
-    routine->PlanForeignModify = picoPlanForeignModify;
-    routine->BeginForeignModify = picoBeginForeignModify;
-    routine->ExecForeignInsert = picoExecForeignInsert;
-    routine->ExecForeignBatchInsert = picoExecForeignBatchInsert;
-    routine->GetForeignModifyBatchSize = picoGetForeignModifyBatchSize;
-    routine->EndForeignModify = picoEndForeignModify;
-    routine->ExplainForeignModify = picoExplainForeignModify;
-    routine->BeginForeignInsert = picoBeginForeignInsert;
-    routine->EndForeignInsert = picoEndForeignInsert;
-    routine->ExecForeignUpdate = picoExecForeignRowChange;
-    routine->ExecForeignDelete = picoExecForeignRowChange;
+    routine->PlanForeignModify = plan_foreign_modify;
+    routine->BeginForeignModify = begin_foreign_modify;
+    routine->ExecForeignInsert = exec_foreign_insert;
+    routine->ExecForeignBatchInsert = exec_foreign_batch_insert;
+    routine->GetForeignModifyBatchSize = get_foreign_modify_batch_size;
+    routine->EndForeignModify = end_foreign_modify;
+    routine->ExplainForeignModify = explain_foreign_modify;
+    routine->BeginForeignInsert = begin_foreign_insert;
+    routine->EndForeignInsert = end_foreign_insert;
+    routine->ExecForeignUpdate = exec_foreign_update_delete;
+    routine->ExecForeignDelete = exec_foreign_update_delete;
     routine->AddForeignUpdateTargets = add_foreign_update_targets;
 }
 

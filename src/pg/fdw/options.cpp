@@ -38,9 +38,11 @@ PG_FUNCTION_INFO_V1(picoroute_fdw_validator);
 
 #include "core/capabilities.h"
 #include "core/session_options.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/options.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/lookup.h"
 
 #include <cstring>
 #include <optional>
@@ -434,6 +436,18 @@ ConnParams build_conn_params(Oid serverid, Oid userid) {
                            " OPTIONS (ADD password '...');");
     params.require_password = !superuser;
     return params;
+}
+
+void check_remote_name(const char *name, const char *what) {
+    if (strchr(name, '"') == nullptr)
+        return;
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_INVALID_NAME),
+         errmsg("picoroute: %s name \"%s\" contains a double quote", what, name),
+         errdetail("picoroute double-quotes every name it sends, and Picodata does not "
+                   "unescape a double quote inside a quoted name."),
+         errhint("Rename the %s in Picodata, or map it to a name without a double quote.", what)));
 }
 
 }  // namespace picoroute::pg::fdw

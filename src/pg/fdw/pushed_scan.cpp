@@ -19,7 +19,12 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/pushed_scan.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/stats/stats.h"
 
 #include <cstring>
@@ -120,11 +125,10 @@ Datum read_value(PushedState *us, int i, char *text) {
 void pushed_begin(ForeignScanState *node, int eflags) {
     ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     EState *estate = node->ss.ps.state;
-    List *priv = plan->fdw_private;
+    PushedScanPlan pushed = decode_pushed_scan(plan->fdw_private);
     // A join names the table that routes it (join.cpp); an upper relation has only one.
-    Index rtindex = list_length(priv) > UP_ANCHOR
-                        ? static_cast<Index>(intVal(list_nth(priv, UP_ANCHOR)))
-                        : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    Index rtindex = pushed.anchor > 0 ? pushed.anchor
+                                      : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
     Relation rel = ExecGetRangeTableRelation(estate, rtindex);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
     // One statement, one answer: never scattered to the masters (such tables are not pushed).
@@ -148,15 +152,18 @@ void pushed_begin(ForeignScanState *node, int eflags) {
             stats::table_started(exec_rt_fetch(m, estate)->relid, stats::TableStart::PushedScan);
     }
     PushedState *us = static_cast<PushedState *>(palloc0(sizeof(PushedState)));
-    us->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, UP_SQL)),
-                                   boolVal(list_nth(priv, UP_HAS_WHERE)), false, plan->fdw_exprs,
-                                   intVal(list_nth(priv, UP_NPARAMS)),
-                                   static_cast<List *>(list_nth(priv, UP_KEY_KINDS)));
-    us->st->userid = userid;
-    us->st->tail = strVal(list_nth(priv, UP_TAIL));
-    if (list_length(priv) > UP_ANCHOR)
-        us->st->bucket_column = psprintf("\"r%u\".\"bucket_id\"", rtindex);
-    us->offset = intVal(list_nth(priv, UP_OFFSET));
+    RemoteStatement statement;
+    statement.plan = pushed.statement;
+    statement.tail = pushed.tail;
+    if (pushed.anchor > 0)
+        statement.bucket_column = psprintf("\"r%u\".\"bucket_id\"", rtindex);
+    RoutedSetup setup;
+    setup.table = table;
+    setup.rel = rel;
+    setup.userid = userid;
+    setup.row_limit_fallback = outerPlanState(node) != nullptr;
+    us->st = init_routed_statement(&node->ss.ps, setup, statement, plan->fdw_exprs);
+    us->offset = pushed.offset;
     TupleDesc desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
     us->natts = desc->natts;
     us->in = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (desc->natts + 1)));
@@ -174,7 +181,6 @@ void pushed_begin(ForeignScanState *node, int eflags) {
     us->zero_if_null = count_columns(plan, desc->natts);
     us->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute upper tuple", ALLOCSET_SMALL_SIZES);
-    us->st->row_limit_fallback = outerPlanState(node) != nullptr;
     node->fdw_state = us;
 }
 
@@ -188,27 +194,28 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
         us->cur_result = 0;
         us->cur_row = 0;
         us->skipped = 0;
-        us->fallback = st->row_limit_exceeded;
+        us->fallback = st->last.row_limit_exceeded;
         us->fallback_used = us->fallback_used || us->fallback;
-        for (int i = 0; i < st->nresults; i++) {
-            PGresult *res = st->results[i];
+        for (int i = 0; i < st->answers.nresults; i++) {
+            PGresult *res = st->answers.results[i];
             if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != us->natts)
                 ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
                                 errmsg("picoroute: the remote query returned %d columns, "
                                        "expected %d",
                                        PQnfields(res), us->natts),
-                                errcontext("remote SQL: %s%s", st->sql, st->tail)));
+                                errcontext("remote SQL: %s%s", st->statement->plan.sql,
+                                           st->statement->tail)));
         }
     }
     if (us->fallback)
         return fallback_next(node, us);
     for (;;) {
-        while (us->cur_result < st->nresults &&
-               us->cur_row >= PQntuples(st->results[us->cur_result])) {
+        while (us->cur_result < st->answers.nresults &&
+               us->cur_row >= PQntuples(st->answers.results[us->cur_result])) {
             us->cur_result++;
             us->cur_row = 0;
         }
-        if (us->cur_result >= st->nresults)
+        if (us->cur_result >= st->answers.nresults)
             return ExecClearTuple(slot);
         if (us->skipped >= us->offset)
             break;
@@ -216,7 +223,7 @@ TupleTableSlot *pushed_iterate(ForeignScanState *node) {
         us->skipped++;
         us->cur_row++;
     }
-    PGresult *res = st->results[us->cur_result];
+    PGresult *res = st->answers.results[us->cur_result];
     ExecClearTuple(slot);
     MemoryContextReset(us->tuple_cxt);
     MemoryContext old = MemoryContextSwitchTo(us->tuple_cxt);
@@ -257,7 +264,7 @@ void pushed_end(ForeignScanState *node) {
 void pushed_explain(ForeignScanState *node, ExplainState *es) {
     PushedState *us = static_cast<PushedState *>(node->fdw_state);
     RoutedStatement *st = us->st;
-    explain_remote(st, node, es, psprintf("%s%s", st->sql, st->tail));
+    explain_remote(st, node, es, psprintf("%s%s", st->statement->plan.sql, st->statement->tail));
     if (us->offset > 0)
         ExplainPropertyInteger("Rows Skipped Locally (OFFSET)", nullptr, us->offset, es);
     if (outerPlanState(node) != nullptr)

@@ -33,11 +33,21 @@ extern "C" {
 
 #include "core/remote_text.h"
 #include "core/route_check.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/route_check.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/libpq_io.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/route_checks.h"
+#include "pg/sql_common.h"
 
 #include <algorithm>
 #include <memory>

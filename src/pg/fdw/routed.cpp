@@ -2,7 +2,7 @@
 // modifications: its parameters and key values evaluated per execution, the routing decision (the
 // owner of each bucket the key gives; a global table, a scatter through a coordinator or over
 // every master otherwise), the statement as each target gets it, and its execution (whole answers
-// or a stream) through the remote layer; EXPLAIN's "Remote SQL" and "Routing".
+// or a stream) through the remote layer; the routing EXPLAIN shows (its lines: routed_explain.cpp).
 //
 // A bucket picoroute computes decides where a statement goes, never which rows it sees: a statement
 // that fixes the sharding key is sent as written, without a bucket_id term (Picodata routes it by
@@ -15,7 +15,6 @@ extern "C" {
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -30,13 +29,26 @@ extern "C" {
 #include "core/routing/statement.h"
 #include "core/routing/text.h"
 #include "pg/fdw/chunked.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/route_check.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/remote/stream.h"
+#include "pg/sql_common.h"
 
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,24 +66,26 @@ void cleanup_results(void *arg) {
 // DateStyle or extra_float_digits (plain: may ereport). The values are computed first, under the
 // session's settings (an InitPlan may run here), and only their output uses the fixed ones.
 const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
-    const char **values = static_cast<const char **>(palloc0(sizeof(char *) * (st->nparams + 1)));
-    Datum *datums = static_cast<Datum *>(palloc0(sizeof(Datum) * (st->nparams + 1)));
-    bool *nulls = static_cast<bool *>(palloc0(sizeof(bool) * (st->nparams + 1)));
+    const char **values =
+        static_cast<const char **>(palloc0(sizeof(char *) * (st->statement->plan.nparams + 1)));
+    Datum *datums =
+        static_cast<Datum *>(palloc0(sizeof(Datum) * (st->statement->plan.nparams + 1)));
+    bool *nulls = static_cast<bool *>(palloc0(sizeof(bool) * (st->statement->plan.nparams + 1)));
     int n = 0;
     ListCell *lc;
-    foreach (lc, st->param_states) {
+    foreach (lc, st->params.states) {
         ExprState *es = static_cast<ExprState *>(lfirst(lc));
         datums[n] = ExecEvalExpr(es, econtext, &nulls[n]);
-        if (!nulls[n] && st->param_typmods[n] >= 0)
-            datums[n] = numeric_to_typmod(datums[n], st->param_typmods[n]);
+        if (!nulls[n] && st->params.typmods[n] >= 0)
+            datums[n] = numeric_to_typmod(datums[n], st->params.typmods[n]);
         n++;
     }
     if (n == 0)
         return values;
-    int nestlevel = st->params_need_modes ? set_transmission_modes() : -1;
+    int nestlevel = st->params.need_modes ? set_transmission_modes() : -1;
     for (int i = 0; i < n; i++) {
-        char *text = nulls[i] ? nullptr : OutputFunctionCall(&st->param_out[i], datums[i]);
-        if (text != nullptr && st->param_trim[i])
+        char *text = nulls[i] ? nullptr : OutputFunctionCall(&st->params.out[i], datums[i]);
+        if (text != nullptr && st->params.trim[i])
             trim_trailing_blanks(text);
         values[i] = text;
     }
@@ -84,10 +98,10 @@ const char **evaluate_params(RoutedStatement *st, ExprContext *econtext) {
 // encoded (add_key_datum) only when the decision hashes it.
 routing::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
     routing::KeyValues out;
-    int nkeys = list_length(st->key_kinds);
+    int nkeys = list_length(st->statement->plan.key_kinds);
     for (int i = 0; i < nkeys; i++)
         out.counts.push_back(static_cast<size_t>(keys[i].n));
-    HashRule rule = st->table->hash_rule;
+    HashRule rule = st->setup->table->hash_rule;
     out.encode = [keys, rule](size_t column, size_t index) {
         KeyEncoder encoder(rule);
         add_key_datum(encoder, keys[column].type, keys[column].values[index],
@@ -100,14 +114,14 @@ routing::KeyValues core_key_values(RoutedStatement *st, KeyValues *keys) {
 // Whether Picodata hashes the key values of `keys` differently from picoroute (the route check,
 // route_check.cpp; with `may_check` it runs when none is recorded). C++: inside guarded().
 bool key_disagrees(RoutedStatement *st, KeyValues *keys, bool may_check) {
-    int nkeys = list_length(st->key_kinds);
+    int nkeys = list_length(st->statement->plan.key_kinds);
     Oid few[8];  // the usual key, without an allocation per statement
     std::vector<Oid> many(nkeys > 8 ? static_cast<size_t>(nkeys) : 0);
     Oid *types = nkeys > 8 ? many.data() : few;
     for (int i = 0; i < nkeys; i++)
         types[i] = keys[i].type;
-    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
-    return key_route(st->table, types, nkeys, userid, may_check) == KeyRoute::Coordinator;
+    Oid userid = OidIsValid(st->setup->userid) ? st->setup->userid : GetUserId();
+    return key_route(st->setup->table, types, nkeys, userid, may_check) == KeyRoute::Coordinator;
 }
 
 // The routing decision (core/routing/statement.h): targets, retry policy and, when `describe`, a
@@ -116,7 +130,7 @@ bool key_disagrees(RoutedStatement *st, KeyValues *keys, bool may_check) {
 std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t *tier_out,
                                    Retry *retry, std::string *description, bool *keyless,
                                    bool describe = true, bool may_check = true) {
-    TableInfo *t = st->table;
+    TableInfo *t = st->setup->table;
     // Before the map is read: a check may read a newer map, which replaces this backend's copy.
     bool disagrees = keys != nullptr && !t->global && key_disagrees(st, keys, may_check);
     MapRef map = current_map();
@@ -125,11 +139,13 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
     *tier_out = tier;
     routing::StatementInfo info;
     info.global = t->global;
-    info.write = st->is_write;
+    info.write = st->statement->is_write;
     info.read_pref = table_read_pref(t);
     info.scatter_masters = static_cast<Scatter>(t->scatter) == Scatter::Masters;
     info.prune_by_bucket_id = t->capabilities.has(caps::Capability::PruneByBucketId);
-    info.where_chains = st->where_chains > 0 ? static_cast<size_t>(st->where_chains) : 1;
+    info.where_chains = st->statement->plan.where_chains > 0
+                            ? static_cast<size_t>(st->statement->plan.where_chains)
+                            : 1;
     info.tier = t->tier;
     info.bucket_count = view.tier(tier).bucket_count;
     info.describe = describe;
@@ -155,23 +171,23 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
 // scatter only), the pushed tail, the scan's LIMIT, then the OPTION clause (always last).
 std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
     routing::StatementText text;
-    text.sql = st->sql;
-    text.has_where = st->has_where;
-    if (st->bucket_column != nullptr)
-        text.column = st->bucket_column;
-    if (st->tail != nullptr)
-        text.tail = st->tail;
-    text.row_limit = st->row_limit;
-    text.option = option_clause(st->table, keyless, !st->is_write);
+    text.sql = st->statement->plan.sql;
+    text.has_where = st->statement->plan.has_where;
+    if (st->statement->bucket_column != nullptr)
+        text.column = st->statement->bucket_column;
+    if (st->statement->tail != nullptr)
+        text.tail = st->statement->tail;
+    text.row_limit = st->statement->row_limit;
+    text.option = option_clause(st->setup->table, keyless, !st->statement->is_write);
     return routing::text_for(text, target);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
     MemoryContext cxt = GetMemoryChunkContext(st);
     pg_call([&] {
-        if (st->routing != nullptr)  // a rescan's previous decision
-            pfree(st->routing);
-        st->routing = MemoryContextStrdup(cxt, description.c_str());
+        if (st->last.routing != nullptr)  // a rescan's previous decision
+            pfree(st->last.routing);
+        st->last.routing = MemoryContextStrdup(cxt, description.c_str());
     });
 }
 
@@ -184,19 +200,19 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     bool keyless = true;
     int32_t tier = kNone;  // an index into the map of the decision only
     std::vector<Target> targets =
-        decide_targets(st, keys, &tier, retry, &description, &keyless, st->describe);
-    if (st->describe)
+        decide_targets(st, keys, &tier, retry, &description, &keyless, st->setup->describe);
+    if (st->setup->describe)
         save_description(st, description);
     std::vector<Job> jobs(targets.size());
     for (size_t i = 0; i < targets.size(); i++) {
         jobs[i].sql = statement_for(st, targets[i], keyless);
-        jobs[i].values.assign(values, values + st->nparams);
-        jobs[i].may_span =
-            st->is_write && !st->table->global && !one_replicaset(targets[i], st->table->tier);
-        jobs[i].sharded = !st->table->global;
+        jobs[i].values.assign(values, values + st->statement->plan.nparams);
+        jobs[i].may_span = st->statement->is_write && !st->setup->table->global &&
+                           !one_replicaset(targets[i], st->setup->table->tier);
+        jobs[i].sharded = !st->setup->table->global;
         jobs[i].target = std::move(targets[i]);
     }
-    st->keyless = keyless;
+    st->last.keyless = keyless;
     return jobs;
 }
 
@@ -206,7 +222,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
 // without buckets send every key to one coordinator of the tier (C++: inside guarded()).
 std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
                               const char **key_texts) {
-    TableInfo *t = st->table;
+    TableInfo *t = st->setup->table;
     // Before the map is read: a check may read a newer map, which replaces this backend's copy.
     bool coordinator = t->global || key_disagrees(st, keys, true);
     MapRef map = current_map();
@@ -225,7 +241,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
         },
         owner_lookups(view, tier, table_read_pref(t), coordinator));
     // A batch reads as many rows as a small scan: the row and instruction limits are lifted,
-    // unless the table or server gives them (see batch_exec.cpp).
+    // unless the table or server gives them (see pg/batch_join/executor.cpp).
     std::string option = option_clause(t, true, false);
     std::vector<Job> jobs;
     for (const routing::Group &group : groups) {
@@ -258,7 +274,7 @@ int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys
     release_results(st);
     if (keys->n == 0)
         return 0;
-    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    Oid userid = OidIsValid(st->setup->userid) ? st->setup->userid : GetUserId();
     return guarded([&] {
         std::vector<Job> jobs = batched_jobs(st, b, keys, key_texts);
         std::set<std::string> owners;
@@ -269,54 +285,49 @@ int execute_batched(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys
                                  " instances, by the key's bucket");
         if (jobs.empty())
             return 0;
-        run_jobs(jobs, read_conn_params(st->table, userid), st->table->tier,
-                 table_read_pref(st->table), Retry::Read);
+        run_jobs(jobs, read_conn_params(st->setup->table, userid), st->setup->table->tier,
+                 table_read_pref(st->setup->table), Retry::Read);
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
-            if (st->results != nullptr)
-                pfree(st->results);
-            st->results = static_cast<PGresult **>(
+            if (st->answers.results != nullptr)
+                pfree(st->answers.results);
+            st->answers.results = static_cast<PGresult **>(
                 MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
         });
         for (size_t i = 0; i < jobs.size(); i++)
-            st->results[i] = jobs[i].result.release();
-        st->nresults = static_cast<int>(jobs.size());
+            st->answers.results[i] = jobs[i].result.release();
+        st->answers.nresults = static_cast<int>(jobs.size());
         return static_cast<int>(jobs.size());
     });
 }
 
-RoutedStatement *new_routed_statement(MemoryContext parent, TableInfo *table, Relation rel,
-                                      char *sql, bool has_where, bool is_write) {
+RoutedStatement *new_routed_statement(MemoryContext parent, const RoutedSetup &setup,
+                                      const RemoteStatement &statement) {
     MemoryContext cxt = AllocSetContextCreate(parent, "picoroute statement", ALLOCSET_SMALL_SIZES);
     RoutedStatement *st =
-        static_cast<RoutedStatement *>(MemoryContextAllocZero(cxt, sizeof(RoutedStatement)));
-    st->table = table;
-    st->rel = rel;
-    st->sql = sql;
-    st->has_where = has_where;
-    st->is_write = is_write;
-    st->describe = true;
+        new (MemoryContextAllocZero(cxt, sizeof(RoutedStatement))) RoutedStatement{};
+    st->statement =
+        new (MemoryContextAlloc(cxt, sizeof(RemoteStatement))) RemoteStatement(statement);
+    st->setup = new (MemoryContextAlloc(cxt, sizeof(RoutedSetup))) RoutedSetup(setup);
     st->cleanup.func = cleanup_results;
     st->cleanup.arg = st;
     MemoryContextRegisterResetCallback(cxt, &st->cleanup);
     return st;
 }
 
-RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation rel, char *sql,
-                                       bool has_where, bool is_write, List *fdw_exprs, int nparams,
-                                       List *key_kinds) {
-    RoutedStatement *st =
-        new_routed_statement(ps->state->es_query_cxt, table, rel, sql, has_where, is_write);
-    st->nparams = nparams;
-    st->key_kinds = key_kinds;
-    st->describe = ps->state->es_instrument != 0;
-    List *param_exprs = list_copy_head(fdw_exprs, nparams);
-    List *key_exprs = list_copy_tail(fdw_exprs, nparams);
-    st->param_states = ExecInitExprList(param_exprs, ps);
-    st->key_states = ExecInitExprList(key_exprs, ps);
-    st->param_out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
-    st->param_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nparams + 1)));
-    st->param_trim = static_cast<bool *>(palloc0(sizeof(bool) * (nparams + 1)));
+RoutedStatement *init_routed_statement(PlanState *ps, RoutedSetup setup,
+                                       const RemoteStatement &statement, List *exprs) {
+    setup.describe = ps->state->es_instrument != 0;
+    RoutedStatement *st = new_routed_statement(ps->state->es_query_cxt, setup, statement);
+    int nparams = statement.plan.nparams;
+    TableInfo *table = setup.table;
+    List *param_exprs = list_copy_head(exprs, nparams);
+    List *key_exprs = list_copy_tail(exprs, nparams);
+    st->params.states = ExecInitExprList(param_exprs, ps);
+    st->keys.states = ExecInitExprList(key_exprs, ps);
+    st->params.out = static_cast<FmgrInfo *>(palloc0(sizeof(FmgrInfo) * (nparams + 1)));
+    st->params.typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nparams + 1)));
+    st->params.trim = static_cast<bool *>(palloc0(sizeof(bool) * (nparams + 1)));
     int i = 0;
     ListCell *lc;
     foreach (lc, param_exprs) {
@@ -326,22 +337,22 @@ RoutedStatement *init_routed_statement(PlanState *ps, TableInfo *table, Relation
         getTypeOutputInfo(exprType(expr), &out, &varlena);
         // A parameter compared with a numeric(p,s) column is marked by the deparser (see
         // with_column_scale): its value gets the column's scale.
-        st->param_typmods[i] = IsA(expr, RelabelType) && exprType(expr) == NUMERICOID
-                                   ? reinterpret_cast<RelabelType *>(expr)->resulttypmod
-                                   : -1;
+        st->params.typmods[i] = IsA(expr, RelabelType) && exprType(expr) == NUMERICOID
+                                    ? reinterpret_cast<RelabelType *>(expr)->resulttypmod
+                                    : -1;
         if (output_needs_transmission_modes(exprType(expr)))
-            st->params_need_modes = true;
-        st->param_trim[i] = exprType(expr) == BPCHAROID;
-        fmgr_info(out, &st->param_out[i++]);
+            st->params.need_modes = true;
+        st->params.trim[i] = exprType(expr) == BPCHAROID;
+        fmgr_info(out, &st->params.out[i++]);
     }
-    int nkeys = list_length(key_kinds);
-    st->key_types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
-    st->key_typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nkeys + 1)));
+    int nkeys = list_length(statement.plan.key_kinds);
+    st->keys.types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
+    st->keys.typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nkeys + 1)));
     for (int k = 0; k < nkeys && k < table->nkeys; k++) {
         Oid type, collation;
-        get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->key_typmods[k],
+        get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->keys.typmods[k],
                               &collation);
-        st->key_types[k] = type;
+        st->keys.types[k] = type;
     }
     return st;
 }
@@ -350,42 +361,42 @@ namespace {
 
 // Ends st's chunked read, keeping its counts for EXPLAIN ANALYZE.
 void retire_chunked(RoutedStatement *st) {
-    if (st->chunked == nullptr)
+    if (st->answers.chunked == nullptr)
         return;
-    st->chunks += st->chunked->sent();
-    st->sent_again += st->chunked->sent_again();
-    delete st->chunked;
-    st->chunked = nullptr;
+    st->counts.chunks += st->answers.chunked->sent();
+    st->counts.sent_again += st->answers.chunked->sent_again();
+    delete st->answers.chunked;
+    st->answers.chunked = nullptr;
 }
 
 }  // namespace
 
 void release_results(RoutedStatement *st) {
-    for (int i = 0; i < st->nresults; i++) {
-        if (st->results[i] != nullptr)
-            PQclear(st->results[i]);
-        st->results[i] = nullptr;
+    for (int i = 0; i < st->answers.nresults; i++) {
+        if (st->answers.results[i] != nullptr)
+            PQclear(st->answers.results[i]);
+        st->answers.results[i] = nullptr;
     }
-    st->nresults = 0;
-    if (st->stream != nullptr)
-        st->sent_again += st->stream->sent_again();
-    delete st->stream;
-    st->stream = nullptr;
+    st->answers.nresults = 0;
+    if (st->answers.stream != nullptr)
+        st->counts.sent_again += st->answers.stream->sent_again();
+    delete st->answers.stream;
+    st->answers.stream = nullptr;
     retire_chunked(st);
 }
 
 void execute_routed(RoutedStatement *st, ExprContext *econtext) {
     const char **values = evaluate_params(st, econtext);
-    KeyValues *keys = evaluate_keys(st, econtext);
+    KeyValues *keys = evaluate_keys(st->keys, st->statement->plan.key_kinds, econtext);
     execute_routed_values(st, values, keys);
 }
 
 void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys) {
     release_results(st);
-    st->row_limit_exceeded = false;
-    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
-    if (st->is_write)
-        before_remote_write(RelationGetRelationName(st->rel));
+    st->last.row_limit_exceeded = false;
+    Oid userid = OidIsValid(st->setup->userid) ? st->setup->userid : GetUserId();
+    if (st->statement->is_write)
+        before_remote_write(RelationGetRelationName(st->setup->rel));
     guarded([&] {
         Retry retry = Retry::Read;
         std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
@@ -393,21 +404,22 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
             return;
         // A write's log lives with the statement (write_ledger.h), or is the caller's (a
         // TRUNCATE of several tables).
-        if (st->is_write && st->log == nullptr)
+        if (st->statement->is_write && st->log == nullptr)
             st->log = statement_write_log(GetMemoryChunkContext(st));
-        ReadPref pref = st->is_write ? ReadPref::Leader : table_read_pref(st->table);
-        if (st->is_write)
-            note_server_write(st->table->server_name);  // later reads go to the leaders
+        ReadPref pref =
+            st->statement->is_write ? ReadPref::Leader : table_read_pref(st->setup->table);
+        if (st->statement->is_write)
+            note_server_write(st->setup->table->server_name);  // later reads go to the leaders
         try {
             run_jobs(jobs,
-                     st->is_write ? conn_params_for(st->table->serverid, userid)
-                                  : read_conn_params(st->table, userid),
-                     st->table->tier, pref, retry, st->is_write ? st->log : nullptr,
-                     &st->sent_again);
+                     st->statement->is_write ? conn_params_for(st->setup->table->serverid, userid)
+                                             : read_conn_params(st->setup->table, userid),
+                     st->setup->table->tier, pref, retry,
+                     st->statement->is_write ? st->log : nullptr, &st->counts.sent_again);
         } catch (const PgError &e) {
             // The caller computes the same rows here (a pushed ORDER BY or LIMIT over the bound).
-            if (st->row_limit_fallback && is_row_limit_error(e)) {
-                st->row_limit_exceeded = true;
+            if (st->setup->row_limit_fallback && is_row_limit_error(e)) {
+                st->last.row_limit_exceeded = true;
                 return;
             }
             // Nothing was handed over yet: every job is read again, in chunks.
@@ -421,36 +433,37 @@ void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *
         PGresult **results = nullptr;
         MemoryContext cxt = GetMemoryChunkContext(st);
         pg_call([&] {
-            if (st->results != nullptr) {  // a rescan: the previous execution's array
-                pfree(st->results);
-                st->results = nullptr;
+            if (st->answers.results != nullptr) {  // a rescan: the previous execution's array
+                pfree(st->answers.results);
+                st->answers.results = nullptr;
             }
             results = static_cast<PGresult **>(
                 MemoryContextAllocZero(cxt, sizeof(PGresult *) * jobs.size()));
         });
-        st->results = results;
+        st->answers.results = results;
         for (size_t i = 0; i < jobs.size(); i++)
-            st->results[i] = jobs[i].result.release();
-        st->nresults = static_cast<int>(jobs.size());
+            st->answers.results[i] = jobs[i].result.release();
+        st->answers.nresults = static_cast<int>(jobs.size());
     });
 }
 
 void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
     release_results(st);
     const char **values = evaluate_params(st, econtext);
-    KeyValues *keys = evaluate_keys(st, econtext);
-    Oid userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+    KeyValues *keys = evaluate_keys(st->keys, st->statement->plan.key_kinds, econtext);
+    Oid userid = OidIsValid(st->setup->userid) ? st->setup->userid : GetUserId();
     guarded([&] {
         Retry retry = Retry::Read;
         std::vector<Job> jobs = routed_jobs(st, keys, values, &retry);
         if (jobs.empty())
             return;
-        st->stream = std::make_unique<RowStream>(
-                         std::move(jobs), read_conn_params(st->table, userid), st->table->tier,
-                         table_read_pref(st->table), retry, ncols, GetMemoryChunkContext(st))
-                         .release();
+        st->answers.stream =
+            std::make_unique<RowStream>(std::move(jobs), read_conn_params(st->setup->table, userid),
+                                        st->setup->table->tier, table_read_pref(st->setup->table),
+                                        retry, ncols, GetMemoryChunkContext(st))
+                .release();
         try {
-            st->stream->start();
+            st->answers.stream->start();
         } catch (const PgError &e) {
             if (!fall_back_to_chunks(st, e, true))
                 throw;
@@ -459,19 +472,19 @@ void stream_routed(RoutedStatement *st, ExprContext *econtext, int ncols) {
 }
 
 bool stream_next(RoutedStatement *st, const char **values) {
-    if (st->stream == nullptr && st->chunked == nullptr)
+    if (st->answers.stream == nullptr && st->answers.chunked == nullptr)
         return false;
     return guarded([&] {
         for (;;) {
-            if (st->chunked != nullptr) {
-                if (st->chunked->next(values))
+            if (st->answers.chunked != nullptr) {
+                if (st->answers.chunked->next(values))
                     return true;
                 retire_chunked(st);
             }
-            if (st->stream == nullptr)
+            if (st->answers.stream == nullptr)
                 return false;
             try {
-                return st->stream->next(values);
+                return st->answers.stream->next(values);
             } catch (const PgError &e) {
                 // A row-limit error arrives before any row of its job (a coordinator gathers the
                 // answer first); after a row, reading in chunks would hand rows over twice.
@@ -483,80 +496,17 @@ bool stream_next(RoutedStatement *st, const char **values) {
 }
 
 void stream_row_done(RoutedStatement *st) {
-    if (st->stream != nullptr)
-        st->stream->release_row();
-}
-
-namespace {
-
-// True when `node` holds a parameter whose value EXPLAIN does not have: a PARAM_EXEC (set by an
-// outer plan node or a subquery while the statement runs; an EXPLAIN without ANALYZE, or an
-// auto_explain of a plan part that never ran, has no value for it, and its slot holds a Datum that
-// was never computed), or an external parameter without a value.
-bool unknown_param_walker(Node *node, void *context) {
-    if (node == nullptr)
-        return false;
-    if (IsA(node, Param)) {
-        Param *param = reinterpret_cast<Param *>(node);
-        ExprContext *econtext = static_cast<ExprContext *>(context);
-        if (param->paramkind != PARAM_EXTERN)
-            return true;
-        ParamListInfo params = econtext->ecxt_param_list_info;
-        if (params == nullptr || param->paramid < 1 || param->paramid > params->numParams)
-            return true;
-        if (params->paramFetch != nullptr)
-            return false;
-        ParamExternData *prm = &params->params[param->paramid - 1];
-        return !OidIsValid(prm->ptype) || prm->ptype != param->paramtype;
-    }
-    return expression_tree_walker(
-        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void *>(unknown_param_walker)),
-        context);
-}
-
-}  // namespace
-
-bool routing_params_unknown(RoutedStatement *st, ExprContext *econtext) {
-    ListCell *lc;
-    foreach (lc, st->key_states) {
-        ExprState *state = static_cast<ExprState *>(lfirst(lc));
-        if (unknown_param_walker(reinterpret_cast<Node *>(state->expr), econtext))
-            return true;
-    }
-    return false;
-}
-
-void explain_remote(RoutedStatement *st, ForeignScanState *node, ExplainState *es,
-                    const char *sql) {
-    // The statement as it is sent (with its OPTION clause) when the routing resolves to a single
-    // instance now (EXPLAIN ANALYZE, or keys given as constants).
-    if (sql == nullptr)
-        sql = st->sql;
-    const char *routing = st->routing;
-    if (routing == nullptr) {
-        ExprContext *econtext = node->ss.ps.ps_ExprContext;
-        explain_routing(st, econtext, routing_params_unknown(st, econtext), &routing, &sql);
-    }
-    ExplainPropertyText("Remote SQL", sql, es);
-    ExplainPropertyText("Routing", routing, es);
-    if (es->analyze) {
-        uint32 again = st->sent_again + (st->stream != nullptr ? st->stream->sent_again() : 0) +
-                       (st->chunked != nullptr ? st->chunked->sent_again() : 0);
-        if (again > 0)
-            ExplainPropertyUInteger("Sent Again", nullptr, again, es);
-        uint32 chunks = st->chunks + (st->chunked != nullptr ? st->chunked->sent() : 0);
-        if (chunks > 0)
-            ExplainPropertyUInteger("Chunks", nullptr, chunks, es);
-    }
+    if (st->answers.stream != nullptr)
+        st->answers.stream->release_row();
 }
 
 void explain_routing(RoutedStatement *st, ExprContext *econtext, bool params_unknown,
                      const char **routing, const char **sql) {
-    if (params_unknown && st->key_kinds != NIL) {
+    if (params_unknown && st->statement->plan.key_kinds != NIL) {
         *routing = pstrdup("depends on run-time values: by sharding key, computed at execution");
         return;
     }
-    KeyValues *keys = evaluate_keys(st, econtext);
+    KeyValues *keys = evaluate_keys(st->keys, st->statement->plan.key_kinds, econtext);
     guarded([&] {
         int32_t tier = kNone;
         Retry retry = Retry::Read;

@@ -37,10 +37,21 @@ extern "C" {
 }
 
 #include "core/routing/grouping.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/options.h"
 #include "pg/fdw/row_modify.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
+#include "pg/key_datum.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
+#include "pg/remote/write_ledger.h"
+#include "pg/sql_common.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,14 @@
 // callbacks hand over to it. Plain C style: every function may ereport.
 #pragma once
 
-#include "pg/fdw/fdw_internal.h"
+extern "C" {
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "executor/tuptable.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+}
 
 namespace picoroute::pg::fdw {
 

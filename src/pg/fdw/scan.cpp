@@ -9,6 +9,7 @@ extern "C" {
 #include "access/table.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -24,7 +25,16 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/array_key.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/stats/stats.h"
 
 namespace picoroute::pg::fdw {
@@ -170,7 +180,7 @@ void add_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel) {
 
 // ---- planner callbacks --------------------------------------------------------------------
 
-void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
+void get_foreign_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
     RelInfo *info = static_cast<RelInfo *>(palloc0(sizeof(RelInfo)));
     info->table = get_table_info(foreigntableid);
     ListCell *lc;
@@ -197,7 +207,7 @@ void scan_rel_size(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid) {
     baserel->rows = clamp_row_est(baserel->tuples * sel);
 }
 
-void scan_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
+void get_foreign_paths(PlannerInfo *root, RelOptInfo *baserel, Oid) {
     Cost startup = kStatementCost;
     // The target of an UPDATE or DELETE with a condition evaluated here is written row by row,
     // one remote statement per row (row_modify.cpp): in a prepared statement's generic plan (an
@@ -239,8 +249,8 @@ int64 scan_row_limit(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path, 
 
 }  // namespace
 
-ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
-                               List *tlist, List *scan_clauses, Plan *outer_plan) {
+ForeignScan *scan_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path, List *tlist,
+                       List *scan_clauses, Plan *outer_plan) {
     RelInfo *info = static_cast<RelInfo *>(baserel->fdw_private);
     List *remote_exprs = NIL, *local_exprs = NIL, *remote_conds = NIL;
     ListCell *lc;
@@ -281,39 +291,38 @@ ForeignScan *scan_foreign_plan(PlannerInfo *root, RelOptInfo *baserel, ForeignPa
     table_close(rel, NoLock);
 
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
+    BaseScanPlan plan;
+    plan.statement.sql = sql.data;
+    plan.statement.has_where = has_where;
+    plan.statement.nparams = list_length(params);
+    plan.statement.key_kinds = key_kinds;
+    plan.statement.where_chains = where_dnf_chains(remote_exprs);
+    plan.retrieved_attrs = retrieved;
     // A lookup per outer row (a parameterized path that fixes the key) reads its few rows whole.
-    bool lookup = path->path.param_info != nullptr && key_kinds != NIL;
-    List *fdw_private =
-        list_make5(makeString(sql.data), retrieved, makeInteger(list_length(params)), key_kinds,
-                   makeBoolean(has_where));
-    fdw_private = lappend(fdw_private, makeBoolean(lookup));
-    fdw_private = lappend(fdw_private, makeInteger(where_dnf_chains(remote_exprs)));
-    fdw_private = lappend(fdw_private, makeInteger(from_offset));
-    int64 row_limit = scan_row_limit(root, baserel, path, local_exprs, info->table);
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(row_limit)));
-    const char *array_column =
-        array == nullptr
-            ? ""
-            : quote_remote_identifier(get_attname(rte->relid, info->table->key_attnums[0], false));
-    fdw_private = lappend(fdw_private, makeString(pstrdup(array_column)));
-    fdw_private = lappend(fdw_private,
-                          makeInteger(array == nullptr ? 0 : array_key_max_values(remote_exprs)));
-    if (array != nullptr)
+    plan.lookup = path->path.param_info != nullptr && key_kinds != NIL;
+    plan.from_offset = from_offset;
+    plan.row_limit = scan_row_limit(root, baserel, path, local_exprs, info->table);
+    if (array != nullptr) {
+        plan.array_column = pstrdup(
+            quote_remote_identifier(get_attname(rte->relid, info->table->key_attnums[0], false)));
+        plan.array_max_values = array_key_max_values(remote_exprs);
         fdw_exprs = lappend(fdw_exprs, array);
-    return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, fdw_private, NIL, NIL,
+    }
+    return make_foreignscan(tlist, local_exprs, baserel->relid, fdw_exprs, encode(plan), NIL, NIL,
                             outer_plan);
 }
 
 // ---- executor callbacks -------------------------------------------------------------------
 
 void scan_begin(ForeignScanState *node, int eflags) {
-    ForeignScan *plan = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
+    ForeignScan *plan_node = reinterpret_cast<ForeignScan *>(node->ss.ps.plan);
     Relation rel = node->ss.ss_currentRelation;
     TableInfo *table = get_table_info(RelationGetRelid(rel));
     EState *estate = node->ss.ps.state;
     // Through a view, the view owner's user mapping (as postgres_fdw does).
-    Index rti = plan->scan.scanrelid > 0 ? plan->scan.scanrelid
-                                         : static_cast<Index>(bms_next_member(plan->fs_relids, -1));
+    Index rti = plan_node->scan.scanrelid > 0
+                    ? plan_node->scan.scanrelid
+                    : static_cast<Index>(bms_next_member(plan_node->fs_relids, -1));
     RangeTblEntry *rte = exec_rt_fetch(rti, estate);
     Oid userid = user_for_rte(rte);
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
@@ -321,30 +330,28 @@ void scan_begin(ForeignScanState *node, int eflags) {
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         stats::table_started(RelationGetRelid(rel), stats::TableStart::Scan);
     ScanState *ss = static_cast<ScanState *>(palloc0(sizeof(ScanState)));
-    List *priv = plan->fdw_private;
-    List *exprs = plan->fdw_exprs;
-    List *key_kinds = static_cast<List *>(list_nth(priv, PRIV_KEY_KINDS));
-    if (list_length(priv) > PRIV_ARRAY_MAX && intVal(list_nth(priv, PRIV_ARRAY_MAX)) > 0) {
+    BaseScanPlan plan = decode_base_scan(plan_node->fdw_private);
+    List *exprs = plan_node->fdw_exprs;
+    RemoteStatement statement;
+    statement.plan = plan.statement;
+    statement.row_limit = plan.row_limit;
+    statement.chunk_from = plan.from_offset;
+    if (plan.array_max_values > 0) {
         ss->array_key = static_cast<ArrayKey *>(palloc0(sizeof(ArrayKey)));
-        ss->array_key->column = strVal(list_nth(priv, PRIV_ARRAY_COLUMN));
-        ss->array_key->max_values = intVal(list_nth(priv, PRIV_ARRAY_MAX));
+        ss->array_key->column = plan.array_column;
+        ss->array_key->max_values = plan.array_max_values;
         init_array_key(ss->array_key, static_cast<Expr *>(llast(exprs)),
                        TupleDescAttr(RelationGetDescr(rel), table->key_attnums[0] - 1)->atttypid,
                        &node->ss.ps);
         exprs = list_copy_head(exprs, list_length(exprs) - 1);
-        key_kinds = list_make1_int(KEY_SCALAR);  // each value of the array
+        statement.plan.key_kinds = list_make1_int(KEY_SCALAR);  // each value of the array
     }
-    ss->st = init_routed_statement(&node->ss.ps, table, rel, strVal(list_nth(priv, PRIV_SQL)),
-                                   boolVal(list_nth(priv, PRIV_HAS_WHERE)), false, exprs,
-                                   intVal(list_nth(priv, PRIV_NPARAMS)), key_kinds);
-    ss->st->userid = userid;
-    if (list_length(priv) > PRIV_WHERE_CHAINS)
-        ss->st->where_chains = intVal(list_nth(priv, PRIV_WHERE_CHAINS));
-    if (list_length(priv) > PRIV_FROM)
-        ss->st->chunk_from = intVal(list_nth(priv, PRIV_FROM));
-    if (list_length(priv) > PRIV_ROW_LIMIT)
-        ss->st->row_limit = intVal(list_nth(priv, PRIV_ROW_LIMIT));
-    ss->retrieved_attrs = static_cast<List *>(list_nth(priv, PRIV_RETRIEVED));
+    RoutedSetup setup;
+    setup.table = table;
+    setup.rel = rel;
+    setup.userid = userid;
+    ss->st = init_routed_statement(&node->ss.ps, setup, statement, exprs);
+    ss->retrieved_attrs = plan.retrieved_attrs;
     ss->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     ss->tuple_cxt =
         AllocSetContextCreate(estate->es_query_cxt, "picoroute tuple", ALLOCSET_SMALL_SIZES);
@@ -352,8 +359,7 @@ void scan_begin(ForeignScanState *node, int eflags) {
     // answers to replay them; every other scan streams its rows.
     // A lookup per outer row of a parameterized path reads its few rows whole: a semi-join that
     // stops at the first row would otherwise close a connection whose answer is still coming.
-    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0 && ss->array_key == nullptr &&
-                    !(list_length(priv) > PRIV_LOOKUP && boolVal(list_nth(priv, PRIV_LOOKUP)));
+    ss->streaming = (eflags & EXEC_FLAG_REWIND) == 0 && ss->array_key == nullptr && !plan.lookup;
     ss->row = static_cast<const char **>(
         palloc0(sizeof(char *) * (list_length(ss->retrieved_attrs) + 1)));
     prepare_columns(ss, RelationGetDescr(rel));
@@ -378,15 +384,15 @@ TupleTableSlot *scan_iterate(ForeignScanState *node) {
         ss->executed = true;
         ss->cur_result = 0;
         ss->cur_row = 0;
-        for (int i = 0; i < ss->st->nresults; i++) {
-            PGresult *res = ss->st->results[i];
+        for (int i = 0; i < ss->st->answers.nresults; i++) {
+            PGresult *res = ss->st->answers.results[i];
             if (PQresultStatus(res) != PGRES_TUPLES_OK ||
                 (expected > 0 && PQnfields(res) != expected))
                 ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
                                 errmsg("picoroute: the remote query returned %d columns, "
                                        "expected %d",
                                        PQnfields(res), expected),
-                                errcontext("remote SQL: %s", ss->st->sql)));
+                                errcontext("remote SQL: %s", ss->st->statement->plan.sql)));
         }
     }
     RoutedStatement *st = ss->st;
@@ -394,14 +400,14 @@ TupleTableSlot *scan_iterate(ForeignScanState *node) {
         if (!stream_next(st, ss->row))
             return ExecClearTuple(slot);
     } else {
-        while (ss->cur_result < st->nresults &&
-               ss->cur_row >= PQntuples(st->results[ss->cur_result])) {
+        while (ss->cur_result < st->answers.nresults &&
+               ss->cur_row >= PQntuples(st->answers.results[ss->cur_result])) {
             ss->cur_result++;
             ss->cur_row = 0;
         }
-        if (ss->cur_result >= st->nresults)
+        if (ss->cur_result >= st->answers.nresults)
             return ExecClearTuple(slot);
-        PGresult *res = st->results[ss->cur_result];
+        PGresult *res = st->answers.results[ss->cur_result];
         for (int col = 0; col < expected; col++)
             ss->row[col] =
                 PQgetisnull(res, ss->cur_row, col) ? nullptr : PQgetvalue(res, ss->cur_row, col);
@@ -440,7 +446,9 @@ void scan_explain(ForeignScanState *node, ExplainState *es) {
     }
     explain_remote(
         st, node, es,
-        st->row_limit > 0 ? psprintf("%s LIMIT " INT64_FORMAT, st->sql, st->row_limit) : nullptr);
+        st->statement->row_limit > 0
+            ? psprintf("%s LIMIT " INT64_FORMAT, st->statement->plan.sql, st->statement->row_limit)
+            : nullptr);
 }
 
 }  // namespace picoroute::pg::fdw

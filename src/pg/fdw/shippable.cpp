@@ -1,4 +1,4 @@
-// What Picodata can evaluate (plain C style: see fdw_internal.h; the facts are in the README,
+// What Picodata can evaluate (plain C style: see plan_private.h; the facts are in the README,
 // "Picodata SQL compatibility"): is_foreign_expr, is_outer_value, and the operator allow-list
 // that deparse.cpp writes.
 //
@@ -48,7 +48,8 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/shippable.h"
+#include "pg/key_datum.h"
 
 #include <cstring>
 #include <utility>

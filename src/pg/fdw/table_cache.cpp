@@ -7,15 +7,20 @@
 extern "C" {
 #include "postgres.h"
 
+#include "miscadmin.h"
+
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 #include "pg/map_store.h"
+#include "pg/remote/connection.h"
+#include "pg/remote/leader_reads.h"
 
 #include <cstring>
 #include <map>
@@ -153,6 +158,10 @@ TableInfo *get_table_info(Oid relid) {
     entry->epoch = epoch;
     entry->generation = generation;
     return built;
+}
+
+Oid user_for_rte(RangeTblEntry *rte) {
+    return rte != nullptr && OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }
 
 }  // namespace picoroute::pg::fdw

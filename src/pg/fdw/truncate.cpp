@@ -31,7 +31,12 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
+#include "pg/fdw/truncate.h"
 #include "pg/guard.h"
 
 #include <cstring>
@@ -55,9 +60,14 @@ void truncate_one(Relation rel, TableInfo *table, Oid userid, WriteLog *log) {
     StringInfoData sql;
     initStringInfo(&sql);
     appendStringInfo(&sql, "TRUNCATE TABLE %s", quote_remote_identifier(table->remote_table));
-    RoutedStatement *st = new_routed_statement(CurrentMemoryContext, truncate_routing(table), rel,
-                                               sql.data, false, true);
-    st->userid = userid;
+    RoutedSetup setup;
+    setup.table = truncate_routing(table);
+    setup.rel = rel;
+    setup.userid = userid;
+    RemoteStatement statement;
+    statement.plan.sql = sql.data;
+    statement.is_write = true;
+    RoutedStatement *st = new_routed_statement(CurrentMemoryContext, setup, statement);
     st->log = log;
     execute_routed(st, nullptr);  // no parameter and no key: nothing is evaluated
     MemoryContextDelete(GetMemoryChunkContext(st));
@@ -65,7 +75,7 @@ void truncate_one(Relation rel, TableInfo *table, Oid userid, WriteLog *log) {
 
 }  // namespace
 
-void truncate_foreign_tables(List *rels, DropBehavior, bool) {
+void exec_foreign_truncate(List *rels, DropBehavior, bool) {
     Oid userid = GetUserId();
     // Every declaration is checked before anything is sent: a mismatch on the last table must not
     // leave the first ones truncated.

@@ -1,6 +1,6 @@
 // Upper-relation pushdown of the picoroute FDW: aggregates with GROUP BY and HAVING, ORDER BY and
 // LIMIT run in Picodata, which sends back the groups or the first rows instead of the whole table
-// (plain C style at plan time: see fdw_internal.h).
+// (plain C style at plan time: see plan_private.h).
 //
 // A query over one foreign table whose WHERE clauses all go to Picodata, or over a join pushed to
 // Picodata (join.cpp), can push, in this order:
@@ -53,7 +53,16 @@ extern "C" {
 #include "utils/selfuncs.h"
 }
 
-#include "pg/fdw/fdw_internal.h"
+#include "core/capabilities.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/join.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/scan.h"
+#include "pg/fdw/shippable.h"
+#include "pg/fdw/upper.h"
 
 #include <cstring>
 
@@ -87,7 +96,7 @@ struct UpperInfo {
 constexpr int kOrderDesc = 1;
 constexpr int kOrderNullsFirst = 2;
 
-// Per-row transfer cost, as the scan estimates it (scan_paths in scan.cpp).
+// Per-row transfer cost, as the scan estimates it (get_foreign_paths in scan.cpp).
 constexpr double kRowTransfer = 10;
 
 UpperInfo *copy_info(UpperInfo *from) {
@@ -496,7 +505,7 @@ bool write_from(StringInfo buf, PlannerInfo *root, UpperInfo *u, List **params, 
 
 }  // namespace
 
-ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
+ForeignScan *upper_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan) {
     UpperInfo *u = static_cast<UpperInfo *>(rel->fdw_private);
     List *params = NIL, *key_kinds = NIL, *key_exprs = NIL;
     Index anchor = 0;
@@ -533,14 +542,16 @@ ForeignScan *upper_foreign_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
         appendStringInfo(&tail, " LIMIT " INT64_FORMAT, u->limit);
     reset_transmission_modes(nestlevel);
     List *fdw_exprs = list_concat(list_copy(params), key_exprs);
-    List *fdw_private =
-        list_make5(makeString(sql.data), makeString(tail.data), makeInteger(list_length(params)),
-                   key_kinds, makeBoolean(has_where));
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(u->offset)));
-    fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(ScanKind::Upper)));
-    if (anchor != 0)
-        fdw_private = lappend(fdw_private, makeInteger(static_cast<int>(anchor)));
-    return make_foreignscan(tlist, NIL, 0, fdw_exprs, fdw_private, u->tlist, NIL, outer_plan);
+    PushedScanPlan plan;
+    plan.kind = PlanKind::Upper;
+    plan.statement.sql = sql.data;
+    plan.statement.has_where = has_where;
+    plan.statement.nparams = list_length(params);
+    plan.statement.key_kinds = key_kinds;
+    plan.tail = tail.data;
+    plan.offset = u->offset;
+    plan.anchor = anchor;
+    return make_foreignscan(tlist, NIL, 0, fdw_exprs, encode(plan), u->tlist, NIL, outer_plan);
 }
 
 }  // namespace picoroute::pg::fdw

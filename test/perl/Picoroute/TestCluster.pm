@@ -271,6 +271,7 @@ shared_preload_libraries = 'picoroute'
 picoroute.conninfo = '$conninfo'
 picoroute.refresh_interval = '$interval'
 picoroute.connect_timeout = '2s'
+picoroute.check_plans = on
 CONF
     $node->append_conf('postgresql.conf', $opts{extra_conf}) if $opts{extra_conf};
     $node->start;

@@ -1,6 +1,6 @@
 // Batched joins with a foreign table, execution: reads up to picoroute.join_batch_size outer rows
 // (a NULL key matches nothing: an inner or semi join drops the row), sends the batch's distinct
-// keys as IN lists, one statement per instance that owns their buckets (routed.cpp:
+// keys as IN lists, one statement per instance that owns their buckets (fdw/routed.cpp:
 // execute_batched, with the retries and failover of any read), hashes the answer's rows by key
 // and walks, for each stored outer row in order, the inner rows with the same key hash: those that
 // pass the table's local conditions and the join's clauses (evaluated here again, the key equality
@@ -28,13 +28,21 @@ extern "C" {
 #include "utils/ruleutils.h"
 }
 
-#include "pg/fdw/batch_join.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/batch_join/batch_join.h"
+#include "pg/batch_join/plan_private.h"
+#include "pg/fdw/declcheck.h"
+#include "pg/fdw/dialect.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/options.h"
+#include "pg/fdw/routed.h"
+#include "pg/fdw/table_cache.h"
 #include "pg/guard.h"
 
 #include <string>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::batch_join {
+
+using namespace picoroute::pg::fdw;
 
 CustomScanMethods batched_join_scan_methods;
 
@@ -46,15 +54,11 @@ struct BatchState {
     CustomScanState css;  // first: the executor sees a CustomScanState
     PlanState *outer;
     RoutedStatement *st;
+    BatchedJoinPlan plan;  // as planned (plan_private.h)
     BatchedLookup lookup;
-    int batch;
-    int outer_key;    // the outer plan's column of the key
-    int key_attno;    // the table's sharding-key column
-    List *retrieved;  // attnums, select-list order
-    int *sources;     // per scan-tuple column: outer column (> 0) or -attnum
+    int *sources;  // plan.sources as an array: outer column (> 0) or -attnum
     int nsources;
     Oid key_type;
-    Oid collation;
     FmgrInfo hash_fn, eq_fn, out_fn;
     AttInMetadata *attinmeta;
     const char *option_text;  // the statements' OPTION clause ("" for none), for EXPLAIN
@@ -62,7 +66,6 @@ struct BatchState {
     TupleTableSlot *outer_slot;
     MemoryContext batch_cxt;
     // the current batch
-    JoinType jointype;      // JOIN_INNER, JOIN_LEFT, JOIN_SEMI or JOIN_ANTI
     ExprState *join_qual;   // the join's own clauses, over the scan tuple
     ExprState *inner_qual;  // the table's conditions evaluated here
     int nouter;
@@ -95,7 +98,7 @@ uint32 slots_for(int n) {
 }
 
 uint32 key_hash(BatchState *bs, Datum value) {
-    return DatumGetUInt32(FunctionCall1Coll(&bs->hash_fn, bs->collation, value));
+    return DatumGetUInt32(FunctionCall1Coll(&bs->hash_fn, bs->plan.collation, value));
 }
 
 // Reads up to `batch` outer rows into the batch context: those with a non-NULL key, and for a left
@@ -104,13 +107,14 @@ void read_outer(BatchState *bs) {
     int16 typlen;
     bool typbyval;
     get_typlenbyval(bs->key_type, &typlen, &typbyval);
-    bs->outer_rows = static_cast<MinimalTuple *>(palloc(sizeof(MinimalTuple) * bs->batch));
-    bs->outer_keys = static_cast<Datum *>(palloc(sizeof(Datum) * bs->batch));
-    bs->outer_hash = static_cast<uint32 *>(palloc(sizeof(uint32) * bs->batch));
-    bs->outer_null = static_cast<bool *>(palloc(sizeof(bool) * bs->batch));
-    bool keep_null = bs->jointype == JOIN_LEFT || bs->jointype == JOIN_ANTI;
+    bs->outer_rows =
+        static_cast<MinimalTuple *>(palloc(sizeof(MinimalTuple) * bs->plan.batch_size));
+    bs->outer_keys = static_cast<Datum *>(palloc(sizeof(Datum) * bs->plan.batch_size));
+    bs->outer_hash = static_cast<uint32 *>(palloc(sizeof(uint32) * bs->plan.batch_size));
+    bs->outer_null = static_cast<bool *>(palloc(sizeof(bool) * bs->plan.batch_size));
+    bool keep_null = bs->plan.jointype == JOIN_LEFT || bs->plan.jointype == JOIN_ANTI;
     bs->nouter = 0;
-    while (bs->nouter < bs->batch) {
+    while (bs->nouter < bs->plan.batch_size) {
         MemoryContext old = MemoryContextSwitchTo(bs->css.ss.ps.state->es_query_cxt);
         TupleTableSlot *slot = ExecProcNode(bs->outer);
         MemoryContextSwitchTo(old);
@@ -119,7 +123,7 @@ void read_outer(BatchState *bs) {
             return;
         }
         bool isnull;
-        Datum key = slot_getattr(slot, bs->outer_key, &isnull);
+        Datum key = slot_getattr(slot, bs->plan.outer_key, &isnull);
         if (isnull && !keep_null)
             continue;
         int n = bs->nouter++;
@@ -146,7 +150,7 @@ KeyValues *distinct_keys(BatchState *bs, const char ***texts) {
         bool seen = false;
         for (int d = heads[slot]; d >= 0 && !seen; d = next[d])
             seen = bs->outer_hash[members[d]] == bs->outer_hash[i] &&
-                   DatumGetBool(FunctionCall2Coll(&bs->eq_fn, bs->collation,
+                   DatumGetBool(FunctionCall2Coll(&bs->eq_fn, bs->plan.collation,
                                                   bs->outer_keys[members[d]], bs->outer_keys[i]));
         if (seen)
             continue;
@@ -179,7 +183,7 @@ void add_inner_row(BatchState *bs, PGresult *res, int row) {
     AttInMetadata *meta = bs->attinmeta;
     int col = 0;
     ListCell *lc;
-    foreach (lc, bs->retrieved) {
+    foreach (lc, bs->plan.retrieved_attrs) {
         int i = lfirst_int(lc) - 1;
         char *text = PQgetisnull(res, row, col) ? nullptr : PQgetvalue(res, row, col);
         col++;
@@ -187,11 +191,11 @@ void add_inner_row(BatchState *bs, PGresult *res, int row) {
                                       meta->atttypmods[i]);
         nulls[i] = text == nullptr;
     }
-    if (nulls[bs->key_attno - 1])
+    if (nulls[bs->plan.key_attno - 1])
         return;  // matches no outer row
     bs->inner_values[n] = values;
     bs->inner_nulls[n] = nulls;
-    bs->inner_hash[n] = key_hash(bs, values[bs->key_attno - 1]);
+    bs->inner_hash[n] = key_hash(bs, values[bs->plan.key_attno - 1]);
     uint32 slot = bs->inner_hash[n] & bs->mask;
     bs->inner_next[n] = bs->heads[slot];
     bs->heads[slot] = n;
@@ -201,9 +205,9 @@ void add_inner_row(BatchState *bs, PGresult *res, int row) {
 // The answers of one batch as a hash table of inner rows; the PGresults are released.
 void build_inner(BatchState *bs) {
     RoutedStatement *st = bs->st;
-    int expected = list_length(bs->retrieved), total = 0;
-    for (int r = 0; r < st->nresults; r++) {
-        PGresult *res = st->results[r];
+    int expected = list_length(bs->plan.retrieved_attrs), total = 0;
+    for (int r = 0; r < st->answers.nresults; r++) {
+        PGresult *res = st->answers.results[r];
         if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != expected)
             ereport(ERROR, (errcode(ERRCODE_FDW_ERROR),
                             errmsg("picoroute: the remote query returned %d columns, expected %d",
@@ -220,9 +224,9 @@ void build_inner(BatchState *bs) {
     bs->inner_nulls = static_cast<bool **>(palloc(sizeof(bool *) * (total + 1)));
     bs->inner_hash = static_cast<uint32 *>(palloc(sizeof(uint32) * (total + 1)));
     bs->inner_next = static_cast<int *>(palloc(sizeof(int) * (total + 1)));
-    for (int r = 0; r < st->nresults; r++)
-        for (int row = 0; row < PQntuples(st->results[r]); row++)
-            add_inner_row(bs, st->results[r], row);
+    for (int r = 0; r < st->answers.nresults; r++)
+        for (int row = 0; row < PQntuples(st->answers.results[r]); row++)
+            add_inner_row(bs, st->answers.results[r], row);
     bs->inner_rows += total;
     release_results(st);
 }
@@ -296,7 +300,7 @@ TupleTableSlot *emit(CustomScanState *node, ExprContext *econtext) {
 // no inner row matched. Moves to the next outer row.
 TupleTableSlot *end_of_chain(BatchState *bs, ExprContext *econtext) {
     TupleTableSlot *result = nullptr;
-    bool extend = bs->jointype == JOIN_LEFT || bs->jointype == JOIN_ANTI;
+    bool extend = bs->plan.jointype == JOIN_LEFT || bs->plan.jointype == JOIN_ANTI;
     if (extend && !bs->matched) {
         ResetExprContext(econtext);
         econtext->ecxt_scantuple = joined_tuple(bs, -1);
@@ -335,9 +339,9 @@ TupleTableSlot *exec_batched(CustomScanState *node) {
             continue;
         }
         bs->matched = true;
-        if (bs->jointype == JOIN_ANTI || bs->jointype == JOIN_SEMI)
+        if (bs->plan.jointype == JOIN_ANTI || bs->plan.jointype == JOIN_SEMI)
             bs->cur_inner = -1;  // one match decides the outer row
-        if (bs->jointype == JOIN_ANTI)
+        if (bs->plan.jointype == JOIN_ANTI)
             continue;
         TupleTableSlot *result = emit(node, econtext);
         if (result != nullptr)
@@ -345,9 +349,8 @@ TupleTableSlot *exec_batched(CustomScanState *node) {
     }
 }
 
-void init_key_functions(BatchState *bs, List *priv) {
-    Oid eq_op = static_cast<Oid>(intVal(list_nth(priv, BP_EQ_OP)));
-    bs->collation = static_cast<Oid>(intVal(list_nth(priv, BP_COLLATION)));
+void init_key_functions(BatchState *bs) {
+    Oid eq_op = bs->plan.eq_op;
     RegProcedure lhs, rhs;
     if (!get_op_hash_functions(eq_op, &lhs, &rhs))
         elog(ERROR, "picoroute: no hash function for operator %u", eq_op);
@@ -361,8 +364,7 @@ void init_key_functions(BatchState *bs, List *priv) {
 
 // The foreign table's index in the executor's range table: the varno of its columns in the scan
 // tuple (set_plan_refs offsets them when the join is in a subquery; custom_private is not).
-Index inner_rti(CustomScan *plan) {
-    List *sources = static_cast<List *>(list_nth(plan->custom_private, BP_SOURCES));
+Index inner_rti(CustomScan *plan, List *sources) {
     ListCell *ls, *lt;
     forboth(ls, sources, lt, plan->custom_scan_tlist) {
         if (lfirst_int(ls) < 0)
@@ -376,42 +378,38 @@ Index inner_rti(CustomScan *plan) {
 void begin_batched(CustomScanState *node, EState *estate, int eflags) {
     BatchState *bs = reinterpret_cast<BatchState *>(node);
     CustomScan *plan = reinterpret_cast<CustomScan *>(node->ss.ps.plan);
-    List *priv = plan->custom_private;
     bs->outer = ExecInitNode(static_cast<Plan *>(linitial(plan->custom_plans)), estate, eflags);
     node->custom_ps = list_make1(bs->outer);
-    Index rti = inner_rti(plan);
+    bs->plan = decode_plan(plan->custom_private);
+    Index rti = inner_rti(plan, bs->plan.sources);
     Relation rel = ExecGetRangeTableRelation(estate, rti);
     RangeTblEntry *rte = exec_rt_fetch(rti, estate);
     Oid userid = user_for_rte(rte);
     TableInfo *table = get_table_info(RelationGetRelid(rel));
     if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
         check_declaration_at_first_use(table, userid);
-    char *base = strVal(list_nth(priv, BP_BASE_SQL));
-    bool has_where = boolVal(list_nth(priv, BP_HAS_WHERE));
-    int ncond = intVal(list_nth(priv, BP_NCOND));
-    bs->st = init_routed_statement(&node->ss.ps, table, rel, base, has_where, false,
-                                   list_copy_head(plan->custom_exprs, ncond), ncond,
-                                   list_make1_int(KEY_SCALAR));
-    bs->jointype = static_cast<JoinType>(intVal(list_nth(priv, BP_JOINTYPE)));
-    bs->join_qual =
-        ExecInitQual(static_cast<List *>(list_nth(plan->custom_exprs, ncond)), &node->ss.ps);
-    bs->inner_qual =
-        ExecInitQual(static_cast<List *>(list_nth(plan->custom_exprs, ncond + 1)), &node->ss.ps);
-    bs->st->userid = userid;
-    bs->st->where_chains = intVal(list_nth(priv, BP_CHAINS));
-    bs->lookup = BatchedLookup{base,  has_where, strVal(list_nth(priv, BP_COLUMN)),
-                               ncond, nullptr,   intVal(list_nth(priv, BP_MAX_KEYS))};
-    bs->batch = intVal(list_nth(priv, BP_BATCH));
-    bs->outer_key = intVal(list_nth(priv, BP_OUTER_KEY));
-    bs->key_attno = intVal(list_nth(priv, BP_KEY_ATTNO));
-    bs->retrieved = static_cast<List *>(list_nth(priv, BP_RETRIEVED));
-    List *sources = static_cast<List *>(list_nth(priv, BP_SOURCES));
+    int ncond = bs->plan.statement.nparams;
+    RemoteStatement statement;
+    statement.plan = bs->plan.statement;
+    statement.plan.key_kinds = list_make1_int(KEY_SCALAR);  // each key of a batch
+    RoutedSetup setup;
+    setup.table = table;
+    setup.rel = rel;
+    setup.userid = userid;
+    BatchedJoinExprs exprs = decode_exprs(plan->custom_exprs, ncond);
+    bs->st = init_routed_statement(&node->ss.ps, setup, statement, exprs.params);
+    bs->join_qual = ExecInitQual(exprs.join_quals, &node->ss.ps);
+    bs->inner_qual = ExecInitQual(exprs.inner_quals, &node->ss.ps);
+    bs->lookup = BatchedLookup{
+        bs->plan.statement.sql, bs->plan.statement.has_where, bs->plan.key_column, ncond, nullptr,
+        bs->plan.max_keys};
+    List *sources = bs->plan.sources;
     bs->nsources = list_length(sources);
     bs->sources = static_cast<int *>(palloc(sizeof(int) * (bs->nsources + 1)));
     for (int i = 0; i < bs->nsources; i++)
         bs->sources[i] = list_nth_int(sources, i);
-    bs->key_type = get_atttype(RelationGetRelid(rel), bs->key_attno);
-    init_key_functions(bs, priv);
+    bs->key_type = get_atttype(RelationGetRelid(rel), bs->plan.key_attno);
+    init_key_functions(bs);
     bs->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
     bs->option_text = "";
     guarded([&] {
@@ -448,11 +446,10 @@ void end_batched(CustomScanState *node) {
         ExecEndNode(bs->outer);
 }
 
-// EXPLAIN's line for one implicitly AND-ed list of custom_exprs (none for an empty list).
+// EXPLAIN's line for one implicitly AND-ed list of the plan's expressions (none for an empty list).
 void explain_quals(CustomScanState *node, List *ancestors, ExplainState *es, const char *label,
-                   int index) {
+                   List *quals) {
     CustomScan *plan = reinterpret_cast<CustomScan *>(node->ss.ps.plan);
-    List *quals = static_cast<List *>(list_nth(plan->custom_exprs, index));
     if (quals == NIL)
         return;
     List *context = set_deparse_context_plan(es->deparse_cxt, &plan->scan.plan, ancestors);
@@ -476,10 +473,12 @@ const char *join_type_name(JoinType jointype) {
 
 void explain_batched(CustomScanState *node, List *ancestors, ExplainState *es) {
     BatchState *bs = reinterpret_cast<BatchState *>(node);
-    ExplainPropertyText("Join Type", join_type_name(bs->jointype), es);
-    explain_quals(node, ancestors, es, "Join Filter", bs->lookup.ncond);
-    explain_quals(node, ancestors, es, "Local Filter on Foreign Table", bs->lookup.ncond + 1);
-    ExplainPropertyInteger("Batch Size", nullptr, bs->batch, es);
+    ExplainPropertyText("Join Type", join_type_name(bs->plan.jointype), es);
+    BatchedJoinExprs exprs = decode_exprs(
+        reinterpret_cast<CustomScan *>(node->ss.ps.plan)->custom_exprs, bs->plan.statement.nparams);
+    explain_quals(node, ancestors, es, "Join Filter", exprs.join_quals);
+    explain_quals(node, ancestors, es, "Local Filter on Foreign Table", exprs.inner_quals);
+    ExplainPropertyInteger("Batch Size", nullptr, bs->plan.batch_size, es);
     ExplainPropertyInteger("Keys per Statement", nullptr, bs->lookup.max_keys, es);
     StringInfoData sql;
     initStringInfo(&sql);
@@ -495,8 +494,8 @@ void explain_batched(CustomScanState *node, List *ancestors, ExplainState *es) {
         ExplainPropertyInteger("Batches", nullptr, bs->batches, es);
         ExplainPropertyInteger("Remote Statements", nullptr, bs->statements, es);
         ExplainPropertyInteger("Remote Rows", nullptr, bs->inner_rows, es);
-        if (bs->st->routing != nullptr)
-            ExplainPropertyText("Last Batch", bs->st->routing, es);
+        if (bs->st->last.routing != nullptr)
+            ExplainPropertyText("Last Batch", bs->st->last.routing, es);
     }
 }
 
@@ -521,4 +520,4 @@ void register_batched_join_exec() {
     RegisterCustomScanMethods(&batched_join_scan_methods);
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::batch_join

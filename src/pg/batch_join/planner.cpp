@@ -2,7 +2,7 @@
 // relation with a picoroute foreign table (the inner side) whose join clauses fix its (single)
 // sharding-key column with `outer column = key column` under the type's default equality gets a
 // CustomScan path that reads the outer rows in batches of picoroute.join_batch_size and looks up
-// each batch's distinct keys with one statement per owning instance (batch_exec.cpp runs it).
+// each batch's distinct keys with one statement per owning instance (executor.cpp runs it).
 // Beside the parameterized nested loop (a lookup per outer row) and the hash join over a full
 // scan, the planner chooses by cost: a batch costs one statement.
 //
@@ -13,6 +13,7 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/table.h"
+#include "foreign/fdwapi.h"
 #include "catalog/pg_type.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
@@ -30,22 +31,25 @@ extern "C" {
 }
 
 #include "core/capabilities.h"
-#include "pg/fdw/batch_join.h"
-#include "pg/fdw/fdw_internal.h"
+#include "pg/batch_join/batch_join.h"
+#include "pg/batch_join/plan_private.h"
+#include "pg/fdw/deparse.h"
+#include "pg/fdw/keys.h"
+#include "pg/fdw/plan_private.h"
+#include "pg/fdw/scan.h"
 #include "pg/settings.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace picoroute::pg::fdw {
+namespace picoroute::pg::batch_join {
+
+using namespace picoroute::pg::fdw;
 
 namespace {
 
 set_join_pathlist_hook_type prev_join_hook = nullptr;
 CustomPathMethods path_methods;
-
-// Indexes into CustomPath.custom_private.
-enum PathPrivate { PP_RESTRICT, PP_OUTER_VAR, PP_EQ_OP, PP_COLLATION, PP_INNER_RELID, PP_JOINTYPE };
 
 // `outer column = key column` with the key type's default equality, same type on both sides:
 // the outer Var, else nullptr.
@@ -107,7 +111,8 @@ bool columns_supported(RelOptInfo *joinrel, RelOptInfo *outerrel, Index inner_re
 // serve (one sharding-key column, no lateral reference), else nullptr.
 RelInfo *batchable_inner(RelOptInfo *innerrel) {
     if (innerrel->reloptkind != RELOPT_BASEREL || innerrel->rtekind != RTE_RELATION ||
-        innerrel->fdwroutine == nullptr || innerrel->fdwroutine->GetForeignRelSize != scan_rel_size)
+        innerrel->fdwroutine == nullptr ||
+        innerrel->fdwroutine->GetForeignRelSize != get_foreign_rel_size)
         return nullptr;
     RelInfo *info = static_cast<RelInfo *>(innerrel->fdw_private);
     if (info == nullptr || info->table->global || info->table->nkeys != 1 ||
@@ -175,10 +180,14 @@ void add_batched_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *o
     cp->path.rows = joinrel->rows;
     set_cost(cp, outer, joinrel->rows, batch);
     cp->custom_paths = list_make1(outer);
-    cp->custom_private = list_make5(extra->restrictlist, outer_var, makeInteger(key_op->opno),
-                                    makeInteger(static_cast<int>(key_op->inputcollid)),
-                                    makeInteger(static_cast<int>(innerrel->relid)));
-    cp->custom_private = lappend(cp->custom_private, makeInteger(jointype));
+    BatchedJoinPath private_data;
+    private_data.restrictlist = extra->restrictlist;
+    private_data.outer_var = outer_var;
+    private_data.eq_op = key_op->opno;
+    private_data.collation = key_op->inputcollid;
+    private_data.inner_relid = innerrel->relid;
+    private_data.jointype = jointype;
+    cp->custom_private = encode(private_data);
     cp->methods = &path_methods;
     add_path(joinrel, &cp->path);
 }
@@ -205,16 +214,16 @@ List *column_sources(List *scan_tlist, Plan *outer_plan, Index inner_relid) {
 Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *best_path, List *tlist,
                         List *, List *custom_plans) {
     Plan *outer_plan = static_cast<Plan *>(linitial(custom_plans));
-    List *priv = best_path->custom_private;
-    Var *outer_var = static_cast<Var *>(list_nth(priv, PP_OUTER_VAR));
-    Index inner_relid = static_cast<Index>(intVal(list_nth(priv, PP_INNER_RELID)));
+    BatchedJoinPath path = decode_path(best_path->custom_private);
+    Var *outer_var = path.outer_var;
+    Index inner_relid = path.inner_relid;
     RelOptInfo *innerrel = find_base_rel(root, static_cast<int>(inner_relid));
     RelInfo *info = static_cast<RelInfo *>(innerrel->fdw_private);
     // As a nested loop splits them: an outer join's own clauses decide which inner rows match,
     // the others (pushed down from above) filter the joined rows; an inner or semi join has only
     // the former. The table's conditions evaluated here filter its rows before the join.
-    JoinType jointype = static_cast<JoinType>(intVal(list_nth(priv, PP_JOINTYPE)));
-    List *restrictlist = static_cast<List *>(list_nth(priv, PP_RESTRICT));
+    JoinType jointype = path.jointype;
+    List *restrictlist = path.restrictlist;
     List *join_quals = NIL, *other_quals = NIL;
     if (IS_OUTER_JOIN(jointype))
         extract_actual_join_clauses(restrictlist, joinrel->relids, &join_quals, &other_quals);
@@ -252,47 +261,34 @@ Plan *plan_batched_join(PlannerInfo *root, RelOptInfo *joinrel, CustomPath *best
     cs->scan.plan.qual = other_quals;
     cs->scan.scanrelid = 0;
     cs->custom_plans = custom_plans;
-    // The parameters of the remote conditions, then the join's clauses and the table's local
-    // conditions, each an implicitly AND-ed list (BP_NCOND counts the parameters).
-    cs->custom_exprs = lappend(lappend(list_copy(params), join_quals), inner_quals);
+    BatchedJoinExprs plan_exprs;
+    plan_exprs.params = params;
+    plan_exprs.join_quals = join_quals;
+    plan_exprs.inner_quals = inner_quals;
+    cs->custom_exprs = encode(plan_exprs);
     cs->custom_scan_tlist = scan_tlist;
-    List *cp = NIL;
-    cp = lappend(cp, makeString(sql.data));    // BP_BASE_SQL
-    cp = lappend(cp, makeBoolean(has_where));  // BP_HAS_WHERE
-    cp = lappend(cp, makeString(const_cast<char *>(quote_remote_identifier(
-                         get_attname(rte->relid, key, false)))));           // BP_COLUMN
-    cp = lappend(cp, makeInteger(batch));                                   // BP_BATCH
-    cp = lappend(cp, makeInteger(max_keys));                                // BP_MAX_KEYS
-    cp = lappend(cp, retrieved);                                            // BP_RETRIEVED
-    cp = lappend(cp, column_sources(scan_tlist, outer_plan, inner_relid));  // BP_SOURCES
-    cp = lappend(cp, makeInteger(key_tle->resno));                          // BP_OUTER_KEY
-    cp = lappend(cp, list_nth(priv, PP_EQ_OP));                             // BP_EQ_OP
-    cp = lappend(cp, list_nth(priv, PP_COLLATION));                         // BP_COLLATION
-    cp = lappend(cp, makeInteger(key));                                     // BP_KEY_ATTNO
-    cp = lappend(cp, makeInteger(chains));                                  // BP_CHAINS
-    cp = lappend(cp, makeInteger(jointype));                                // BP_JOINTYPE
-    cp = lappend(cp, makeInteger(list_length(params)));                     // BP_NCOND
-    cs->custom_private = cp;
+    BatchedJoinPlan plan;
+    plan.statement.sql = sql.data;
+    plan.statement.has_where = has_where;
+    plan.statement.nparams = list_length(params);
+    plan.statement.where_chains = chains;
+    plan.key_column =
+        const_cast<char *>(quote_remote_identifier(get_attname(rte->relid, key, false)));
+    plan.batch_size = batch;
+    plan.max_keys = max_keys;
+    plan.retrieved_attrs = retrieved;
+    plan.sources = column_sources(scan_tlist, outer_plan, inner_relid);
+    plan.outer_key = key_tle->resno;
+    plan.eq_op = path.eq_op;
+    plan.collation = path.collation;
+    plan.key_attno = key;
+    plan.jointype = jointype;
+    cs->custom_private = encode(plan);
     cs->methods = &batched_join_scan_methods;
     return &cs->scan.plan;
 }
 
 }  // namespace
-
-// Key types whose equality is exact on both sides and has a hash function.
-bool batchable_type(Oid type) {
-    switch (type) {
-        case INT2OID:
-        case INT4OID:
-        case INT8OID:
-        case TEXTOID:
-        case VARCHAROID:
-        case UUIDOID:
-            return true;
-        default:
-            return false;
-    }
-}
 
 void register_batched_join() {
     path_methods.CustomName = kBatchedJoinName;
@@ -302,4 +298,4 @@ void register_batched_join() {
     set_join_pathlist_hook = add_batched_join_path;
 }
 
-}  // namespace picoroute::pg::fdw
+}  // namespace picoroute::pg::batch_join
