@@ -93,4 +93,19 @@ std::string bounded_utf8(std::string_view text, size_t max_bytes) {
     return out;
 }
 
+std::string trimmed_message(std::string_view text) {
+    std::string out = bounded_utf8(text);
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+        out.pop_back();
+    return out;
+}
+
+std::string message_line(std::string_view text) {
+    std::string out = trimmed_message(text);
+    for (char &c : out)
+        if (c == '\n' || c == '\t')
+            c = ' ';
+    return out;
+}
+
 }  // namespace picoroute

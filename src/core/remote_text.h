@@ -24,6 +24,12 @@ constexpr size_t kRemoteTextMax = 8192;
 // suffix cuts without it.
 std::string bounded_utf8(std::string_view text, size_t max_bytes = kRemoteTextMax);
 
+// A message for an error report (a remote text, libpq's): bounded_utf8, without its trailing
+// newlines and blanks.
+std::string trimmed_message(std::string_view text);
+// The same on one line: inner newlines and tabs become blanks.
+std::string message_line(std::string_view text);
+
 // The length of the well-formed UTF-8 sequence at the start of `text`, 0 when the first byte does
 // not start one (or `text` is empty).
 size_t utf8_sequence_length(std::string_view text);

@@ -175,18 +175,11 @@ IoOutcome read_last_result(const Waiter &waiter, ResultPtr &last) {
 
 std::string libpq_message(const char *message) {
     // A server's text may be anything: bounded and valid UTF-8 before it reaches an error report.
-    std::string out = bounded_utf8(message ? message : "");
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-        out.pop_back();
-    return out;
+    return trimmed_message(message ? message : "");
 }
 
 std::string libpq_message_line(const char *message) {
-    std::string out = libpq_message(message);
-    for (char &c : out)
-        if (c == '\n' || c == '\t')
-            c = ' ';
-    return out;
+    return message_line(message ? message : "");
 }
 
 }  // namespace picoroute::pg

@@ -30,11 +30,14 @@ extern "C" {
 
 #include "core/capabilities.h"
 #include "core/session_options.h"
+#include "core/routing/text.h"
+#include "pg/guard.h"
+#include "pg/lookup.h"
+#include "pg/map_store.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
-#include "pg/guard.h"
-#include "pg/map_store.h"
+#include "pg/remote/rounds.h"
+#include "pg/remote/write_ledger.h"
 #include "pg/sql_common.h"
 
 #include <algorithm>
@@ -112,10 +115,7 @@ bool identifier_char(char c) {
 }
 
 // "{buckets}" or "{buckets:qualifier}" where picoroute_exec_masters writes each master's filter.
-struct Placeholder {
-    size_t begin, end;      // q[begin] == '{', q[end - 1] == '}'
-    std::string qualifier;  // "" or a table name or alias, as written
-};
+using routing::Placeholder;
 
 // What the statement text holds outside string literals, quoted identifiers and comments.
 struct QueryScan {
@@ -268,45 +268,6 @@ std::vector<const char *> value_pointers(const std::vector<std::optional<std::st
     return out;
 }
 
-// `ranges` as one condition on bucket_id, merged where contiguous.
-std::string bucket_condition(std::vector<std::pair<uint32_t, uint32_t>> ranges,
-                             const std::string &qualifier) {
-    std::sort(ranges.begin(), ranges.end());
-    std::vector<std::pair<uint32_t, uint32_t>> merged;
-    for (const auto &r : ranges) {
-        if (!merged.empty() && merged.back().second + 1 >= r.first)
-            merged.back().second = std::max(merged.back().second, r.second);
-        else
-            merged.push_back(r);
-    }
-    std::string column = (qualifier.empty() ? "" : qualifier + ".") + "\"bucket_id\"";
-    std::string out = "(";
-    for (size_t i = 0; i < merged.size(); i++) {
-        if (i > 0)
-            out += " OR ";
-        if (merged[i].first == merged[i].second)
-            out += column + " = " + std::to_string(merged[i].first);
-        else
-            out += column + " BETWEEN " + std::to_string(merged[i].first) + " AND " +
-                   std::to_string(merged[i].second);
-    }
-    return out + ")";
-}
-
-// The statement with every placeholder replaced by the bucket condition of `ranges`.
-std::string fill_placeholders(const std::string &q, const QueryScan &scan,
-                              const std::vector<std::pair<uint32_t, uint32_t>> &ranges) {
-    std::string out;
-    size_t pos = 0;
-    for (const Placeholder &p : scan.placeholders) {
-        out.append(q, pos, p.begin - pos);
-        out += bucket_condition(ranges, p.qualifier);
-        pos = p.end;
-    }
-    out.append(q, pos, std::string::npos);
-    return out;
-}
-
 // ---- the calls --------------------------------------------------------------------------------
 
 // The arguments every exec function reads by name.
@@ -353,7 +314,7 @@ ConnParams exec_params(bool read_only) {
     std::optional<std::string> version = current_map().view->cluster_version();
     if (!version || !caps::has(*version, caps::Capability::ReadPreference))
         return params;
-    params.read_preference = read_only && !leader_reads_learned("") ? "any" : "leader";
+    params.read_preference = routing::exec_read_preference(read_only, leader_reads_learned(""));
     bool found = false;
     for (auto &[keyword, value] : params.options)
         if (keyword == "options") {
@@ -372,13 +333,9 @@ void exec_on_bucket(FunctionCallInfo fcinfo, const ExecArgs &args, int32 bucket,
     int32_t tier = require_tier(view, map.generation, args.tier);
     uint32_t bucket_id = require_bucket_in_range(view, tier, bucket);
     ConnParams params = exec_params(read_only);
-    ReadPref pref = params.read_preference == "any" || (read_only && params.read_preference.empty())
-                        ? ReadPref::Replica
-                        : ReadPref::Leader;
+    ReadPref pref = routing::exec_read_pref(params.read_preference, read_only);
     std::vector<Job> jobs(1);
-    if (!bucket_target(view, tier, bucket_id, pref, &jobs[0].target))
-        jobs[0].target = coordinator_target(view);
-    jobs[0].target.buckets = {bucket_id};
+    jobs[0].target = point_target(view, tier, bucket_id, pref);
     jobs[0].sql = args.query;
     jobs[0].values = value_pointers(args.values);
     // A write's log lives with the query (write_ledger.h): an error later in it still says what
@@ -400,9 +357,10 @@ void exec_on_masters(FunctionCallInfo fcinfo, const ExecArgs &args,
         if (placeholders != nullptr && master.ranges.empty())
             continue;
         Job job;
-        job.sql = placeholders != nullptr
-                      ? fill_placeholders(args.query, *placeholders, master.ranges)
-                      : args.query;
+        job.sql =
+            placeholders != nullptr
+                ? routing::fill_placeholders(args.query, placeholders->placeholders, master.ranges)
+                : args.query;
         job.target = std::move(master);
         job.values = value_pointers(args.values);
         jobs.push_back(std::move(job));

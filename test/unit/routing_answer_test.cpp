@@ -185,3 +185,33 @@ TEST(AnswerTest, DqlTimeoutExceededLeavesTheOutcomeUnknown) {
     EXPECT_EQ(outcome_of("XX000", "duplicate key value violates unique constraint"),
               Outcome::Failed);
 }
+
+// The same questions asked of an answer as the remote layer hands it over.
+TEST(AnswerTest, AnAnswerIsJudgedByItsErrorOnly) {
+    using picoroute::routing::Answer;
+    Answer rows;
+    rows.status = Answer::Status::Rows;
+    rows.message = "Failed to get replicaset from bucket 7";  // not an error: ignored
+    EXPECT_FALSE(picoroute::routing::resendable(rows, true));
+    EXPECT_EQ(picoroute::routing::outcome(rows), Outcome::Failed);
+    Answer refusal;
+    refusal.status = Answer::Status::Error;
+    refusal.sqlstate = "XX000";
+    refusal.message = "Failed to get replicaset from bucket 7";
+    EXPECT_TRUE(picoroute::routing::resendable(refusal, false));
+    EXPECT_TRUE(picoroute::routing::proven_not_run(refusal, false));
+    EXPECT_FALSE(picoroute::routing::proven_not_run(refusal, true)) << "spans several replicasets";
+    Answer lost = refusal;
+    lost.message = "Error on replicaset r: Peer closed";
+    EXPECT_TRUE(picoroute::routing::resendable(lost, true));
+    EXPECT_FALSE(picoroute::routing::resendable(lost, false));
+    Answer leader = refusal;
+    leader.message =
+        "sbroad: invalid option: read_preference must be set to 'leader' when "
+        "sql_preemption is enabled";
+    EXPECT_TRUE(picoroute::routing::leader_read_refusal(leader));
+    Answer bare;
+    bare.status = Answer::Status::Error;
+    bare.sqlstate = "22P02";  // no primary message: nothing is proven
+    EXPECT_EQ(picoroute::routing::outcome(bare), Outcome::Failed);
+}

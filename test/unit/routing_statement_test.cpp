@@ -1,6 +1,5 @@
-// The routing decision of one statement (what decide_targets in the FDW's scan delegates to) and
-// the grouping of INSERT rows by owner (send_rows in the FDW's modify). Branches of
-// route_statement covered here:
+// The routing decision of one statement (what decide_targets in the FDW's scan delegates to).
+// Branches of route_statement covered here:
 //   1. global table, read: one coordinator from spread() with the table's read preference;
 //   2. global table, write: spread() with leader and write, retry rule Write;
 //   3. keys with a column of no value: nothing sent, "no row can match ...";
@@ -126,7 +125,7 @@ TEST(StatementTest, GlobalTableReadGoesToOneCoordinatorWithTheTablePreference) {
     ASSERT_EQ(r.targets.size(), 1u);
     EXPECT_EQ(r.targets[0].address, "c:1");
     EXPECT_TRUE(r.keyless);
-    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.retry, Retry::Read);
     EXPECT_EQ(r.description, "global table: c:1 (coordinator)");
     ASSERT_EQ(rec.spread_calls.size(), 1u);
     EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Replica, false));
@@ -140,7 +139,7 @@ TEST(StatementTest, GlobalTableWriteAsksForALeaderAndRetriesAsAWrite) {  // 2
     st.write = true;
     st.read_pref = ReadPref::Any;
     StatementRoute r = route_statement(st, rec.lookups());
-    EXPECT_EQ(r.retry, RetryRule::Write);
+    EXPECT_EQ(r.retry, Retry::Write);
     ASSERT_EQ(rec.spread_calls.size(), 1u);
     EXPECT_EQ(rec.spread_calls[0], std::make_pair(ReadPref::Leader, true));
 }
@@ -174,7 +173,7 @@ TEST(StatementTest, OneKeyValueGoesToTheOwnerOfItsBucket) {  // 5
     ASSERT_EQ(r.targets.size(), 1u);
     EXPECT_EQ(r.targets[0].address, "b:1");
     EXPECT_FALSE(r.keyless);
-    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.retry, Retry::Read);
     EXPECT_EQ(r.description, "bucket 1934 -> b:1 (master b:1 of replicaset r2)");
 }
 
@@ -302,7 +301,7 @@ TEST(StatementTest, AWriteGroupsItsBucketsOnLeaders) {  // 11
     StatementRoute r = route_statement(st, rec.lookups());
     ASSERT_EQ(rec.group_prefs.size(), 1u);
     EXPECT_EQ(rec.group_prefs[0], ReadPref::Leader);
-    EXPECT_EQ(r.retry, RetryRule::Write);
+    EXPECT_EQ(r.retry, Retry::Write);
     EXPECT_FALSE(r.keyless);
 }
 
@@ -315,7 +314,7 @@ TEST(StatementTest, MastersScatterWithoutPruningGoesThroughOneCoordinator) {  //
     StatementRoute r = route_statement(st, rec.lookups());
     EXPECT_EQ(rec.masters_calls, 0);
     ASSERT_EQ(r.targets.size(), 1u);
-    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.retry, Retry::Read);
     EXPECT_TRUE(r.keyless);
     EXPECT_EQ(r.description,
               "scatter 'masters' needs a Picodata version that restricts a statement by bucket_id "
@@ -334,7 +333,7 @@ TEST(StatementTest, MastersScatterWherePrunedAsksEveryMasterOnce) {  // 13
     StatementRoute r = route_statement(st, rec.lookups());
     EXPECT_EQ(rec.masters_calls, 1);
     EXPECT_EQ(r.targets.size(), 2u);
-    EXPECT_EQ(r.retry, RetryRule::Never);
+    EXPECT_EQ(r.retry, Retry::Never);
     EXPECT_TRUE(r.keyless);
     EXPECT_EQ(r.description,
               "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-100, 201-300), b:1 "
@@ -397,7 +396,7 @@ TEST(StatementTest, MastersScatterOverTheChainLimitSplitsAReadPerMaster) {  // 1
     EXPECT_EQ(dnf_chains(st.where_chains, r.targets[1]), 513u);
     for (const Target &t : r.targets)
         EXPECT_LE(dnf_chains(st.where_chains, t), 513u);
-    EXPECT_EQ(r.retry, RetryRule::Never);
+    EXPECT_EQ(r.retry, Retry::Never);
     EXPECT_EQ(r.description,
               "scatter to the 2 masters of tier \"t\": a:1 (buckets 1-100), b:1 (buckets 101-300 "
               "in 2 statements)");
@@ -416,7 +415,7 @@ TEST(StatementTest, MastersScatterWriteOverTheChainLimitGoesThroughOneCoordinato
     StatementRoute r = route_statement(st, rec.lookups());
     ASSERT_EQ(r.targets.size(), 1u);
     EXPECT_EQ(r.targets[0].address, "c:1");
-    EXPECT_EQ(r.retry, RetryRule::Write);
+    EXPECT_EQ(r.retry, Retry::Write);
     EXPECT_EQ(r.description,
               "scatter 'masters': the buckets of b:1 expand the WHERE clause to 600 OR-of-AND "
               "chains, more than Picodata expands (513); scatter through coordinator c:1");
@@ -535,23 +534,6 @@ TEST(StatementTest, AConversionErrorPropagates) {  // 15
     EXPECT_THROW(route_statement(sharded(keys), rec.lookups()), std::runtime_error);
 }
 
-// ---- group_rows_by_owner -------------------------------------------------------------------
-
-OwnerLookups owners(int *coordinator_calls) {
-    OwnerLookups l;
-    l.owner = [](uint32_t bucket, Target *out) {
-        if (bucket > 3000)
-            return false;  // the map does not know its owner
-        *out = bucket <= 1500 ? master("b:1", "r1") : master("a:1", "r2");
-        return true;
-    };
-    l.coordinator = [coordinator_calls] {
-        (*coordinator_calls)++;
-        return coordinator("c:1");
-    };
-    return l;
-}
-
 TEST(StatementTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 17
     Recorder rec;
     KeyValues keys;
@@ -565,7 +547,7 @@ TEST(StatementTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 
     EXPECT_EQ(r.targets[0].address, "c:1");
     EXPECT_TRUE(r.targets[0].buckets.empty());
     EXPECT_FALSE(r.keyless);
-    EXPECT_EQ(r.retry, RetryRule::Read);
+    EXPECT_EQ(r.retry, Retry::Read);
     EXPECT_EQ(r.description,
               "Picodata hashes this sharding key differently (picoroute_route_checks): through "
               "coordinator c:1, which routes it by its own hashing");
@@ -576,7 +558,7 @@ TEST(StatementTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 
     // A write asks for a leader and keeps its retry rule.
     st.write = true;
     r = route_statement(st, rec.lookups());
-    EXPECT_EQ(r.retry, RetryRule::Write);
+    EXPECT_EQ(r.retry, Retry::Write);
     EXPECT_EQ(rec.spread_calls.back(), std::make_pair(ReadPref::Leader, true));
 
     // A key with no value still sends nothing; a statement without keys is not concerned.
@@ -585,77 +567,6 @@ TEST(StatementTest, AKeyPicodataHashesDifferentlyGoesThroughACoordinator) {  // 
     st.keys.reset();
     st.write = false;
     EXPECT_EQ(route_statement(st, rec.lookups()).description, "scatter through coordinator c:1");
-}
-
-TEST(GroupingTest, RowsGoToTheirOwnersInAddressOrderKeepingTheirOrder) {
-    int calls = 0;
-    std::vector<uint32_t> buckets = {10, 2000, 10, 5, 2999};
-    auto groups = group_rows_by_owner(
-        5, [&](int r) { return std::optional<uint32_t>(buckets[r]); }, owners(&calls));
-    ASSERT_EQ(groups.size(), 2u);
-    EXPECT_EQ(groups[0].target.address, "a:1");
-    EXPECT_EQ(groups[0].rows, std::vector<int>({1, 4}));
-    EXPECT_EQ(groups[0].target.buckets, std::vector<uint32_t>({2000, 2999}));
-    EXPECT_EQ(groups[1].target.address, "b:1");
-    EXPECT_EQ(groups[1].rows, std::vector<int>({0, 2, 3}));
-    EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({5, 10}));  // distinct, sorted
-    EXPECT_EQ(calls, 0);  // no coordinator asked when every owner is known
-}
-
-TEST(GroupingTest, UnknownOwnersAndUnroutedRowsShareOneCoordinator) {
-    int calls = 0;
-    std::vector<std::optional<uint32_t>> buckets = {4000, 7, std::nullopt, 4001};
-    auto groups = group_rows_by_owner(
-        4, [&](int r) { return buckets[r]; }, owners(&calls));
-    EXPECT_EQ(calls, 1);
-    ASSERT_EQ(groups.size(), 2u);
-    EXPECT_EQ(groups[0].target.address, "b:1");
-    EXPECT_EQ(groups[0].rows, std::vector<int>({1}));
-    EXPECT_EQ(groups[1].target.address, "c:1");
-    EXPECT_EQ(groups[1].target.role, Role::Coordinator);
-    EXPECT_EQ(groups[1].rows, std::vector<int>({0, 2, 3}));
-    EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({4000, 4001}));
-}
-
-TEST(GroupingTest, UnroutedRowsCarryNoBucket) {
-    int calls = 0;
-    auto groups = group_rows_by_owner(
-        3, [](int) { return std::optional<uint32_t>(); }, owners(&calls));
-    ASSERT_EQ(groups.size(), 1u);
-    EXPECT_EQ(groups[0].rows, std::vector<int>({0, 1, 2}));
-    EXPECT_TRUE(groups[0].target.buckets.empty());
-    EXPECT_EQ(calls, 1);
-}
-
-// The owner's rows run on Picodata's local path; the coordinator's may wait for another
-// replicaset's master (a dead master stalls the tier): they are not sent together.
-TEST(GroupingTest, ACoordinatorAtAnOwnersAddressKeepsItsRowsApart) {
-    OwnerLookups l;
-    l.owner = [](uint32_t bucket, Target *out) {
-        if (bucket == 99)
-            return false;
-        *out = master("a:1", "r1");
-        return true;
-    };
-    l.coordinator = [] { return coordinator("a:1"); };
-    std::vector<uint32_t> buckets = {1, 99, 2};
-    auto groups = group_rows_by_owner(
-        3, [&](int r) { return std::optional<uint32_t>(buckets[r]); }, l);
-    ASSERT_EQ(groups.size(), 2u);
-    EXPECT_EQ(groups[0].target.role, Role::Master);
-    EXPECT_EQ(groups[0].rows, std::vector<int>({0, 2}));
-    EXPECT_EQ(groups[0].target.buckets, std::vector<uint32_t>({1, 2}));
-    EXPECT_EQ(groups[1].target.address, "a:1");
-    EXPECT_EQ(groups[1].target.role, Role::Coordinator);
-    EXPECT_EQ(groups[1].rows, std::vector<int>({1}));
-    EXPECT_EQ(groups[1].target.buckets, std::vector<uint32_t>({99}));
-}
-
-TEST(GroupingTest, NoRowsNoGroups) {
-    int calls = 0;
-    EXPECT_TRUE(group_rows_by_owner(
-                    0, [](int) { return std::optional<uint32_t>(1); }, owners(&calls))
-                    .empty());
 }
 
 }  // namespace

@@ -2,8 +2,7 @@
 // masters of a scatter (never one without buckets) and the bucket filters they get.
 #include "core/routing/target.h"
 #include "core/snapshot.h"
-#include "core/topology.h"
-#include "event_builders.h"
+#include "routing_map.h"
 
 #include <gtest/gtest.h>
 
@@ -17,65 +16,6 @@ using namespace picoroute::testing;
 using routing::ReadPref;
 using routing::Role;
 using routing::Target;
-
-namespace {
-
-const SnapshotLimits kLimits{64, 32, 1024};
-
-// Tier "t" of 3000 buckets: r1 owns 1-1500 (master a1, replica a2), r2 owns 1501-3000 (master
-// b1), r3 (master c1) owns no bucket. Tier "u" of 10 buckets: r4 (master d1, replica d2) owns
-// them all.
-std::string build_image(const std::vector<Event> &extra) {
-    Topology topology;
-    std::vector<Event> events = {
-        tier("t", 3000),
-        tier("u", 10),
-        replicaset("r1", std::string("t"), std::string("a1"), std::string("rs1")),
-        replicaset("r2", std::string("t"), std::string("b1"), std::string("rs2")),
-        replicaset("r3", std::string("t"), std::string("c1"), std::string("rs3")),
-        replicaset("r4", std::string("u"), std::string("d1"), std::string("rs4")),
-        instance("a1", std::string("r1"), std::string("Online"), std::string("10.0.0.1:4327"),
-                 std::string("a1")),
-        instance("a2", std::string("r1"), std::string("Online"), std::string("10.0.0.2:4327"),
-                 std::string("a2")),
-        instance("b1", std::string("r2"), std::string("Online"), std::string("10.0.0.3:4327"),
-                 std::string("b1")),
-        instance("c1", std::string("r3"), std::string("Online"), std::string("10.0.0.4:4327"),
-                 std::string("c1")),
-        instance("d1", std::string("r4"), std::string("Online"), std::string("10.0.0.5:4327"),
-                 std::string("d1")),
-        instance("d2", std::string("r4"), std::string("Online"), std::string("10.0.0.6:4327"),
-                 std::string("d2")),
-        bucket("t", 1, 1500, "r1"),
-        bucket("t", 1501, 3000, "r2"),
-        bucket("u", 1, 10, "r4"),
-    };
-    events.insert(events.end(), extra.begin(), extra.end());
-    for (const Event &e : events)
-        topology.apply(e);
-    return build_snapshot(topology, kLimits);
-}
-
-struct Fixture {
-    std::string image;
-    SnapshotView view;
-    int32_t t, u;
-
-    explicit Fixture(const std::vector<Event> &extra = {})
-        : image(build_image(extra)),
-          view(image.data(), image.size()),
-          t(view.find_tier("t")),
-          u(view.find_tier("u")) {}
-};
-
-std::vector<std::string> addresses(const std::vector<Target> &targets) {
-    std::vector<std::string> out;
-    for (const Target &target : targets)
-        out.push_back(target.address);
-    return out;
-}
-
-}  // namespace
 
 TEST(TargetTest, BucketGoesToTheOwnersMaster) {
     Fixture f;
@@ -220,28 +160,6 @@ TEST(TargetTest, AnyOnlinePrefersMastersAndSkipsExcluded) {
     EXPECT_NE(other->address, "10.0.0.1:4327");
 }
 
-TEST(TargetTest, BucketFilters) {
-    Target t;
-    EXPECT_EQ(routing::with_bucket_filter("SELECT 1 FROM \"x\"", false, t), "SELECT 1 FROM \"x\"");
-    t.buckets = {5};
-    EXPECT_EQ(routing::with_bucket_filter("SELECT 1 FROM \"x\"", false, t),
-              "SELECT 1 FROM \"x\" WHERE bucket_id = 5");
-    t.buckets = {5, 9};
-    EXPECT_EQ(routing::with_bucket_filter("S WHERE (a)", true, t),
-              "S WHERE (a) AND bucket_id IN (5, 9)");
-    // A master's ranges become the list of all its buckets: only = and IN restrict a statement.
-    Target m;
-    m.ranges = {{1, 3}, {7, 8}};
-    EXPECT_EQ(routing::with_bucket_filter("S", false, m), "S WHERE bucket_id IN (1, 2, 3, 7, 8)");
-    m.ranges = {{4, 4}};
-    EXPECT_EQ(routing::with_bucket_filter("S", false, m), "S WHERE bucket_id = 4");
-    // A join names the bucket column of the table that routes it.
-    EXPECT_EQ(routing::with_bucket_filter("S WHERE (a)", true, t, "\"r1\".\"bucket_id\""),
-              "S WHERE (a) AND \"r1\".\"bucket_id\" IN (5, 9)");
-    EXPECT_EQ(routing::with_bucket_filter("S", false, m, "\"r2\".\"bucket_id\""),
-              "S WHERE \"r2\".\"bucket_id\" = 4");
-}
-
 // A dead master stalls the tier's Lua dispatch; the local fast path (26.1.1+) does not wait.
 TEST(TargetTest, OnlyTheLocalPathAtTheOwnerAvoidsLuaDispatch) {
     Fixture f;
@@ -288,6 +206,97 @@ TEST(TargetTest, AMasterlessReplicasetOfTheTierIsFound) {
     ASSERT_NE(rs, kNone);
     EXPECT_EQ(down.view.str(down.view.replicaset(rs).uuid), "r3");
     EXPECT_EQ(routing::masterless_replicaset(down.view, down.u), kNone) << "another tier";
+}
+
+// A switchover under way: the buckets of a replicaset without a usable instance wait for it;
+// buckets the map does not know do not (a coordinator takes them).
+TEST(TargetTest, BucketsWithoutAnOnlineMasterAwaitOne) {
+    Fixture up;
+    EXPECT_FALSE(routing::awaiting_master(up.view, up.t, {7, 2000}, ReadPref::Leader, 0));
+    Fixture down({instance("a1", std::string("r1"), std::string("Offline"),
+                           std::string("10.0.0.1:4327"), std::string("a1"))});
+    EXPECT_TRUE(routing::awaiting_master(down.view, down.t, {2000, 7}, ReadPref::Leader, 0));
+    EXPECT_FALSE(routing::awaiting_master(down.view, down.t, {7}, ReadPref::Replica, 0))
+        << "a replica read has a2";
+    EXPECT_FALSE(routing::awaiting_master(down.view, kNone, {7}, ReadPref::Leader, 0));
+    Fixture unknown({bucket_delete("t", 1)});
+    EXPECT_FALSE(routing::awaiting_master(unknown.view, unknown.t, {7}, ReadPref::Leader, 0));
+}
+
+TEST(TargetTest, OneReplicasetIsKnownOnlyFromBuckets) {
+    Fixture f;
+    Target t;
+    t.buckets = {7};
+    EXPECT_TRUE(routing::one_replicaset(f.view, f.t, t));
+    t.buckets = {7, 1500};
+    EXPECT_TRUE(routing::one_replicaset(f.view, f.t, t));
+    t.buckets = {7, 1501};
+    EXPECT_FALSE(routing::one_replicaset(f.view, f.t, t));
+    t.buckets.clear();
+    EXPECT_FALSE(routing::one_replicaset(f.view, f.t, t)) << "keyless";
+    t.buckets = {7, 8};
+    EXPECT_FALSE(routing::one_replicaset(f.view, kNone, t));
+    Fixture unknown({bucket_delete("t", 1)});
+    EXPECT_FALSE(routing::one_replicaset(unknown.view, unknown.t, t));
+}
+
+TEST(TargetTest, ALeaderReadOfAReplicasBucketsGoesToTheirMaster) {
+    Fixture f;
+    Target replica;
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 7, ReadPref::Replica, 0, &replica));
+    replica.buckets = {7, 8};
+    replica.sent = routing::Sent::KeyBatch;
+    Target leader = routing::leader_target(f.view, f.t, replica, 0);
+    EXPECT_EQ(leader.address, "10.0.0.1:4327");
+    EXPECT_EQ(leader.role, Role::Master);
+    EXPECT_EQ(leader.sent, routing::Sent::KeyBatch);
+    // A coordinator coordinates a leader read where it is; so does a master.
+    Target c;
+    c.address = "10.0.0.3:4327";
+    c.buckets = {7};
+    EXPECT_EQ(routing::leader_target(f.view, f.t, c, 0).address, "10.0.0.3:4327");
+    replica.buckets = {7, 2000};  // two owners: stays
+    EXPECT_EQ(routing::leader_target(f.view, f.t, replica, 0).address, replica.address);
+}
+
+TEST(TargetTest, APointStatementGoesToItsOwnerElseToACoordinator) {
+    Fixture f({bucket_delete("t", 1501)});
+    std::optional<Target> owner = routing::point_target(f.view, f.t, 7, ReadPref::Leader, 0);
+    ASSERT_TRUE(owner);
+    EXPECT_EQ(owner->address, "10.0.0.1:4327");
+    EXPECT_EQ(owner->sent, routing::Sent::RoutedByKey);
+    EXPECT_EQ(owner->buckets, std::vector<uint32_t>{7});
+    std::optional<Target> unknown = routing::point_target(f.view, f.t, 2000, ReadPref::Leader, 0);
+    ASSERT_TRUE(unknown);
+    EXPECT_EQ(unknown->role, Role::Coordinator);
+    EXPECT_EQ(unknown->sent, routing::Sent::Coordinator);
+    EXPECT_EQ(unknown->buckets, std::vector<uint32_t>{2000});
+}
+
+TEST(TargetTest, ExecReadsGoToAnyMemberUnlessLeaderReadsWereLearned) {
+    EXPECT_STREQ(routing::exec_read_preference(true, false), "any");
+    EXPECT_STREQ(routing::exec_read_preference(true, true), "leader");
+    EXPECT_STREQ(routing::exec_read_preference(false, false), "leader");
+    EXPECT_EQ(routing::exec_read_pref("any", true), ReadPref::Replica);
+    EXPECT_EQ(routing::exec_read_pref("", true), ReadPref::Replica) << "no option: a replica";
+    EXPECT_EQ(routing::exec_read_pref("", false), ReadPref::Leader);
+    EXPECT_EQ(routing::exec_read_pref("leader", true), ReadPref::Leader);
+    EXPECT_EQ(routing::parse_read_pref(nullptr), ReadPref::Leader);
+    EXPECT_EQ(routing::parse_read_pref("replica"), ReadPref::Replica);
+    EXPECT_EQ(routing::parse_read_pref("any"), ReadPref::Any);
+    EXPECT_STREQ(routing::read_pref_name(ReadPref::Any), "any");
+}
+
+TEST(TargetTest, EachLookupSaysHowItsTargetIsReached) {
+    Fixture f;
+    Target t;
+    ASSERT_TRUE(routing::bucket_target(f.view, f.t, 7, ReadPref::Leader, 0, &t));
+    EXPECT_EQ(t.sent, routing::Sent::RoutedByKey);
+    EXPECT_EQ(routing::any_online(f.view)->sent, routing::Sent::Coordinator);
+    EXPECT_EQ(routing::spread_target(f.view, f.t, ReadPref::Leader, false, 0)->sent,
+              routing::Sent::Coordinator);
+    for (const Target &m : routing::master_targets(f.view, f.t).targets)
+        EXPECT_EQ(m.sent, routing::Sent::MastersScatter);
 }
 
 }  // namespace picoroute

@@ -95,4 +95,24 @@ const char *const kClosedAtStartupDetail =
     "its startup options (an item without '=', a value it does not take); an instance that stopped "
     "at that moment looks the same.";
 
+bool resendable(const Answer &answer, bool read) {
+    if (!answer.error() || answer.message.empty())
+        return false;
+    return read ? read_retryable(answer.message) : refused_before_running(answer.message);
+}
+
+Outcome outcome(const Answer &answer) {
+    if (!answer.error() || answer.message.empty())
+        return Outcome::Failed;
+    return outcome_of(answer.sqlstate, answer.message);
+}
+
+bool proven_not_run(const Answer &answer, bool spans) {
+    return !spans && outcome(answer) == Outcome::NotRun;
+}
+
+bool leader_read_refusal(const Answer &answer) {
+    return answer.error() && needs_leader_read(answer.message);
+}
+
 }  // namespace picoroute::routing

@@ -1,6 +1,7 @@
-// What a remote error proves about the statement it answers: refused before running (sending it
-// again cannot apply it twice), outcome unknown, or failed; and which errors a read is sent again
-// after.
+// What an instance's answer proves about the statement it answers: refused before running
+// (sending it again cannot apply it twice), outcome unknown, or failed; which errors a read is sent
+// again after; and whether Picodata asked for a leader read. The remote layer hands an answer over
+// as plain data (Answer); the texts are read from the error's primary message and SQLSTATE.
 //
 // Every Picodata error reaches a pgproto client as SQLSTATE XX000 (src/pgproto/error.rs,
 // PgError::code, every tag); only the text tells a refusal before running from a failure during
@@ -42,9 +43,27 @@
 #pragma once
 #include "core/firewall.h"
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace picoroute::routing {
+
+// An instance's answer to one statement, as the remote layer read it.
+struct Answer {
+    enum class Status {
+        Rows,     // rows (possibly none)
+        Command,  // a command status: `counted` rows changed, or no count (TRUNCATE TABLE)
+        Error,    // an error: `sqlstate` and `message` (its primary text; both "" when it had none)
+        Other,    // anything else (never from Picodata)
+    };
+    Status status = Status::Other;
+    std::string sqlstate;
+    std::string message;
+    bool counted = false;
+    uint64_t rows = 0;  // Rows: rows received; Command: rows changed, when counted
+    bool error() const { return status == Status::Error; }
+};
 
 // Whether `message` (a remote error's primary text) is one of the refusals above.
 bool refused_before_running(std::string_view message);
@@ -99,5 +118,21 @@ bool closed_at_startup(std::string_view libpq_message);
 
 // The explanation picoroute gives with such a failure (for a DETAIL).
 extern const char *const kClosedAtStartupDetail;
+
+// ---- the same questions of an Answer (no error: none of them) ----------------------------------
+
+// Whether a statement answered with `answer` may be sent again: a refusal before running; for a
+// `read`, also a coordinator's lost connection to a replicaset (read_retryable).
+bool resendable(const Answer &answer, bool read);
+// What the answer proves of the statement on the instance that answered (outcome_of); Failed for
+// an answer that is not an error.
+Outcome outcome(const Answer &answer);
+// Whether the answer proves that a write applied nothing there (the write log may say so): a
+// refusal before running of a write that does not span several replicasets (Picodata does not
+// write such a statement atomically).
+bool proven_not_run(const Answer &answer, bool spans);
+// Whether the answer is Picodata's refusal of a read that must be a leader read
+// (needs_leader_read).
+bool leader_read_refusal(const Answer &answer);
 
 }  // namespace picoroute::routing

@@ -1,4 +1,4 @@
-// The routing of one statement and the grouping of INSERT rows (see statement_route.h).
+// The routing of one statement (see statement.h).
 #include "core/routing/statement.h"
 
 #include "core/bucket_hash.h"
@@ -125,12 +125,15 @@ void route_keyless(const StatementInfo &st, const StatementLookups &lookups, Rea
             // A read whose bucket lists are over the chain limit goes to each master in several
             // statements, each within it (read one after the other on the master's connection).
             out->targets = st.write ? masters : split_by_chains(masters, st.where_chains);
-            out->retry = RetryRule::Never;
+            for (Target &t : out->targets)
+                t.sent = Sent::MastersScatter;
+            out->retry = Retry::Never;
             out->description = describe_masters(st.tier, masters, out->targets);
             return;
         }
     }
     Target c = lookups.spread(pref, st.write);
+    c.sent = Sent::Coordinator;
     out->description = note + "scatter through coordinator " + c.address;
     out->targets = {c};
 }
@@ -165,9 +168,10 @@ KeyValues encoded_key_values(std::vector<std::vector<std::string>> columns) {
 StatementRoute route_statement(const StatementInfo &st, const StatementLookups &lookups) {
     StatementRoute out;
     ReadPref pref = st.write ? ReadPref::Leader : st.read_pref;
-    out.retry = st.write ? RetryRule::Write : RetryRule::Read;
+    out.retry = st.write ? Retry::Write : Retry::Read;
     if (st.global) {
         Target c = lookups.spread(pref, st.write);
+        c.sent = Sent::Coordinator;
         if (st.describe)
             out.description = "global table: " + describe(c);
         out.targets = {c};
@@ -181,6 +185,7 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
         }
         if (st.hashing_disagrees) {
             Target c = lookups.spread(pref, st.write);
+            c.sent = Sent::Coordinator;
             out.keyless = false;
             out.description =
                 "Picodata hashes this sharding key differently (picoroute_route_checks): "
@@ -191,6 +196,8 @@ StatementRoute route_statement(const StatementInfo &st, const StatementLookups &
         }
         if (combos <= kMaxKeyCombinations && st.bucket_count > 0) {
             out.targets = lookups.group(key_buckets(*st.keys, combos, st.bucket_count), pref);
+            for (Target &t : out.targets)  // the buckets the map does not know: a coordinator
+                t.sent = t.role == Role::Coordinator ? Sent::Coordinator : Sent::RoutedByKey;
             out.keyless = false;
             if (st.describe)
                 out.description = describe_groups(out.targets);
@@ -255,43 +262,6 @@ size_t dnf_chains(size_t where_chains, const Target &target) {
     if (where_chains > SIZE_MAX / buckets)
         return SIZE_MAX;
     return where_chains * buckets;
-}
-
-std::vector<RowGroup> group_rows_by_owner(
-    int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
-    const OwnerLookups &lookups) {
-    // By target address; a coordinator's rows apart even at an owner's address: the owner's rows
-    // run on Picodata's local path (26.1.1+), which never waits for another replicaset's master,
-    // while a statement with rows of other or unknown owners is dispatched and may wait (a dead
-    // master stalls the tier, route.h): grouped together, the owner's rows would wait with them.
-    std::map<std::string, RowGroup> groups;
-    std::optional<Target> coordinator;
-    for (int r = 0; r < nrows; r++) {
-        std::optional<uint32_t> bucket = bucket_of(r);
-        Target target;
-        std::string key;
-        if (!bucket || !lookups.owner(*bucket, &target)) {
-            if (!coordinator)
-                coordinator = lookups.coordinator();
-            target = *coordinator;
-            key = target.address + '\x01';
-        } else {
-            key = target.address;
-        }
-        auto [it, inserted] = groups.emplace(key, RowGroup{target, {}});
-        it->second.rows.push_back(r);
-        if (bucket)
-            it->second.target.buckets.push_back(*bucket);
-    }
-    std::vector<RowGroup> out;
-    out.reserve(groups.size());
-    for (auto &[address, group] : groups) {
-        std::vector<uint32_t> &buckets = group.target.buckets;
-        std::sort(buckets.begin(), buckets.end());
-        buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
-        out.push_back(std::move(group));
-    }
-    return out;
 }
 
 }  // namespace picoroute::routing

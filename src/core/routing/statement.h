@@ -1,10 +1,9 @@
 // Where one routed statement goes, as a pure decision: a global table to one coordinator, the
 // product of the sharding-key values to the owners of their buckets, a statement without a key to
 // one coordinator or to every master (scatter 'masters', only where Picodata restricts a statement
-// by bucket_id), with the text EXPLAIN shows. And the grouping of INSERT rows by the instance
-// that owns their bucket. The topology lookups are given by the caller (the glue passes its
-// session-aware wrappers of core/routing/target.h, which raise the errors), so the decision itself
-// needs no map and no server.
+// by bucket_id), with the text EXPLAIN shows, how each target is reached (Sent) and which failures
+// are sent again (Retry). The topology lookups are given by the caller (src/pg/lookup.h passes
+// the session's, which raise the errors), so the decision itself needs no map and no server.
 #pragma once
 #include "core/firewall.h"
 #include "core/routing/target.h"
@@ -64,16 +63,10 @@ struct StatementLookups {
     std::function<std::vector<Target>(const std::set<uint32_t> &buckets, ReadPref pref)> group;
 };
 
-enum class RetryRule {
-    Read,   // sent again after a connection failure or a refusal before running
-    Write,  // sent again only when never sent, or refused before running on one replicaset
-    Never,  // a scatter over masters: any failure is final
-};
-
 struct StatementRoute {
-    std::vector<Target> targets;  // none when no row can match
+    std::vector<Target> targets;  // none when no row can match; each says how it is reached (sent)
     bool keyless = true;          // sent without a sharding key (scatter, global table)
-    RetryRule retry = RetryRule::Read;
+    Retry retry = Retry::Read;
     std::string description;  // what EXPLAIN and errors show (see StatementInfo::describe)
 };
 
@@ -96,25 +89,5 @@ size_t dnf_chains(size_t where_chains, const Target &target);
 // each one's second, ...), each master's in its bucket order: a reader that takes them in turn
 // has one statement running at every master while it reads another master's answer.
 std::vector<Target> split_by_chains(const std::vector<Target> &masters, size_t where_chains);
-
-// ---- the rows of an INSERT, grouped by the instance that owns their bucket -------------------
-
-struct RowGroup {
-    Target target;          // target.buckets: the distinct buckets of its rows, sorted
-    std::vector<int> rows;  // in the order given
-};
-
-struct OwnerLookups {
-    std::function<bool(uint32_t bucket, Target *out)> owner;  // routing::bucket_target, leader
-    std::function<Target()> coordinator;                      // routing::any_online
-};
-
-// Rows 0..nrows-1 grouped by target instance, in address order. `bucket_of` gives a row's bucket,
-// nullopt for a row that is not routed; such rows and the rows of a bucket whose owner is unknown
-// go to one coordinator (asked once, at the first such row), in a group of their own even when
-// the coordinator is an owner's instance (after that owner's group).
-std::vector<RowGroup> group_rows_by_owner(
-    int nrows, const std::function<std::optional<uint32_t>(int row)> &bucket_of,
-    const OwnerLookups &lookups);
 
 }  // namespace picoroute::routing

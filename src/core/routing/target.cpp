@@ -1,7 +1,8 @@
-// The routing decision as pure functions of a topology snapshot (see route.h).
+// Which instance runs a statement (see target.h).
 #include "core/routing/target.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace picoroute::routing {
@@ -37,6 +38,26 @@ Target make_target(const SnapshotView &view, int32_t instance, Role role) {
 }
 
 }  // namespace
+
+ReadPref parse_read_pref(const char *value) {
+    if (value == nullptr || strcmp(value, "leader") == 0)
+        return ReadPref::Leader;
+    if (strcmp(value, "replica") == 0)
+        return ReadPref::Replica;
+    return ReadPref::Any;
+}
+
+const char *read_pref_name(ReadPref pref) {
+    switch (pref) {
+        case ReadPref::Leader:
+            return "leader";
+        case ReadPref::Replica:
+            return "replica";
+        case ReadPref::Any:
+            return "any";
+    }
+    return "leader";
+}
 
 std::string describe(const Target &target) {
     std::string out = target.address;
@@ -75,12 +96,14 @@ bool bucket_target(const SnapshotView &view, int32_t tier, uint32_t bucket, Read
         if (!candidates.empty()) {
             int32_t pick = candidates[salt % candidates.size()];
             *out = make_target(view, pick, pick == master ? Role::Master : Role::Replica);
+            out->sent = Sent::RoutedByKey;
             return true;
         }
     }
     if (!master_ok)
         return false;
     *out = make_target(view, master, Role::Master);
+    out->sent = Sent::RoutedByKey;
     return true;
 }
 
@@ -141,6 +164,7 @@ MastersPlan master_targets(const SnapshotView &view, int32_t tier) {
             return plan;
         }
         Target target = make_target(view, master, Role::Master);
+        target.sent = Sent::MastersScatter;
         for (uint32_t r = t.first_range; r < t.first_range + t.n_ranges; r++)
             if (view.range(r).replicaset == rs)
                 target.ranges.emplace_back(view.range(r).start, view.range(r).end);
@@ -187,32 +211,6 @@ BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
     for (auto &[address, t] : groups)
         out.targets.push_back(std::move(t));
     return out;
-}
-
-std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target,
-                               const std::string &column) {
-    if (target.buckets.empty() && target.ranges.empty())
-        return sql;
-    std::string out = sql + (has_where ? " AND " : " WHERE ");
-    std::vector<uint32_t> listed = target.buckets;
-    if (listed.empty()) {
-        for (const auto &[start, end] : target.ranges) {
-            for (uint32_t b = start; b >= start && b <= end; b++) {
-                listed.push_back(b);
-                if (b == end)
-                    break;
-            }
-        }
-    }
-    if (listed.size() == 1)
-        return out + column + " = " + std::to_string(listed[0]);
-    out += column + " IN (";
-    for (size_t i = 0; i < listed.size(); i++) {
-        if (i > 0)
-            out += ", ";
-        out += std::to_string(listed[i]);
-    }
-    return out + ")";
 }
 
 namespace {
@@ -268,6 +266,69 @@ int32_t masterless_replicaset(const SnapshotView &view, int32_t tier) {
             return static_cast<int32_t>(r);
     }
     return kNone;
+}
+
+bool awaiting_master(const SnapshotView &view, int32_t tier, const std::vector<uint32_t> &buckets,
+                     ReadPref pref, uint64_t salt) {
+    if (tier == kNone)
+        return false;
+    for (uint32_t bucket : buckets) {
+        int32_t range = view.find_range(tier, bucket);
+        if (range == kNone || view.range(range).replicaset == kNone)
+            continue;
+        Target t;
+        if (!bucket_target(view, tier, bucket, pref, salt, &t))
+            return true;
+    }
+    return false;
+}
+
+bool one_replicaset(const SnapshotView &view, int32_t tier, const Target &target) {
+    if (target.buckets.size() == 1)
+        return true;
+    if (target.buckets.empty() || tier == kNone)
+        return false;
+    std::set<int32_t> owners;
+    for (uint32_t bucket : target.buckets) {
+        int32_t range = view.find_range(tier, bucket);
+        owners.insert(range == kNone ? kNone : view.range(range).replicaset);
+    }
+    return owners.size() == 1 && *owners.begin() != kNone;
+}
+
+Target leader_target(const SnapshotView &view, int32_t tier, const Target &old, uint64_t salt) {
+    if (old.role != Role::Replica || old.buckets.empty() || tier == kNone)
+        return old;
+    std::set<uint32_t> buckets(old.buckets.begin(), old.buckets.end());
+    BucketGroups groups = group_buckets(view, tier, buckets, ReadPref::Leader, salt);
+    if (!groups.unknown.empty() || groups.targets.size() != 1 ||
+        groups.targets[0].role != Role::Master)
+        return old;
+    Target out = std::move(groups.targets[0]);
+    out.sent = old.sent;
+    return out;
+}
+
+std::optional<Target> point_target(const SnapshotView &view, int32_t tier, uint32_t bucket,
+                                   ReadPref pref, uint64_t salt) {
+    Target out;
+    if (!bucket_target(view, tier, bucket, pref, salt, &out)) {
+        std::optional<Target> coordinator = any_online(view);
+        if (!coordinator)
+            return std::nullopt;
+        out = std::move(*coordinator);
+    }
+    out.buckets = {bucket};
+    return out;
+}
+
+const char *exec_read_preference(bool read_only, bool leader_reads_learned) {
+    return read_only && !leader_reads_learned ? "any" : "leader";
+}
+
+ReadPref exec_read_pref(std::string_view read_preference, bool read_only) {
+    return read_preference == "any" || (read_only && read_preference.empty()) ? ReadPref::Replica
+                                                                              : ReadPref::Leader;
 }
 
 }  // namespace picoroute::routing

@@ -1,8 +1,8 @@
-// The routing decision as pure functions of a topology snapshot: which instance runs a statement
-// on a bucket, which instance coordinates a statement without a sharding key, which masters a
-// 'masters' scatter asks, and the bucket filter each of them gets. No PostgreSQL, no I/O: the
-// glue turns the outcomes into errors (src/pg/remote/routing.cpp) and runs the statements on their
-// instances, with retries (src/pg/remote/remote_exec.cpp).
+// Which instance runs a statement, as pure functions of a topology snapshot: the owner of a
+// bucket, the coordinator of a statement without a sharding key, the masters a 'masters' scatter
+// asks, the buckets a switchover leaves without a master and the statements a dead master would
+// stall. No PostgreSQL, no I/O: src/pg/lookup.h gives them the session's salt and raises their
+// reports (core/routing/reports.h) as errors; src/pg/remote/ sends the statements there.
 #pragma once
 #include "core/firewall.h"
 #include "core/snapshot.h"
@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,12 +20,35 @@ namespace picoroute::routing {
 enum class ReadPref { Leader, Replica, Any };
 enum class Role { Master, Replica, Coordinator };
 
+// A server's read_preference option as a ReadPref (Leader for nullptr and for any other text), and
+// its name.
+ReadPref parse_read_pref(const char *value);
+const char *read_pref_name(ReadPref pref);
+
+// How a statement was routed: the routing decision says it with each target (what the statistics
+// of picoroute_stat_instances and picoroute_stat_tables distinguish).
+enum class Sent : uint32_t {
+    RoutedByKey,     // to the owner of its buckets (a sharding key or a bucket_id fixed them)
+    Coordinator,     // to one instance that runs it for the whole cluster (no key, a global table)
+    MastersScatter,  // to every master, each for its own buckets (scatter 'masters')
+    KeyBatch,        // several keys (a key list) or INSERT rows grouped for one owner
+    Chunk,           // a chunk of buckets of a keyless read over its row bound
+};
+
+// Which failures of a statement are sent again (core/routing/failover.h).
+enum class Retry {
+    Read,   // after any connection failure, and after a refusal before running
+    Write,  // only when never sent, or refused before running on its one replicaset
+    Never,  // a scatter over masters: any failure is final
+};
+
 struct Target {
     std::string address;
     std::string replicaset;       // uuid; "" for a coordinator
     std::string replicaset_name;  // its name (the uuid when the name is unknown), for messages
     std::string instance;         // name (or uuid when the name is unknown)
     Role role = Role::Coordinator;
+    Sent sent = Sent::Coordinator;  // how the statement sent there was routed
     std::vector<uint32_t> buckets;  // the buckets this target answers for; empty: no bucket filter
     // For a master of a 'masters' scatter: the bucket ranges its replicaset owns, so that every
     // row is read once even where an instance would answer for the whole cluster.
@@ -77,14 +101,6 @@ struct BucketGroups {
 BucketGroups group_buckets(const SnapshotView &view, int32_t tier,
                            const std::set<uint32_t> &buckets, ReadPref pref, uint64_t salt);
 
-// `sql` restricted to the target's buckets: "<sql> WHERE|AND bucket_id = N" / "IN (...)"; a
-// master's ranges are written as the IN list of all their buckets, because Picodata (26.2.1-rc2)
-// restricts a statement to the owners of the buckets of "bucket_id = N" or "IN (...)" while
-// BETWEEN is only a row filter. No filter when the target has neither. `column` names the bucket
-// column (a join's "r1"."bucket_id").
-std::string with_bucket_filter(const std::string &sql, bool has_where, const Target &target,
-                               const std::string &column = "bucket_id");
-
 // A dead master stalls its tier. Picodata's coordinator sends a statement to the storages through
 // Lua (src/sql/dispatch.lua, one_step_dispatch and two_step_dispatch, 25.5.1 to 26.3.0), which
 // first waits for the master of every replicaset of the tier to be connected, up to the
@@ -102,5 +118,32 @@ bool lua_dispatched(const SnapshotView &view, int32_t tier, const Target &target
                     bool local_execution);
 // A replicaset of the tier (its index) whose master the map does not show online, or kNone.
 int32_t masterless_replicaset(const SnapshotView &view, int32_t tier);
+
+// ---- the decisions of the failover (core/routing/failover.h) and of the glue ------------------
+
+// Whether one of `buckets` belongs, by the map, to a replicaset that has no usable instance to run
+// it (no online master, or for `pref` no online member): a switchover is under way, and a
+// statement for those buckets waits for it (picoroute.failover_wait) rather than asking a
+// coordinator, which would fail or stall the same way. Buckets the map does not know are not.
+bool awaiting_master(const SnapshotView &view, int32_t tier, const std::vector<uint32_t> &buckets,
+                     ReadPref pref, uint64_t salt);
+// Whether the statement of `target` touches one replicaset: one bucket, or buckets that all
+// belong to one replicaset of `tier` by the map. A statement without buckets (keyless) is not
+// known to.
+bool one_replicaset(const SnapshotView &view, int32_t tier, const Target &target);
+// Where a read Picodata refused for not being a leader read goes as a leader read: the master of
+// its buckets' owner when it had been sent to a replica of that owner, else where it went (any
+// instance coordinates a leader read).
+Target leader_target(const SnapshotView &view, int32_t tier, const Target &old, uint64_t salt);
+// The instance that runs a statement on one bucket (picoroute_exec): its owner (per `pref`), else
+// a coordinator (any online instance, masters first), the bucket in `buckets` either way. nullopt
+// when no instance is online.
+std::optional<Target> point_target(const SnapshotView &view, int32_t tier, uint32_t bucket,
+                                   ReadPref pref, uint64_t salt);
+// picoroute_exec's connections: the read_preference their startup options name ("any" for a
+// read_only call, unless the session learned that its reads must be leader reads), and the
+// preference its bucket is looked up with, from the one the connection names ("" for none).
+const char *exec_read_preference(bool read_only, bool leader_reads_learned);
+ReadPref exec_read_pref(std::string_view read_preference, bool read_only);
 
 }  // namespace picoroute::routing

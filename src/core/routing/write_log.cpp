@@ -74,4 +74,37 @@ std::string WriteLog::account() const {
     return out;
 }
 
+void WriteLog::record(const std::string &address, const Answer &answer) {
+    if (answer.status == Answer::Status::Command)
+        record_answer(address, answer.counted, answer.counted ? answer.rows : 0);
+}
+
+void WriteLog::record_abandoned(const std::vector<Abandoned> &abandoned) {
+    for (const Abandoned &a : abandoned) {
+        if (a.outcome == Abandoned::Applied)
+            record_answer(a.address, true, a.rows);
+        else if (a.outcome == Abandoned::Unknown || a.outcome == Abandoned::Running)
+            record_unknown(a.address);
+    }
+}
+
+std::string WriteLog::record_failure(const std::string &address, bool spans, const Answer &answer) {
+    if (!proven_not_run(answer, spans))
+        record_unknown(address);
+    const std::string where = "The statement failed on instance " + address;
+    if (spans)
+        return where +
+               ". It spans several replicasets, and Picodata does not apply such a statement "
+               "atomically: it may have been applied on some of them. ";
+    switch (outcome(answer)) {
+        case Outcome::NotRun:
+            return where + " before running and was not applied there. ";
+        case Outcome::Unknown:
+            return where + " after it was sent on to a storage: it may have been applied there. ";
+        case Outcome::Failed:
+            break;
+    }
+    return where + ". ";
+}
+
 }  // namespace picoroute::routing

@@ -17,14 +17,26 @@
 // says it once.
 #pragma once
 #include "core/firewall.h"
+#include "core/routing/answer.h"
 
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace picoroute::routing {
+
+// What became of a statement whose answer was not collected (the wait was interrupted). Running:
+// the server gave no cancel key (Picodata never does), so nothing could stop the statement: it runs
+// to its end there. Unknown: a cancel request was sent, no answer came in time. Applied and
+// NotApplied: the whole answer had arrived (`rows`: what it reported applied).
+struct Abandoned {
+    std::string address;
+    enum Outcome { Unknown, Running, Applied, NotApplied } outcome = Unknown;
+    uint64_t rows = 0;
+};
 
 class WriteLog {
   public:
@@ -33,6 +45,17 @@ class WriteLog {
     void record_answer(const std::string &address, bool counted, uint64_t rows);
     // A statement sent to `address` whose outcome is not known.
     void record_unknown(const std::string &address);
+    // The answer of a write statement on `address`: recorded when it is a command status (its
+    // rows, or applied without a count); any other answer says nothing of what was applied.
+    void record(const std::string &address, const Answer &answer);
+    // What became of the statements a write abandoned (an interrupted wait).
+    void record_abandoned(const std::vector<Abandoned> &abandoned);
+    // A write failed with `answer` (an error) on `address`: the sentence its DETAIL carries about
+    // that instance: "not applied there" only for an error Picodata raises before running the
+    // statement, "may have been applied" when it may have run (`spans`: on some of the replicasets
+    // it spans, which Picodata does not write atomically). An outcome the answer does not prove is
+    // recorded as unknown.
+    std::string record_failure(const std::string &address, bool spans, const Answer &answer);
 
     // Rows each instance reported committed.
     const std::map<std::string, uint64_t> &committed() const { return committed_; }

@@ -41,8 +41,8 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
-#include "pg/remote/routing.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/settings.h"
 #include "pg/sql_common.h"
 

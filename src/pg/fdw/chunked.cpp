@@ -12,7 +12,7 @@ extern "C" {
 #include "pg/fdw/dialect.h"
 #include "pg/fdw/table_cache.h"
 #include "pg/map_store.h"
-#include "pg/remote/routing.h"
+#include "pg/lookup.h"
 #include "pg/sql_common.h"
 
 #include <cstring>

@@ -6,7 +6,7 @@
 #include "pg/fdw/routed_statement.h"
 #include "pg/guard.h"
 #include "pg/remote/chunked_read.h"
-#include "pg/remote/remote_exec.h"
+#include "pg/remote/rounds.h"
 
 #include <vector>
 

@@ -25,8 +25,8 @@ extern "C" {
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
-#include "pg/remote/routing.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 
 #include <map>
 #include <memory>

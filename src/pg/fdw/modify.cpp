@@ -34,7 +34,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-#include "core/routing/statement.h"
+#include "core/routing/grouping.h"
 #include "pg/fdw/declcheck.h"
 #include "pg/fdw/deparse.h"
 #include "pg/fdw/dialect.h"
@@ -49,8 +49,8 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
-#include "pg/remote/routing.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/remote/write_ledger.h"
 #include "pg/sql_common.h"
 #include "pg/stats/stats.h"
@@ -293,13 +293,8 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         routed = routed && count > 0;
-        // Unknown buckets and unrouted rows go to one coordinator (core/routing/statement.h).
-        routing::OwnerLookups lookups;
-        lookups.owner = [&](uint32_t bucket, Target *out) {
-            return bucket_target(view, tier, bucket, ReadPref::Leader, out);
-        };
-        lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
+        // Unknown buckets and unrouted rows go to one coordinator (core/routing/grouping.h).
+        std::vector<routing::Group> groups = routing::group_by_owner(
             nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -307,14 +302,14 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 return key_bucket(t->nkeys, s->key_types, &keys[r * t->nkeys],
                                   &key_nulls[r * t->nkeys], count, t->hash_rule);
             },
-            lookups);
+            owner_lookups(view, tier, ReadPref::Leader, false));
         std::vector<Job> jobs;
         jobs.reserve(groups.size());
-        for (routing::RowGroup &group : groups) {
+        for (routing::Group &group : groups) {
             Job job;
             job.target = std::move(group.target);
             char *sql = nullptr;
-            int n = static_cast<int>(group.rows.size());
+            int n = static_cast<int>(group.members.size());
             pg_call([&] {
                 StringInfoData buf;
                 initStringInfo(&buf);
@@ -322,7 +317,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                 sql = buf.data;
             });
             job.sql = std::string(sql) + option_clause(t, false);
-            for (int r : group.rows)
+            for (int r : group.members)
                 for (int c = 0; c < s->nattrs; c++)
                     job.values.push_back(values[r * s->nattrs + c]);
             job.may_span = !t->global && !one_replicaset(job.target, t->tier);

@@ -42,7 +42,7 @@ PG_FUNCTION_INFO_V1(picoroute_fdw_validator);
 #include "pg/guard.h"
 #include "pg/map_store.h"
 #include "pg/remote/connection.h"
-#include "pg/remote/routing.h"
+#include "pg/lookup.h"
 
 #include <cstring>
 #include <optional>

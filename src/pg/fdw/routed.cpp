@@ -23,8 +23,11 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+#include "core/bucket_hash.h"
 #include "core/capabilities.h"
+#include "core/routing/grouping.h"
 #include "core/routing/statement.h"
+#include "core/routing/text.h"
 #include "pg/fdw/chunked.h"
 #include "pg/fdw/dialect.h"
 #include "pg/fdw/keys.h"
@@ -38,15 +41,15 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
-#include "pg/remote/routing.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/remote/stream.h"
 #include "pg/sql_common.h"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -158,27 +161,25 @@ std::vector<Target> decide_targets(RoutedStatement *st, KeyValues *keys, int32_t
         return group_buckets(view, tier, buckets, pref);
     };
     routing::StatementRoute route = routing::route_statement(info, lookups);
-    *retry = route.retry == routing::RetryRule::Never   ? Retry::Never
-             : route.retry == routing::RetryRule::Write ? Retry::Write
-                                                        : Retry::Read;
+    *retry = route.retry;
     *keyless = route.keyless;
     *description = std::move(route.description);
     return std::move(route.targets);
 }
 
-// The statement as sent to `target`: a master's bucket filter (a 'masters' scatter only), then the
-// OPTION clause (always last).
+// The statement as sent to `target` (routing::text_for): a master's bucket filter (a 'masters'
+// scatter only), the pushed tail, the scan's LIMIT, then the OPTION clause (always last).
 std::string statement_for(RoutedStatement *st, const Target &target, bool keyless) {
-    const char *column = st->statement->bucket_column ? st->statement->bucket_column : "bucket_id";
-    std::string sql = target.ranges.empty()
-                          ? std::string(st->statement->plan.sql)
-                          : with_bucket_filter(st->statement->plan.sql,
-                                               st->statement->plan.has_where, target, column);
+    routing::StatementText text;
+    text.sql = st->statement->plan.sql;
+    text.has_where = st->statement->plan.has_where;
+    if (st->statement->bucket_column != nullptr)
+        text.column = st->statement->bucket_column;
     if (st->statement->tail != nullptr)
-        sql += st->statement->tail;
-    if (st->statement->row_limit > 0)
-        sql += " LIMIT " + std::to_string(st->statement->row_limit);
-    return sql + option_clause(st->setup->table, keyless, !st->statement->is_write);
+        text.tail = st->statement->tail;
+    text.row_limit = st->statement->row_limit;
+    text.option = option_clause(st->setup->table, keyless, !st->statement->is_write);
+    return routing::text_for(text, target);
 }
 
 void save_description(RoutedStatement *st, const std::string &description) {
@@ -215,69 +216,47 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
     return jobs;
 }
 
-// The text of one batched statement: `base` (SELECT ... FROM t [WHERE ...]) and the key list as
-// parameters after the `ncond` parameters of its own conditions.
-std::string batched_sql(const BatchedLookup &b, size_t nkeys) {
-    std::string sql = b.base;
-    sql += b.has_where ? " AND " : " WHERE ";
-    sql += b.column;
-    sql += " IN (";
-    for (size_t i = 0; i < nkeys; i++) {
-        if (i > 0)
-            sql += ", ";
-        sql += "$" + std::to_string(b.ncond + static_cast<int>(i) + 1);
-    }
-    return sql + ")";
-}
-
-// A batch's keys grouped by the instance their bucket's routing gives (one decision per key, so a
-// key list never needs a second hop), at most b.max_keys per statement (C++: inside guarded()).
+// A batch's keys grouped by the instance their bucket's routing gives (routing::group_by_owner:
+// the grouping of INSERT rows too, so a key list never needs a second hop), at most b.max_keys per
+// statement (routing::key_slices). A key Picodata hashes differently, a global table or a tier
+// without buckets send every key to one coordinator of the tier (C++: inside guarded()).
 std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyValues *keys,
                               const char **key_texts) {
-    std::map<std::string, std::pair<Target, std::vector<int>>> groups;
-    for (int i = 0; i < keys->n; i++) {
-        KeyValues one{1, &keys->values[i], &keys->nulls[i], keys->type};
-        std::string description;
-        bool keyless = true;
-        int32_t tier = kNone;
-        Retry retry = Retry::Read;
-        std::vector<Target> targets =
-            decide_targets(st, &one, &tier, &retry, &description, &keyless, false);
-        if (targets.empty())
-            continue;
-        auto &group = groups[targets[0].address];
-        if (group.second.empty())
-            group.first = targets[0];
-        else
-            group.first.buckets.insert(group.first.buckets.end(), targets[0].buckets.begin(),
-                                       targets[0].buckets.end());
-        group.second.push_back(i);
-    }
+    TableInfo *t = st->setup->table;
+    // Before the map is read: a check may read a newer map, which replaces this backend's copy.
+    bool coordinator = t->global || key_disagrees(st, keys, true);
+    MapRef map = current_map();
+    const SnapshotView &view = *map.view;
+    int32_t tier = require_tier(view, map.generation, t->tier);
+    uint32_t count = view.tier(tier).bucket_count;
+    coordinator = coordinator || count == 0;
+    std::vector<routing::Group> groups = routing::group_by_owner(
+        keys->n,
+        [&](int i) -> std::optional<uint32_t> {
+            if (coordinator)
+                return std::nullopt;
+            KeyEncoder encoder(t->hash_rule);
+            add_key_datum(encoder, keys->type, keys->values[i], keys->nulls[i]);
+            return bucket_id_for_bytes(encoder.bytes(), count);
+        },
+        owner_lookups(view, tier, table_read_pref(t), coordinator));
+    // A batch reads as many rows as a small scan: the row and instruction limits are lifted,
+    // unless the table or server gives them (see pg/batch_join/executor.cpp).
+    std::string option = option_clause(t, true, false);
     std::vector<Job> jobs;
-    for (auto &entry : groups) {
-        Target &target = entry.second.first;
-        std::sort(target.buckets.begin(), target.buckets.end());
-        target.buckets.erase(std::unique(target.buckets.begin(), target.buckets.end()),
-                             target.buckets.end());
-        const std::vector<int> &members = entry.second.second;
-        size_t limit = static_cast<size_t>(std::max(1, b.max_keys));
-        for (size_t from = 0; from < members.size(); from += limit) {
-            size_t n = std::min(limit, members.size() - from);
-            // The list is padded to a power of two (the last key repeated, which changes no
-            // answer), so that a few texts serve every batch and stay prepared on the instance.
-            size_t padded = 1;
-            while (padded < n)
-                padded *= 2;
-            padded = std::min(padded, limit);
+    for (const routing::Group &group : groups) {
+        for (const routing::KeySlice &slice :
+             routing::key_slices(group.members.size(), static_cast<size_t>(b.max_keys))) {
             Job job;
-            job.target = target;
-            job.sharded = !st->setup->table->global;
-            // A batch reads as many rows as a small scan: the row and instruction limits are
-            // lifted, unless the table or server gives them (see pg/batch_join/executor.cpp).
-            job.sql = batched_sql(b, padded) + option_clause(st->setup->table, true, false);
+            job.target = group.target;
+            job.sharded = !t->global;
+            job.sql =
+                routing::key_list_text(b.base, b.has_where, b.column, b.ncond + 1, slice.padded) +
+                option;
             job.values.assign(b.cond_values, b.cond_values + b.ncond);
-            for (size_t k = 0; k < padded; k++)
-                job.values.push_back(key_texts[members[from + std::min(k, n - 1)]]);
+            for (size_t k = 0; k < slice.padded; k++)
+                job.values.push_back(
+                    key_texts[group.members[slice.from + std::min(k, slice.n - 1)]]);
             jobs.push_back(std::move(job));
         }
     }

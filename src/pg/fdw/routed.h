@@ -16,7 +16,7 @@ extern "C" {
 #include "pg/fdw/keys.h"
 #include "pg/fdw/options.h"
 #include "pg/fdw/routed_statement.h"
-#include "pg/remote/remote_exec.h"
+#include "pg/remote/rounds.h"
 
 namespace picoroute::pg::fdw {
 

@@ -36,7 +36,7 @@ extern "C" {
 #include "utils/varlena.h"
 }
 
-#include "core/routing/statement.h"
+#include "core/routing/grouping.h"
 #include "pg/fdw/declcheck.h"
 #include "pg/fdw/deparse.h"
 #include "pg/fdw/dialect.h"
@@ -48,8 +48,8 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
-#include "pg/remote/routing.h"
+#include "pg/remote/rounds.h"
+#include "pg/lookup.h"
 #include "pg/remote/write_ledger.h"
 #include "pg/sql_common.h"
 
@@ -309,12 +309,7 @@ void send_rows(RowModifyState *s) {
         int32_t tier = require_tier(view, map.generation, t->tier);
         uint32_t count = view.tier(tier).bucket_count;
         bool routed = !t->global && t->nkeys > 0 && count > 0;
-        routing::OwnerLookups lookups;
-        lookups.owner = [&](uint32_t bucket, Target *out) {
-            return bucket_target(view, tier, bucket, ReadPref::Leader, out);
-        };
-        lookups.coordinator = [&] { return coordinator_target(view); };
-        std::vector<routing::RowGroup> groups = routing::group_rows_by_owner(
+        std::vector<routing::Group> groups = routing::group_by_owner(
             s->nrows,
             [&](int r) -> std::optional<uint32_t> {
                 if (!routed)
@@ -322,13 +317,13 @@ void send_rows(RowModifyState *s) {
                 return key_bucket(t->nkeys, s->key_types, s->rows[r].keys, s->rows[r].key_nulls,
                                   count, t->hash_rule);
             },
-            lookups);
+            owner_lookups(view, tier, ReadPref::Leader, false));
         std::string option = option_clause(t, false);
         std::vector<Job> jobs;
-        for (routing::RowGroup &group : groups) {
-            for (int r : group.rows) {
+        for (routing::Group &group : groups) {
+            for (int r : group.members) {
                 Job job;
-                job.target = group.target;
+                job.target = routing::member_target(group);  // one statement per row
                 job.sql = std::string(s->rows[r].sql) + option;
                 job.values.assign(s->rows[r].values, s->rows[r].values + s->rows[r].nvalues);
                 job.may_span = !t->global && !one_replicaset(job.target, t->tier);

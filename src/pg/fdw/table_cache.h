@@ -9,6 +9,7 @@ extern "C" {
 }
 
 #include "pg/fdw/options.h"
+#include "pg/lookup.h"
 #include "pg/remote/leader_reads.h"
 
 namespace picoroute::pg::fdw {

@@ -31,7 +31,7 @@ extern "C" {
 #include "pg/guard.h"
 #include "pg/remote/connection.h"
 #include "pg/remote/leader_reads.h"
-#include "pg/remote/remote_exec.h"
+#include "pg/remote/rounds.h"
 #include "pg/remote/stream.h"
 
 #include <deque>

@@ -33,7 +33,7 @@ struct ConnParams {
     // over a second connection (leader_reads.h).
     std::string read_preference;
     // The server's picodata_version option ("": the version the map detects): what the cluster
-    // runs without its Lua dispatch (remote_exec.cpp, a dead master stalls the tier).
+    // runs without its Lua dispatch (core/routing/failover.h: a dead master stalls the tier).
     std::string picodata_version;
 };
 

@@ -14,6 +14,7 @@ extern "C" {
 
 #include "core/address.h"
 #include "core/remote_text.h"
+#include "core/routing/reports.h"
 #include "core/routing/sqlstate_map.h"
 #include "pg/connect_policy.h"
 #include "pg/guard.h"
@@ -532,7 +533,7 @@ void InFlight::done(Connection *connection) {
 }
 
 void throw_remote_error(const PGresult *result, const std::string &address,
-                        const std::string &replicaset, const char *sql) {
+                        const std::string &replicaset, const char *sql, const std::string &extra) {
     const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
     const char *primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
     // The server's texts are bounded and made valid UTF-8 (core/remote_text.h) before they reach
@@ -540,24 +541,21 @@ void throw_remote_error(const PGresult *result, const std::string &address,
     std::optional<std::string> detail, hint;
     if (const char *d = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL))
         detail = bounded_utf8(d);
+    if (!extra.empty())
+        detail = detail ? *detail + "\n" + extra : extra;
     if (const char *h = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT))
         hint = bounded_utf8(h);
     int code = ERRCODE_CONNECTION_FAILURE;
     std::string message =
         primary ? bounded_utf8(primary) : libpq_message(PQresultErrorMessage(result));
     if (state != nullptr && strlen(state) == 5) {
-        // Picodata's XX000 becomes PostgreSQL's code where its text says what failed
-        // (core/routing/sqlstate_map.h).
+        // Picodata's XX000 becomes PostgreSQL's code where its text says what failed.
         std::string_view mapped = routing::sqlstate_for_remote_error(state, message);
         code = MAKE_SQLSTATE(mapped[0], mapped[1], mapped[2], mapped[3], mapped[4]);
     }
     if (message.empty())
         message = "picoroute: remote statement failed";
-    std::string context = "remote SQL on Picodata instance " + address;
-    if (!replicaset.empty())
-        context += " (replicaset " + replicaset + ")";
-    context += ": ";
-    context += sql ? sql : "";
+    std::string context = routing::remote_context(address, replicaset, sql ? sql : "");
     // Raised through ereport like any statement error, then carried as a PgError: the server log
     // gets it (or not) according to log_min_messages, as for any other ERROR.
     pg_call([&] {

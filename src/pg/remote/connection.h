@@ -21,6 +21,7 @@ extern "C" {
 #include "libpq-fe.h"
 }
 
+#include "core/routing/write_log.h"
 #include "pg/libpq_io.h"
 #include "pg/remote/connect.h"
 
@@ -129,14 +130,8 @@ bool finish_if_arrived(Connection *connection);
 using picoroute::pg::ResultDeleter;
 using picoroute::pg::ResultPtr;
 
-// What became of a statement whose answer was not collected (the wait was interrupted).
-// Running: the server gave no cancel key (Picodata never does), so nothing could stop the
-// statement: it runs to its end there. Unknown: a cancel request was sent, no answer came in time.
-struct Abandoned {
-    std::string address;
-    enum Outcome { Unknown, Running, Applied, NotApplied } outcome = Unknown;
-    uint64_t rows = 0;  // rows reported by the answer when it was applied
-};
+// What became of a statement whose answer was not collected (core/routing/write_log.h).
+using Abandoned = routing::Abandoned;
 
 // Statements sent to several connections at once and collected together. Any connection whose
 // answer was not collected is closed. Where the server handed out a cancel key (plain PostgreSQL),
@@ -165,10 +160,13 @@ constexpr size_t kOversizedRowBytes = 16u << 20;
 // How long a cancelled statement is given to answer before its connection is closed.
 constexpr int kCancelWaitMs = 2000;
 
-// Throws a PostgreSQL error for a failed remote statement: the remote SQLSTATE, message, detail
-// and hint, plus a context naming the instance (and replicaset) and the remote SQL.
+// Throws a PostgreSQL error for a failed remote statement: the remote SQLSTATE (mapped,
+// core/routing/sqlstate_map.h), message, detail and hint, plus a context naming the instance (and
+// replicaset) and the remote SQL (core/routing/reports.h). `detail`, when given, follows the
+// remote DETAIL on a line of its own (what picoroute knows of the statement).
 [[noreturn]] void throw_remote_error(const PGresult *result, const std::string &address,
-                                     const std::string &replicaset, const char *sql);
+                                     const std::string &replicaset, const char *sql,
+                                     const std::string &detail = {});
 
 // One row of picoroute_connections().
 struct ConnectionInfo {

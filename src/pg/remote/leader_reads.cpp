@@ -7,11 +7,8 @@ extern "C" {
 
 #include "pg/remote/leader_reads.h"
 
-#include "pg/remote/answer_rules.h"
-
 #include "core/session_options.h"
 #include "pg/guard.h"
-#include "pg/map_store.h"
 
 #include <cstring>
 #include <set>
@@ -73,18 +70,6 @@ bool switch_to_leader_reads(const PGresult *refusal, ConnParams *params) {
         return false;
     *params = std::move(leader);
     return true;
-}
-
-Target leader_target(const Target &old, const std::string &tier_name) {
-    if (old.role != Role::Replica || old.buckets.empty() || tier_name.empty())
-        return old;
-    MapRef map = current_map();
-    int32_t tier = map.view->find_tier(tier_name);
-    if (tier == kNone)
-        return old;
-    std::set<uint32_t> buckets(old.buckets.begin(), old.buckets.end());
-    std::vector<Target> groups = group_buckets(*map.view, tier, buckets, ReadPref::Leader);
-    return groups.size() == 1 && groups[0].role == Role::Master ? groups[0] : old;
 }
 
 }  // namespace picoroute::pg::remote

@@ -15,8 +15,12 @@
 // the current transaction wrote through its server (a replica may not have the write yet).
 #pragma once
 
+extern "C" {
+#include "postgres.h"
+#include "libpq-fe.h"
+}
+
 #include "pg/remote/connect.h"
-#include "pg/remote/routing.h"
 
 #include <string>
 
@@ -38,13 +42,8 @@ void note_server_write(const std::string &server);
 bool server_written(const std::string &server);
 
 // After Picodata refused a read sent with `params` for not being a leader read
-// (answer_rules.h, leader_read_refusal): learns it of the server when sql_preemption was the
+// (core/routing/answer.h, leader_read_refusal): learns it of the server when sql_preemption was the
 // reason, and sets *params to leader_params. False when those say no more than `params` (the
 // refusal is then the answer).
 bool switch_to_leader_reads(const PGresult *refusal, ConnParams *params);
-// Where a refused read goes as a leader read: the master of its buckets' owner when it had been
-// sent to a replica of that owner (the map decides), else where it went (any instance
-// coordinates a leader read).
-Target leader_target(const Target &old, const std::string &tier);
-
 }  // namespace picoroute::pg::remote

@@ -8,13 +8,12 @@ extern "C" {
 
 #include "pg/remote/stream.h"
 
-#include "pg/remote/answer_rules.h"
-#include "pg/remote/leader_reads.h"
-#include "pg/remote/tier_stall.h"
-#include "pg/remote/remote_stmt.h"
-
+#include "core/routing/answer.h"
+#include "core/routing/reports.h"
 #include "pg/guard.h"
-#include "pg/map_store.h"
+#include "pg/lookup.h"
+#include "pg/remote/leader_reads.h"
+#include "pg/remote/remote_stmt.h"
 #include "pg/worker_status.h"
 
 #include <algorithm>
@@ -25,19 +24,13 @@ namespace {
 
 [[noreturn]] void lost_mid_scan(const Job &job, size_t delivered, const std::string &message) {
     wake_worker();
-    throw SqlError(ERRCODE_CONNECTION_FAILURE,
-                   "picoroute: lost the connection to Picodata instance " + job.target.address +
-                       " in the middle of a scan: " + message,
-                   "Target: " + describe(job.target) + ". " + std::to_string(delivered) +
-                       " rows had been read from it.",
-                   "The statement was not run again, which would return those rows twice: run "
-                   "the query again.");
+    throw report_error(routing::lost_mid_scan(job.target, delivered, message));
 }
 
 }  // namespace
 
-RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
-                     Retry retry, int ncols, MemoryContext context)
+RowStream::RowStream(std::vector<Job> jobs, ConnParams params, std::string tier,
+                     routing::ReadPref pref, routing::Retry retry, int ncols, MemoryContext context)
     : sources_(jobs.size()),
       params_(std::move(params)),
       tier_(std::move(tier)),
@@ -105,15 +98,14 @@ void RowStream::advance() {
 
 void RowStream::send(Source &s) {
     // Waits for the switchover, or for a master of the tier that Picodata would wait for
-    // (tier_stall.h): run_jobs holds it.
-    if (awaits_master(s.job, tier_, pref_) ||
-        !stalling_master(s.job.sharded, s.job.target, tier_, pref_, params_).empty()) {
+    // (routing::hold): run_jobs holds it.
+    if (held(s.job, params_, tier_, pref_)) {
         run_buffered(s);
         return;
     }
     Connection *c = nullptr;
     try {
-        c = send_routed(s.job.target.address, params_, s.job.sql, s.job.values);
+        c = send_job(s.job, params_);
     } catch (const ConnectionFailure &) {
         run_buffered(s);  // never sent: run_jobs applies its retry rules
         return;
@@ -125,7 +117,8 @@ void RowStream::send(Source &s) {
 }
 
 bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
-    if (!leader_read_refusal(refusal) || !switch_to_leader_reads(refusal, &params_))
+    if (!routing::leader_read_refusal(answer_of(refusal)) ||
+        !switch_to_leader_reads(refusal, &params_))
         return false;
     // The stream's later statements (the same read on other instances) go as leader reads too.
     pref_ = ReadPref::Leader;
@@ -136,7 +129,7 @@ bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
 }
 
 bool RowStream::read_again(Source &s, const PGresult *answer) {
-    if (retry_ != Retry::Read || refusal_text(answer, true) == nullptr)
+    if (retry_ != Retry::Read || !routing::resendable(answer_of(answer), true))
         return false;
     run_buffered(s);  // the first statement again, then run_jobs' retries if it fails again
     sent_again_++;
@@ -144,12 +137,8 @@ bool RowStream::read_again(Source &s, const PGresult *answer) {
 }
 
 void RowStream::run_buffered(Source &s) {
-    std::vector<Job> one(1);
-    one[0].target = s.job.target;
-    one[0].sql = s.job.sql;
-    one[0].shown = s.job.shown;
-    one[0].values = s.job.values;
-    one[0].sharded = s.job.sharded;
+    std::vector<Job> one;
+    one.push_back(s.job.copy());
     run_jobs(one, params_, tier_, pref_, retry_, nullptr, &sent_again_);
     s.job.target = one[0].target;
     s.whole_row = 0;
@@ -291,8 +280,9 @@ bool RowStream::next(const char **values) {
             resend(s);
             continue;
         }
-        if (s.delivered == 0 && (leader_read_refusal(result.get()) ||
-                                 (retry_ == Retry::Read && refusal_text(result.get(), true)))) {
+        if (s.delivered == 0 && PQresultStatus(result.get()) == PGRES_FATAL_ERROR &&
+            (routing::leader_read_refusal(answer_of(result.get())) ||
+             (retry_ == Retry::Read && routing::resendable(answer_of(result.get()), true)))) {
             while (next_result_of(s) != nullptr) {  // the end of that answer: the connection idles
             }
             if (read_as_leader(s, result.get()) || read_again(s, result.get()))

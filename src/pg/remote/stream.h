@@ -6,9 +6,9 @@
 //   instance, sent as soon as the one before it has been read; the answers are read one job after
 //   the other.
 // - A job whose connection fails before it delivered a row, or whose answer is an error after
-//   which a read is sent again (a refusal before running, answer_rules.h), is run again the
-//   buffered way, with the retry rules of run_jobs (a read: refresh, then the new owner or a
-//   coordinator; a scatter over masters: once more on the same master, then the call fails).
+//   which a read is sent again (core/routing/answer.h, resendable), is run again the buffered
+//   way, with the failover of run_jobs (a read: refresh, then the new owner or a coordinator; a
+//   scatter over masters: once more on the same master, then the call fails).
 //   After a row was delivered a failure is final: running it again would return rows twice. A
 //   read Picodata refused for not being a leader read goes again as one (leader_reads.h).
 // - When another statement of the session needs a connection the stream is reading, the stream
@@ -19,7 +19,7 @@
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
 #pragma once
 
-#include "pg/remote/remote_exec.h"
+#include "pg/remote/rounds.h"
 #include "pg/remote/spill.h"
 
 #include <deque>
@@ -36,8 +36,8 @@ class RowStream final : public ConnectionReader {
     // over). `retry`: Read, or Never for a scatter over masters (see run_jobs). The jobs'
     // parameter values are copied. `context`: the scan's memory context, where rows read ahead
     // are kept; their temporary file belongs to the resource owner current at construction.
-    RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, ReadPref pref,
-              Retry retry, int ncols, MemoryContext context);
+    RowStream(std::vector<Job> jobs, ConnParams params, std::string tier, routing::ReadPref pref,
+              routing::Retry retry, int ncols, MemoryContext context);
     ~RowStream();
     RowStream(const RowStream &) = delete;
     RowStream &operator=(const RowStream &) = delete;
@@ -64,7 +64,7 @@ class RowStream final : public ConnectionReader {
     }
     size_t jobs() const { return sources_.size(); }
     int ncols() const { return ncols_; }
-    Retry retry() const { return retry_; }
+    routing::Retry retry() const { return retry_; }
     // Gives up the job being read (its answer failed before any row: another reader takes its
     // rows); next() goes on with the following jobs.
     void skip_current();
@@ -111,15 +111,15 @@ class RowStream final : public ConnectionReader {
     // way. False when it cannot say more (the refusal is then the answer).
     bool read_as_leader(Source &s, const PGresult *refusal);
     // The answer of `s` (before any row) is an error after which a read is sent again
-    // (answer_rules.h, refusal_text): runs `s` again the buffered way, under run_jobs' retry
-    // rules. False for any other answer, or when the stream does not retry (a masters scatter).
+    // (routing::resendable): runs `s` again the buffered way, under run_jobs' failover. False for
+    // any other answer, or when the stream does not retry (a masters scatter).
     bool read_again(Source &s, const PGresult *answer);
 
     std::vector<Source> sources_;
     ConnParams params_;
     std::string tier_;  // by name: a refresh may shift the indexes of tiers
-    ReadPref pref_;
-    Retry retry_;
+    routing::ReadPref pref_;
+    routing::Retry retry_;
     int ncols_;
     size_t current_ = 0;
     MemoryContext context_;

@@ -153,51 +153,6 @@ WriteLog *statement_write_log(MemoryContext cxt) {
     return e->log;
 }
 
-// What a write that was interrupted after it was sent did, instance by instance.
-std::string abandoned_summary(const std::vector<Abandoned> &abandoned) {
-    std::string out;
-    for (const Abandoned &a : abandoned) {
-        if (!out.empty())
-            out += " ";
-        switch (a.outcome) {
-            case Abandoned::Applied:
-                out += "The statement was applied on instance " + a.address + " (" +
-                       std::to_string(a.rows) + " rows) before the cancel request arrived.";
-                break;
-            case Abandoned::NotApplied:
-                out += "The statement was cancelled on instance " + a.address +
-                       " and not applied there.";
-                break;
-            case Abandoned::Unknown:
-                out += "The statement may have been applied on instance " + a.address +
-                       ": a cancel request was sent, but no answer came in time.";
-                break;
-            case Abandoned::Running:
-                out += "The statement may still run to its end on instance " + a.address +
-                       " and be applied there: Picodata cannot cancel a statement.";
-                break;
-        }
-    }
-    return out;
-}
-
-// Adds a write's answer on `address` to `log`: its row count, or applied without one (TRUNCATE).
-void record_answer(WriteLog *log, const std::string &address, const PGresult *result) {
-    const char *n = PQcmdTuples(const_cast<PGresult *>(result));
-    bool counted = n != nullptr && n[0] != '\0';
-    log->record_answer(address, counted, counted ? strtoull(n, nullptr, 10) : 0);
-}
-
-// Adds what became of the statements a write abandoned (an interrupted wait) to `log`.
-void record_abandoned(WriteLog *log, const std::vector<Abandoned> &abandoned) {
-    for (const Abandoned &a : abandoned) {
-        if (a.outcome == Abandoned::Applied)
-            log->record_answer(a.address, true, a.rows);
-        else if (a.outcome == Abandoned::Unknown || a.outcome == Abandoned::Running)
-            log->record_unknown(a.address);
-    }
-}
-
 void install_write_ledger_hooks() {
     prev_executor_run = ExecutorRun_hook;
     ExecutorRun_hook = ledger_executor_run;

@@ -18,25 +18,14 @@ extern "C" {
 }
 
 #include "core/routing/write_log.h"
-#include "pg/remote/connection.h"
-
-#include <string>
-#include <vector>
 
 namespace picoroute::pg::remote {
 
-using WriteLog = picoroute::routing::WriteLog;
+using WriteLog = routing::WriteLog;
 
 // A new write log that lives as long as `cxt` (the statement's memory), known to the error hooks
 // until then. C++ frame: a PostgreSQL error comes back as a PgError.
 WriteLog *statement_write_log(MemoryContext cxt);
-
-// Adds a write's answer on `address` to `log`: its row count, or applied without one (TRUNCATE).
-void record_answer(WriteLog *log, const std::string &address, const PGresult *result);
-// Adds what became of the statements a write abandoned (an interrupted wait) to `log`.
-void record_abandoned(WriteLog *log, const std::vector<Abandoned> &abandoned);
-// What a write that was interrupted after it was sent did, instance by instance.
-std::string abandoned_summary(const std::vector<Abandoned> &abandoned);
 
 // Installs the executor and utility hooks (from _PG_init, when preloaded).
 void install_write_ledger_hooks();
