@@ -247,9 +247,15 @@ if ! as_user bash -c "cd '$TREE' && PICOROUTE_PICODATA_VERSION='$MAIN_VERSION' p
 fi
 
 # A server process that died of a signal is a crash, whatever the test files asserted: the worst
-# defect. Only a background worker killed with SIGKILL is deliberate (020 kills the worker).
+# defect. Only a SIGKILL a test sent itself is deliberate: a background worker's (020 kills the
+# worker) and a backend's whose pid the test wrote into tmp_check/log/deliberate_kills (080).
 crashes=$(grep -hE 'was terminated by signal' "$TREE"/tmp_check/log/*.log 2>/dev/null |
     grep -vE 'background worker .* was terminated by signal 9: Killed' || true)
+if [ -n "$crashes" ] && [ -f "$TREE/tmp_check/log/deliberate_kills" ]; then
+    while read -r pid; do
+        crashes=$(echo "$crashes" | grep -vE "server process \(PID $pid\) was terminated by signal 9: Killed" || true)
+    done <"$TREE/tmp_check/log/deliberate_kills"
+fi
 if [ -n "$crashes" ]; then
     echo "a server process crashed during the TAP tests:" >&2
     echo "$crashes" | head -20 >&2

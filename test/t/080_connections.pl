@@ -182,6 +182,10 @@ $q->('SELECT pg_reload_conf()');
 my $victim = $node->background_psql('postgres', on_error_stop => 0);
 my $pid_v = $victim->query_safe('SELECT pg_backend_pid()');
 $victim->query_safe('SELECT name FROM users WHERE id = 1');
+# The test command takes a backend killed by a signal for a crash, unless the test says it killed it.
+open(my $kills, '>>', "$PostgreSQL::Test::Utils::log_path/deliberate_kills") or die "deliberate_kills: $!";
+print $kills "$pid_v\n";
+close($kills);
 kill 'KILL', $pid_v;
 eval { $victim->quit };
 ok(wait_for($node, "SELECT count(*) FROM picoroute_buckets WHERE tier = 'default'", '2', 60),
