@@ -1,7 +1,7 @@
 // The shared connection budget (picoroute.max_connections_per_instance): what a backend does when
 // it is about to open a connection to an instance, given how many connections to it are open in
 // all backends and in its own. Plain arithmetic on counts, so that every case has a unit test; the
-// shared counters, the waiting and the error are the glue's (pg/stats/budget.cpp).
+// shared counters, the waiting and the error are the glue's (pg/stats/connections.cpp).
 #pragma once
 #include "core/firewall.h"
 

@@ -3,6 +3,8 @@
 // array (batched_jobs in the FDW's routed); and how each group is reached (Sent).
 #include "core/routing/grouping.h"
 
+#include "routing_targets.h"
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -12,23 +14,8 @@
 namespace picoroute::routing {
 namespace {
 
-Target master(const std::string &address, const std::string &replicaset) {
-    Target t;
-    t.address = address;
-    t.replicaset = replicaset;
-    t.instance = address;
-    t.role = Role::Master;
-    t.sent = Sent::RoutedByKey;
-    return t;
-}
-
-Target coordinator(const std::string &address) {
-    Target t;
-    t.address = address;
-    t.instance = address;
-    t.role = Role::Coordinator;
-    return t;
-}
+using testing::coordinator_target;
+using testing::master_target;
 
 // Buckets up to 1500 belong to b:1 (r1), up to 3000 to a:1 (r2); the map knows no other.
 OwnerLookups owners(int *coordinator_calls) {
@@ -36,12 +23,12 @@ OwnerLookups owners(int *coordinator_calls) {
     l.owner = [](uint32_t bucket, Target *out) {
         if (bucket > 3000)
             return false;  // the map does not know its owner
-        *out = bucket <= 1500 ? master("b:1", "r1") : master("a:1", "r2");
+        *out = bucket <= 1500 ? master_target("b:1", "r1") : master_target("a:1", "r2");
         return true;
     };
     l.coordinator = [coordinator_calls] {
         (*coordinator_calls)++;
-        return coordinator("c:1");
+        return coordinator_target("c:1");
     };
     return l;
 }
@@ -94,10 +81,10 @@ TEST(GroupingTest, ACoordinatorAtAnOwnersAddressKeepsItsMembersApart) {
     l.owner = [](uint32_t bucket, Target *out) {
         if (bucket == 99)
             return false;
-        *out = master("a:1", "r1");
+        *out = master_target("a:1", "r1");
         return true;
     };
-    l.coordinator = [] { return coordinator("a:1"); };
+    l.coordinator = [] { return coordinator_target("a:1"); };
     auto groups = group_by_owner(3, of({1, 99, 2}), l);
     ASSERT_EQ(groups.size(), 2u);
     EXPECT_EQ(groups[0].target.role, Role::Master);

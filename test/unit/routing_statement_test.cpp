@@ -1,4 +1,4 @@
-// The routing decision of one statement (what decide_targets in the FDW's scan delegates to).
+// The routing decision of one statement (what decide_targets in the FDW's routed delegates to).
 // Branches of route_statement covered here:
 //   1. global table, read: one coordinator from spread() with the table's read preference;
 //   2. global table, write: spread() with leader and write, retry rule Write;
@@ -26,6 +26,8 @@
 #include "core/bucket_hash.h"
 #include "core/capabilities.h"
 
+#include "routing_targets.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,22 +40,8 @@
 namespace picoroute::routing {
 namespace {
 
-Target master(const std::string &address, const std::string &replicaset) {
-    Target t;
-    t.address = address;
-    t.replicaset = replicaset;
-    t.instance = address;
-    t.role = Role::Master;
-    return t;
-}
-
-Target coordinator(const std::string &address) {
-    Target t;
-    t.address = address;
-    t.instance = address;
-    t.role = Role::Coordinator;
-    return t;
-}
+using testing::coordinator_target;
+using testing::master_target;
 
 // Fake lookups that record what the decision asked. Buckets up to 1500 belong to "a:1" (replicaset
 // r1), the others to "b:1" (r2).
@@ -70,11 +58,11 @@ struct Recorder {
         StatementLookups l;
         l.spread = [this](ReadPref pref, bool write) {
             spread_calls.emplace_back(pref, write);
-            return coordinator("c:1");
+            return coordinator_target("c:1");
         };
         l.masters = [this] {
             masters_calls++;
-            Target a = master("a:1", "r1"), b = master("b:1", "r2");
+            Target a = master_target("a:1", "r1"), b = master_target("b:1", "r2");
             a.ranges = ranges_a;
             b.ranges = ranges_b;
             return std::vector<Target>{a, b};
@@ -82,7 +70,7 @@ struct Recorder {
         l.group = [this](const std::set<uint32_t> &buckets, ReadPref pref) {
             group_calls.push_back(buckets);
             group_prefs.push_back(pref);
-            Target a = master("a:1", "r1"), b = master("b:1", "r2");
+            Target a = master_target("a:1", "r1"), b = master_target("b:1", "r2");
             for (uint32_t bucket : buckets)
                 (bucket <= 1500 ? a : b).buckets.push_back(bucket);
             std::vector<Target> out;

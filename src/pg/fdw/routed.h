@@ -36,7 +36,7 @@ void execute_routed(RoutedStatement *st, ExprContext *econtext);
 // `keys` one KeyValues per entry of the plan's key_kinds (a batched join's key list). Plain entry
 // point.
 void execute_routed_values(RoutedStatement *st, const char **values, KeyValues *keys);
-// The text values of st's $1..$nparams (param_states) for one execution. Plain: may ereport.
+// The text values of st's $1..$nparams (st->params.states) for one execution. Plain: may ereport.
 const char **evaluate_routed_params(RoutedStatement *st, ExprContext *econtext);
 // One batch of a batched join (pg/batch_join/executor.cpp): the statement `base` (SELECT ... FROM
 // t [WHERE ...], with `ncond` parameters whose values are `cond_values`) restricted to a list of

@@ -25,12 +25,7 @@ void Job::own_values(std::vector<std::optional<std::string>> *store) {
 
 Job Job::copy() const {
     Job out;
-    out.target = target;
-    out.sql = sql;
-    out.shown = shown;
-    out.values = values;
-    out.may_span = may_span;
-    out.sharded = sharded;
+    static_cast<JobStatement &>(out) = *this;
     return out;
 }
 

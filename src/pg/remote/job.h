@@ -19,14 +19,15 @@ extern "C" {
 
 namespace picoroute::pg::remote {
 
-struct Job {
+// What a job sends and where: everything a copy of a job carries (Job::copy copies it whole, so
+// a field added here is never forgotten there).
+struct JobStatement {
     routing::Target target;
     std::string sql;
     // The statement as errors show it, when it differs from sql (the routed bucket written out
     // where sql has it as a parameter).
     std::string shown;
     std::vector<const char *> values;  // text parameters, nullptr = NULL
-    ResultPtr result;                  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
     // A write that may span several replicasets (a keyless or multi-owner statement on a sharded
     // table): Picodata does not apply it atomically, so a failure may leave it applied on some of
     // them, and its error must not say that nothing was applied.
@@ -36,10 +37,17 @@ struct Job {
     bool sharded = true;
 
     const std::string &shown_sql() const { return shown.empty() ? sql : shown; }
+};
+
+// One statement for one instance and its answer. Only the answer is its own: a field of the
+// statement belongs in JobStatement.
+struct Job : JobStatement {
+    ResultPtr result;  // filled by run_jobs: PGRES_TUPLES_OK or PGRES_COMMAND_OK
+
     // Copies the parameter values into `store` and points `values` at the copies, for a job that
     // outlives the values it was given (`store` must live as long as the job).
     void own_values(std::vector<std::optional<std::string>> *store);
-    // A copy to run on its own (the result is not copied).
+    // A copy to run on its own: the statement, not the answer.
     Job copy() const;
 };
 

@@ -7,10 +7,10 @@ extern "C" {
 
 #include "pg/remote/leader_reads.h"
 
+#include "core/routing/leader_reads.h"
 #include "core/session_options.h"
 #include "pg/guard.h"
 
-#include <cstring>
 #include <set>
 
 namespace picoroute::pg::remote {
@@ -31,7 +31,7 @@ void forget_writes(XactEvent event, void *) {
 }  // namespace
 
 ConnParams leader_params(const ConnParams &params) {
-    if (params.read_preference.empty() || params.read_preference == "leader")
+    if (!routing::names_other_than_leader(params.read_preference))
         return params;
     ConnParams out = params;
     out.read_preference = "leader";
@@ -63,12 +63,13 @@ bool server_written(const std::string &server) {
 
 bool switch_to_leader_reads(const PGresult *refusal, ConnParams *params) {
     const char *m = PQresultErrorField(refusal, PG_DIAG_MESSAGE_PRIMARY);
-    if (m != nullptr && strstr(m, "sql_preemption") != nullptr)
+    routing::LeaderSwitch decided =
+        routing::leader_switch(m != nullptr ? m : "", params->read_preference);
+    if (decided.learn)
         learn_leader_reads(params->server_name);
-    ConnParams leader = leader_params(*params);
-    if (leader.read_preference == params->read_preference)
+    if (!decided.switch_)
         return false;
-    *params = std::move(leader);
+    *params = leader_params(*params);
     return true;
 }
 

@@ -44,6 +44,6 @@ bool server_written(const std::string &server);
 // After Picodata refused a read sent with `params` for not being a leader read
 // (core/routing/answer.h, leader_read_refusal): learns it of the server when sql_preemption was the
 // reason, and sets *params to leader_params. False when those say no more than `params` (the
-// refusal is then the answer).
+// refusal is then the answer). The core decides both (core/routing/leader_reads.h).
 bool switch_to_leader_reads(const PGresult *refusal, ConnParams *params);
 }  // namespace picoroute::pg::remote

@@ -13,13 +13,13 @@ extern "C" {
 #include "pg/remote/rounds.h"
 
 #include "core/routing/failover.h"
+#include "core/routing/pause.h"
 #include "pg/guard.h"
 #include "pg/lookup.h"
 #include "pg/remote/leader_reads.h"
 #include "pg/settings.h"
 #include "pg/worker_status.h"
 
-#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -209,18 +209,17 @@ void check_answers(const std::vector<Job> &jobs, WriteLog *log,
     }
 }
 
-// Between two attempts: a short interruptible sleep, then a refresh of the map (waited for within
-// what is left of the deadline).
+// Between two attempts: a short interruptible sleep, then a refresh of the map waited for within
+// what is left of the deadline (routing::pause_before_retry says how long each).
 void pause_before_retry(TimestampTz deadline) {
-    long left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+    routing::Pause pause = routing::pause_before_retry(GetCurrentTimestamp(), deadline);
     pg_call([&] {
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-                        Max(Min(left, 200L), 1L), PG_WAIT_EXTENSION);
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause.sleep_ms,
+                        PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
         bool refresh_failed = false;
-        (void)request_refresh_and_wait(static_cast<int>(Max(Min(left - 200, 1000L), 0L)),
-                                       &refresh_failed);
+        (void)request_refresh_and_wait(pause.refresh_wait_ms, &refresh_failed);
     });
 }
 
@@ -289,29 +288,28 @@ void fail_over(Job &job, const Failure &first, const ConnParams &params, const s
     }
 }
 
-// After a round with failures: an unreachable instance may mean the topology changed, so the
-// worker is woken (at most once per refresh interval per session: a storm of failing statements
-// must not become a storm of refreshes; failed logins never get here) and given a short chance to
-// notice; then what cannot be sent again fails at once, and every other failed job fails over.
+// After a round with failures: the worker is woken when the core says so (routing::
+// wake_after_failures: at most once per refresh interval per session; failed logins never get
+// here) and given a short chance to notice; then what cannot be sent again fails at once, and every
+// other failed job fails over.
 void fail_over_all(std::vector<Job> &jobs, const std::vector<Failed> &failures,
                    const ConnParams &params, const std::string &tier, ReadPref pref, Retry retry,
                    WriteLog *log, uint32_t *sent_again) {
     const TimestampTz since = GetCurrentTimestamp();
     static TimestampTz last_wake = 0;
-    const bool wake =
-        last_wake == 0 || TimestampDifferenceExceeds(last_wake, since, setting_refresh_interval);
-    if (wake) {
-        last_wake = since;
+    const routing::Wake wake = routing::wake_after_failures(
+        since, last_wake,
+        {setting_refresh_interval, setting_connect_timeout, setting_failover_wait});
+    last_wake = wake.last_wake;
+    if (wake.wake)
         wake_worker();
-    }
     for (const Failed &f : failures)
         if (std::optional<routing::Report> report =
                 routing::final_failure(f.failure, retry, jobs[f.job].target, log))
             throw report_error(*report);
-    int wait_ms = std::min({setting_connect_timeout * 1000, 2000, setting_failover_wait});
     bool refresh_failed = false;
-    if (wake)
-        pg_call([&] { (void)request_refresh_and_wait(wait_ms, &refresh_failed); });
+    if (wake.wake)
+        pg_call([&] { (void)request_refresh_and_wait(wake.refresh_wait_ms, &refresh_failed); });
     for (const Failed &f : failures)
         fail_over(jobs[f.job], f.failure, params, tier, pref, log, since, sent_again);
 }

@@ -10,6 +10,7 @@ extern "C" {
 
 #include "core/routing/answer.h"
 #include "core/routing/reports.h"
+#include "core/routing/stream.h"
 #include "pg/guard.h"
 #include "pg/lookup.h"
 #include "pg/remote/leader_reads.h"
@@ -21,6 +22,8 @@ extern "C" {
 namespace picoroute::pg::remote {
 
 namespace {
+
+using routing::StreamFallback;
 
 [[noreturn]] void lost_mid_scan(const Job &job, size_t delivered, const std::string &message) {
     wake_worker();
@@ -117,8 +120,7 @@ void RowStream::send(Source &s) {
 }
 
 bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
-    if (!routing::leader_read_refusal(answer_of(refusal)) ||
-        !switch_to_leader_reads(refusal, &params_))
+    if (!switch_to_leader_reads(refusal, &params_))
         return false;
     // The stream's later statements (the same read on other instances) go as leader reads too.
     pref_ = ReadPref::Leader;
@@ -128,8 +130,10 @@ bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
     return true;
 }
 
-bool RowStream::read_again(Source &s, const PGresult *answer) {
-    if (retry_ != Retry::Read || !routing::resendable(answer_of(answer), true))
+bool RowStream::fall_back(Source &s, const PGresult *answer, routing::StreamRetry retry) {
+    if (retry.as_leader && read_as_leader(s, answer))
+        return true;
+    if (!retry.again)
         return false;
     run_buffered(s);  // the first statement again, then run_jobs' retries if it fails again
     sent_again_++;
@@ -240,14 +244,15 @@ bool RowStream::next(const char **values) {
         }
         if (s.ahead_end) {
             ResultPtr end = std::move(s.ahead_end);
-            if (s.delivered == 0 && (read_as_leader(s, end.get()) || read_again(s, end.get())))
+            if (fall_back(s, end.get(),
+                          routing::after_error_answer(answer_of(end.get()), s.delivered, retry_)))
                 continue;
             rows_in(s, end.get());  // throws for an error
         }
         if (!s.failure.empty()) {
             std::string failure = std::move(s.failure);
             s.failure.clear();
-            if (s.delivered > 0)
+            if (routing::after_lost_connection(s.delivered) == StreamFallback::LostMidScan)
                 lost_mid_scan(s.job, s.delivered, failure);
             run_buffered(s);
             continue;
@@ -262,7 +267,7 @@ bool RowStream::next(const char **values) {
         } catch (const ConnectionFailure &f) {
             release(s);
             s.lost = false;
-            if (s.delivered > 0)
+            if (routing::after_lost_connection(s.delivered) == StreamFallback::LostMidScan)
                 lost_mid_scan(s.job, s.delivered, f.what());
             run_buffered(s);
             continue;
@@ -280,13 +285,15 @@ bool RowStream::next(const char **values) {
             resend(s);
             continue;
         }
-        if (s.delivered == 0 && PQresultStatus(result.get()) == PGRES_FATAL_ERROR &&
-            (routing::leader_read_refusal(answer_of(result.get())) ||
-             (retry_ == Retry::Read && routing::resendable(answer_of(result.get()), true)))) {
-            while (next_result_of(s) != nullptr) {  // the end of that answer: the connection idles
+        if (PQresultStatus(result.get()) == PGRES_FATAL_ERROR) {
+            routing::StreamRetry retry =
+                routing::after_error_answer(answer_of(result.get()), s.delivered, retry_);
+            if (retry.any()) {
+                while (next_result_of(s) != nullptr) {  // the end of that answer: it idles
+                }
+                if (fall_back(s, result.get(), retry))
+                    continue;
             }
-            if (read_as_leader(s, result.get()) || read_again(s, result.get()))
-                continue;
         }
         if (!rows_in(s, result.get()))
             continue;

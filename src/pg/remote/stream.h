@@ -10,7 +10,8 @@
 //   way, with the failover of run_jobs (a read: refresh, then the new owner or a coordinator; a
 //   scatter over masters: once more on the same master, then the call fails).
 //   After a row was delivered a failure is final: running it again would return rows twice. A
-//   read Picodata refused for not being a leader read goes again as one (leader_reads.h).
+//   read Picodata refused for not being a leader read goes again as one (leader_reads.h). The
+//   core decides each of these (core/routing/stream.h); the stream does the I/O.
 // - When another statement of the session needs a connection the stream is reading, the stream
 //   first reads the rest of that answer (ConnectionReader::read_rest) into a tuplestore bounded by
 //   work_mem (spill.h): the rows beyond it go to a temporary file, not to the backend's memory.
@@ -19,6 +20,7 @@
 //   stays cached; otherwise the connection is closed, which ends the statement on the server.
 #pragma once
 
+#include "core/routing/stream.h"
 #include "pg/remote/rounds.h"
 #include "pg/remote/spill.h"
 
@@ -110,10 +112,10 @@ class RowStream final : public ConnectionReader {
     // read (leader_reads.h): the stream switches to leader reads and runs `s` again the buffered
     // way. False when it cannot say more (the refusal is then the answer).
     bool read_as_leader(Source &s, const PGresult *refusal);
-    // The answer of `s` (before any row) is an error after which a read is sent again
-    // (routing::resendable): runs `s` again the buffered way, under run_jobs' failover. False for
-    // any other answer, or when the stream does not retry (a masters scatter).
-    bool read_again(Source &s, const PGresult *answer);
+    // After the error answer of `s`, what the core said (routing::after_error_answer): again as a
+    // leader read, else again the buffered way, under run_jobs' failover. False when neither
+    // applies (the answer is then the scan's).
+    bool fall_back(Source &s, const PGresult *answer, routing::StreamRetry retry);
 
     std::vector<Source> sources_;
     ConnParams params_;

@@ -3,12 +3,15 @@ and forward's verdict on it, reads that must be leader reads, scalar aggregates 
 set, which statements a stopped master stalls, and the OR-of-AND chains against the DNF limit."""
 
 import unittest
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 from picoemu_lib import caps as emu_caps
 from picoemu_lib import hashing
 from picoemu_lib import route as emu_route
+from picoemu_lib.explain.values import typed_value
 from picoemu_lib.front.rewrite import dnf_text
+from picoemu_lib.route.bucketset import ValueOf, insert_buckets
+from picoemu_lib.route.bucketset import value as route_value
 
 
 # A cluster of two replicasets of one master and one replica each, 3000 buckets split in two, as
@@ -276,3 +279,29 @@ class DnfChainsTest(unittest.TestCase):
         # key 2 only (bucket 1410, default_1): local at m1 up to 513 chains, all buckets above
         self.assertIsNone(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 513)))
         self.assertEqual(ForwardTest().verdict("SELECT * FROM t WHERE id IN (%s)" % ", ".join(["2"] * 514)), SPAN)
+
+
+class InsertRowsTest(unittest.TestCase):
+    """insert_buckets: the row walk of INSERT ... VALUES that the route's bucket set and EXPLAIN's
+    buckets line share, each with its own reading of a value."""
+
+    def buckets(self, sql: str, value_of: ValueOf, params: Optional[Sequence[Optional[str]]] = None
+                ) -> Optional[Set[int]]:
+        return insert_buckets(emu_route.statement_tokens(sql), STATE["tables"][0], params, value_of,
+                              lambda vals: hashing.bucket_id(vals, 3000))
+
+    def test_rows_by_their_columns(self) -> None:
+        for value_of in (route_value, typed_value):
+            self.assertEqual(self.buckets("INSERT INTO t (b, id) VALUES ('a', 1), ('b', 2)", value_of),
+                             {1934, 1410})
+            self.assertEqual(self.buckets("INSERT INTO public.t VALUES ($1, 'a')", value_of, ["3"]), {1958})
+
+    def test_each_reading_of_a_value_decides(self) -> None:
+        sql = "INSERT INTO t VALUES (CAST(3 AS int), 'x')"
+        self.assertIsNone(self.buckets(sql, route_value))  # the route does not read a CAST
+        self.assertEqual(self.buckets(sql, typed_value), {1958})
+
+    def test_rows_not_known_here(self) -> None:
+        for value_of in (route_value, typed_value):
+            self.assertIsNone(self.buckets("INSERT INTO t SELECT id, b FROM t", value_of))
+            self.assertIsNone(self.buckets("INSERT INTO t VALUES (1, 'a'), ($1, 'b')", value_of))

@@ -8,9 +8,9 @@ from typing import Callable, List, Optional, Sequence, Set, Tuple, Union
 from .. import caps as emu_caps
 from .. import hashing
 from ..dialect import Token, depths
-from ..route.bucketset import UNKNOWN
+from ..route.bucketset import UNKNOWN, insert_buckets
 from ..route.dnf import Node, expand, parse_where
-from ..route.syntax import close, column, name, split_commas, table_refs, where_spans, word
+from ..route.syntax import column, name, table_refs, where_spans, word
 from ..state import Doc, Table
 from .values import typed_value
 
@@ -41,36 +41,6 @@ def _chain_bucket(chain: List[Node], table: Table, params: Optional[Sequence[Opt
         if not any(v is UNKNOWN for v in vals):
             return hash_key(vals)
     return bucket if bucket is not None else "all"
-
-
-def _insert_buckets(toks: List[Token], table: Table, params: Optional[Sequence[Optional[str]]],
-                    hash_key: Callable[[Sequence[object]], int]) -> Union[str, Set[int]]:
-    """INSERT INTO t [(cols)] VALUES (...): one bucket per row, or "unknown"."""
-    i = next(k for k, t in enumerate(toks) if word(t, "into")) + 2
-    if i < len(toks) and toks[i - 1].text == "public" and toks[i].text == ".":
-        i += 2
-    names = [c["name"] for c in table["columns"]]
-    if i < len(toks) and toks[i].text == "(":
-        j = close(toks, i)
-        names = [name(p[0]) if len(p) == 1 else None for p in split_commas(toks[i + 1:j])]
-        i = j + 1
-    if i >= len(toks) or not word(toks[i], "values"):
-        return "unknown"
-    cols = {c["name"]: c for c in table["columns"]}
-    out = set()
-    i += 1
-    while i < len(toks):
-        if toks[i].text != "(":
-            i += 1
-            continue
-        j = close(toks, i)
-        row = dict(zip(names, split_commas(toks[i + 1:j])))
-        vals = [typed_value(row.get(k, []), cols[k]["cls"], params) for k in table["sharding_key"]]
-        if any(v is UNKNOWN for v in vals):
-            return "unknown"
-        out.add(hash_key(vals))
-        i = j + 1
-    return out
 
 
 def _updates_key(toks: List[Token], table: Table) -> bool:
@@ -109,7 +79,8 @@ def statement_buckets(toks: List[Token], state: Doc, params: Optional[Sequence[O
     if word(toks[0], "insert"):
         if not emu_caps.has("explain_insert_buckets", version):
             return "unknown", count
-        return _insert_buckets(toks, table, params, hash_key), count
+        found = insert_buckets(toks, table, params, typed_value, hash_key)
+        return ("unknown" if found is None else found), count
     if word(toks[0], "update") and _updates_key(toks, table):
         return "unknown", count
     spans = where_spans(toks)

@@ -17,6 +17,8 @@ from .syntax import close, column, name, split_commas, table_refs, where_spans, 
 
 BucketSet = Union[str, Set[Tuple[str, int]], None]  # "any" | "all" | {(tier, bucket)} | None: not known
 HashKey = Callable[[Table, Sequence[object]], int]  # the bucket of a table's key values
+# The value hashed for a literal or bound parameter compared with a column of a class (int, text, ...).
+ValueOf = Callable[[Sequence[Token], str, Optional[Sequence[Optional[str]]]], object]
 
 
 class Sentinel:
@@ -117,9 +119,12 @@ def _chain_buckets(chain: List[Node], table: Table, params: Optional[Sequence[Op
     return bucket if bucket is not None else "all"
 
 
-def _insert_buckets(toks: List[Token], table: Table, params: Optional[Sequence[Optional[str]]],
-                    hash_key: HashKey) -> Optional[Set[int]]:
-    """The buckets of INSERT INTO t [(cols)] VALUES (...), ...: one per row."""
+def insert_buckets(toks: List[Token], table: Table, params: Optional[Sequence[Optional[str]]],
+                   value_of: ValueOf, hash_key: Callable[[Sequence[object]], int]) -> Optional[Set[int]]:
+    """The buckets of INSERT INTO t [(cols)] VALUES (...), ...: one per row, each row's sharding key
+    read by value_of(tokens, column class, params) and hashed by hash_key(values); None when they are
+    not known here (INSERT ... SELECT, a value value_of gives as UNKNOWN). The route's bucket set and
+    the EXPLAIN's buckets line read rows alike, each with its own reading of a value."""
     i = next(k for k, t in enumerate(toks) if word(t, "into")) + 2
     if i < len(toks) and toks[i - 1].text == "public" and toks[i].text == ".":
         i += 2
@@ -139,10 +144,10 @@ def _insert_buckets(toks: List[Token], table: Table, params: Optional[Sequence[O
             continue
         j = close(toks, i)
         row = dict(zip(names, split_commas(toks[i + 1:j])))
-        vals = [value(row.get(k, []), cols[k]["cls"], params) for k in table["sharding_key"]]
+        vals = [value_of(row.get(k, []), cols[k]["cls"], params) for k in table["sharding_key"]]
         if any(v is UNKNOWN for v in vals):
             return None
-        out.add(hash_key(table, vals))
+        out.add(hash_key(vals))
         i = j + 1
     return out
 
@@ -162,7 +167,7 @@ def bucket_set(toks: List[Token], tables: Dict[str, Table], params: Optional[Seq
     table = sharded[0]
     tier = table["tier"]
     if word(toks[0], "insert"):
-        b = _insert_buckets(toks, table, params, hash_key)
+        b = insert_buckets(toks, table, params, value, lambda vals: hash_key(table, vals))
         return None if b is None else {(tier, x) for x in b}
     spans = where_spans(toks)
     if not spans:
