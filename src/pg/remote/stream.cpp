@@ -14,6 +14,7 @@ extern "C" {
 #include "pg/lookup.h"
 #include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_stmt.h"
+#include "pg/stats/stats.h"
 #include "pg/worker_status.h"
 
 #include <algorithm>
@@ -64,6 +65,12 @@ void RowStream::release(Source &s) noexcept {
     if (!finish_if_arrived(c)) {
         cancel_statement(c);
         discard_connection(c);
+        return;
+    }
+    try {
+        s.job.meter.end(s.job);  // its answer arrived whole (an error before the rows, say)
+    } catch (const PgError &) {
+        // the route's log line only, out of memory: the statistics were counted before it
     }
 }
 
@@ -124,6 +131,7 @@ bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
     pref_ = ReadPref::Leader;
     s.job.target = leader_target(s.job.target, tier_);
     sent_again_++;
+    stats::statement_resent(s.job.target.address);
     run_buffered(s);
     return true;
 }
@@ -131,6 +139,7 @@ bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
 bool RowStream::read_again(Source &s, const PGresult *answer) {
     if (retry_ != Retry::Read || !routing::resendable(answer_of(answer), true))
         return false;
+    stats::statement_resent(s.job.target.address);
     run_buffered(s);  // the first statement again, then run_jobs' retries if it fails again
     sent_again_++;
     return true;
@@ -168,8 +177,12 @@ bool RowStream::rows_in(const Source &s, const PGresult *result) {
 
 void RowStream::resend(Source &s) {
     Connection *c = s.conn;
-    while (next_result_of(s) != nullptr) {
+    // The end of the invalidated answer, read past the meter: the statement's answer is the
+    // second execution's.
+    while (ResultPtr rest{next_result(c)}) {
     }
+    c->reader = nullptr;
+    s.conn = nullptr;
     try {
         resend_invalidated(c);
     } catch (const ConnectionFailure &) {
@@ -189,9 +202,11 @@ ResultPtr RowStream::next_result_of(Source &s) {
     if (s.conn == nullptr)
         return nullptr;
     ResultPtr result(next_result(s.conn));
+    s.job.meter.add(result.get());
     if (result == nullptr) {
         s.conn->reader = nullptr;
         s.conn = nullptr;
+        s.job.meter.end(s.job);
     }
     return result;
 }
@@ -260,6 +275,7 @@ bool RowStream::next(const char **values) {
         try {
             result = next_result_of(s);
         } catch (const ConnectionFailure &f) {
+            count_lost(s.job);
             release(s);
             s.lost = false;
             if (s.delivered > 0)
@@ -331,6 +347,7 @@ void RowStream::read_rest(Connection *connection) {
         try {
             read_ahead(s, connection);
         } catch (const ConnectionFailure &f) {
+            count_lost(s.job);
             s.failure = f.what();
             connection->busy = false;  // broken: the cache closes it and opens another
         }
@@ -345,8 +362,11 @@ void RowStream::read_rest(Connection *connection) {
 void RowStream::read_ahead(Source &s, Connection *connection) {
     for (;;) {
         ResultPtr result(next_result(connection));
-        if (result == nullptr)
+        s.job.meter.add(result.get());
+        if (result == nullptr) {
+            s.job.meter.end(s.job);
             return;
+        }
         ExecStatusType status = PQresultStatus(result.get());
         bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
         if (!rows || (ncols_ > 0 && PQnfields(result.get()) != ncols_)) {
