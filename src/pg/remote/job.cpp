@@ -101,7 +101,7 @@ void AnswerMeter::end(const Job &job) {
                                                  : stats::Failure::Remote);
     }
     if (route_log_on())
-        log_route(job, rows_ + written_, micros, error_ != Error::None);
+        log_route(job.target, job.shown_sql(), rows_ + written_, micros, error_ != Error::None);
 }
 
 void Job::own_values(std::vector<std::optional<std::string>> *store) {

@@ -8,7 +8,6 @@ extern "C" {
 #include "pg/remote/route_log.h"
 
 #include "pg/guard.h"
-#include "pg/remote/job.h"
 #include "pg/settings.h"
 
 #include <cstdio>
@@ -54,16 +53,17 @@ bool route_log_on() noexcept {
     return setting_log_routes != LOG_ROUTES_OFF;
 }
 
-void log_route(const Job &job, uint64_t rows, uint64_t micros, bool failed) {
+void log_route(const routing::Target &target, const std::string &sql, uint64_t rows,
+               uint64_t micros, bool failed) {
     if (setting_log_routes_min_duration > 0 &&
         micros < static_cast<uint64_t>(setting_log_routes_min_duration) * 1000)
         return;
     char ms[32];
     snprintf(ms, sizeof ms, "%.3f", static_cast<double>(micros) / 1000.0);
-    std::string line = std::string("picoroute route: ") + kind_name(job.target.sent) + " to " +
-                       routing::describe(job.target) + ", " + buckets_of(job.target) + ", " +
+    std::string line = std::string("picoroute route: ") + kind_name(target.sent) + " to " +
+                       routing::describe(target) + ", " + buckets_of(target) + ", " +
                        std::to_string(rows) + (rows == 1 ? " row" : " rows") + ", " + ms + " ms" +
-                       (failed ? ", error" : "") + "; remote SQL: " + job.shown_sql();
+                       (failed ? ", error" : "") + "; remote SQL: " + sql;
     int level = setting_log_routes;
     pg_call([&] { ereport(level, (errmsg_internal("%s", line.c_str()))); });
 }
