@@ -36,6 +36,8 @@ class AnswerMeter {
     // error answer (refused before running, or the statement's own), and the route's log line
     // (which may raise an out-of-memory error, as any ereport).
     void end(const Job &job);
+    // An error answer was met (it ends the statement: only the answer's end follows).
+    bool failed() const noexcept { return error_ != Error::None; }
 
   private:
     bool armed_ = false;

@@ -203,10 +203,12 @@ ResultPtr RowStream::next_result_of(Source &s) {
         return nullptr;
     ResultPtr result(next_result(s.conn));
     s.job.meter.add(result.get());
+    // An error is the whole answer: counted now, as a scan that fails on it does not read on.
+    if (result == nullptr || s.job.meter.failed())
+        s.job.meter.end(s.job);
     if (result == nullptr) {
         s.conn->reader = nullptr;
         s.conn = nullptr;
-        s.job.meter.end(s.job);
     }
     return result;
 }
@@ -363,10 +365,10 @@ void RowStream::read_ahead(Source &s, Connection *connection) {
     for (;;) {
         ResultPtr result(next_result(connection));
         s.job.meter.add(result.get());
-        if (result == nullptr) {
+        if (result == nullptr || s.job.meter.failed())
             s.job.meter.end(s.job);
+        if (result == nullptr)
             return;
-        }
         ExecStatusType status = PQresultStatus(result.get());
         bool rows = status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK;
         if (!rows || (ncols_ > 0 && PQnfields(result.get()) != ncols_)) {
