@@ -37,6 +37,8 @@ int setting_max_stat_instances = 1000;
 int setting_max_stat_tables = 1000;
 int setting_max_stat_connections = 1000;
 int setting_max_connections_per_instance = 0;
+int setting_log_routes = LOG_ROUTES_OFF;
+int setting_log_routes_min_duration = 0;
 
 static const struct config_enum_entry source_options[] = {
     {"poll", SOURCE_POLL, false},
@@ -108,6 +110,13 @@ static const struct config_enum_entry remote_write_options[] = {
     {nullptr, 0, false},
 };
 
+static const struct config_enum_entry log_routes_options[] = {
+    {"off", LOG_ROUTES_OFF, false}, {"debug5", DEBUG5, false}, {"debug4", DEBUG4, false},
+    {"debug3", DEBUG3, false},      {"debug2", DEBUG2, false}, {"debug1", DEBUG1, false},
+    {"debug", DEBUG2, true},        {"info", INFO, false},     {"notice", NOTICE, false},
+    {"warning", WARNING, false},    {"log", LOG, false},       {nullptr, 0, false},
+};
+
 const char *source_mode_name(int mode) {
     return mode == SOURCE_PUSH ? "push" : "poll";
 }
@@ -177,6 +186,16 @@ void define_observability_settings() {
         "Collects the statistics of picoroute_stat_instances and picoroute_stat_tables.",
         "Off: nothing is counted (what was counted stays until picoroute_stat_reset()).",
         &setting_track_statistics, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "picoroute.log_routes", "Logs the route of each statement sent to Picodata, at this level.",
+        "One line per statement once its answer arrived: its routing kind, instance, buckets, rows "
+        "and time. off: nothing is logged.",
+        &setting_log_routes, LOG_ROUTES_OFF, log_routes_options, PGC_SUSET, 0, nullptr, nullptr,
+        nullptr);
+    DefineCustomIntVariable("picoroute.log_routes_min_duration",
+                            "Routes of statements faster than this are not logged (0: all).",
+                            nullptr, &setting_log_routes_min_duration, 0, 0, INT_MAX, PGC_SUSET,
+                            GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "picoroute.max_connections_per_instance",
         "Connections to one Picodata instance that all sessions together may hold (0: no limit).",

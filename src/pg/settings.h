@@ -32,6 +32,10 @@ extern int setting_max_topology_events;          // picoroute.max_topology_event
 extern int setting_max_stat_instances;           // picoroute.max_stat_instances (postmaster)
 extern int setting_max_stat_tables;              // picoroute.max_stat_tables (postmaster)
 extern int setting_max_stat_connections;         // picoroute.max_stat_connections (postmaster)
+// picoroute.log_routes (suset): an elog level, or LOG_ROUTES_OFF
+constexpr int LOG_ROUTES_OFF = 0;
+extern int setting_log_routes;
+extern int setting_log_routes_min_duration;  // picoroute.log_routes_min_duration, ms (suset)
 // picoroute.max_connections_per_instance (sighup; 0: no limit)
 extern int setting_max_connections_per_instance;
 

@@ -125,6 +125,9 @@ $tiny->stop;
 # ---- picoroute_stat_instances: connections of two backends ---------------------------------
 create_servers($node, 'pico');
 create_foreign_tables($node, 'users', 'id bigint, name text', 'id', 'pico');
+# The route check of users' key (its EXPLAIN connection, opened and closed) happens here, once for
+# all sessions, before the counting below.
+$q->('SELECT name FROM users WHERE id = 1');
 $q->('SELECT picoroute_stat_reset()');
 my $a = $node->background_psql('postgres');
 my $b = $node->background_psql('postgres');

@@ -14,6 +14,7 @@ extern "C" {
 #include "pg/map_store.h"
 #include "pg/lookup.h"
 #include "pg/sql_common.h"
+#include "pg/stats/stats.h"
 
 #include <cstring>
 
@@ -69,6 +70,7 @@ std::unique_ptr<ChunkPart> part_for(const RoutedStatement *st, const Job &job,
                                     uint32_t bucket_count) {
     auto part = std::make_unique<ChunkPart>();
     part->base.target = job.target;
+    part->base.table = job.table;
     part->base.values = job.values;
     part->base.own_values(&part->values);
     std::string filtered = with_bucket_filter(
@@ -97,6 +99,7 @@ ChunkedRead *new_chunked_read(const RoutedStatement *st, const std::vector<const
     std::vector<std::unique_ptr<ChunkPart>> parts;
     for (const Job *job : jobs)
         parts.push_back(part_for(st, *job, limits.bucket_count));
+    stats::table_chunked_read(t->relid);
     Oid userid = OidIsValid(st->setup->userid) ? st->setup->userid : GetUserId();
     return new ChunkedRead(std::move(parts), std::move(limits), read_conn_params(t, userid),
                            t->tier, table_read_pref(t), retry, ncols,

@@ -322,6 +322,7 @@ void send_rows(InsertState *s, int nrows, const char **values, Datum *keys, bool
                     job.values.push_back(values[r * s->nattrs + c]);
             job.may_span = !t->global && !one_replicaset(job.target, t->tier);
             job.sharded = !t->global;
+            job.table = t->relid;
             jobs.push_back(std::move(job));
         }
         note_server_write(t->server_name);  // later reads go to the leaders

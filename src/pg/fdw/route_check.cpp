@@ -26,6 +26,7 @@ extern "C" {
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -48,6 +49,7 @@ extern "C" {
 #include "pg/lookup.h"
 #include "pg/route_checks.h"
 #include "pg/sql_common.h"
+#include "pg/stats/connections.h"
 
 #include <algorithm>
 #include <memory>
@@ -175,14 +177,23 @@ ExplainStatement check_statement(const TableInfo *t, const std::vector<KeyColumn
 }
 
 // A connection of its own for one check (the session's cached ones may be busy with a scan), every
-// answer awaited until one deadline.
+// answer awaited until one deadline. It takes its place under
+// picoroute.max_connections_per_instance as a cached connection does (closing an idle one of this
+// session to the instance, or waiting), and is listed in picoroute_stat_connections while it is
+// open.
 class CheckConnection {
   public:
-    CheckConnection(const std::string &address, const ConnParams &params)
-        : address_(address), conn_(open_connection(address, params)) {
+    CheckConnection(const std::string &address, const ConnParams &params) : address_(address) {
+        stats::Admission admission(address_, [&] { return disconnect(address_) > 0; });
+        conn_ = open_connection(address_, params);
+        admission.opened(this, PQuser(conn_) ? PQuser(conn_) : "", params.server_name,
+                         GetCurrentTimestamp());
         deadline_ = deadline_in(kCheckAnswerMs);
     }
-    ~CheckConnection() { PQfinish(conn_); }
+    ~CheckConnection() {
+        stats::connection_closed(this);
+        PQfinish(conn_);
+    }
     CheckConnection(const CheckConnection &) = delete;
     CheckConnection &operator=(const CheckConnection &) = delete;
 
@@ -191,8 +202,9 @@ class CheckConnection {
 
   private:
     std::string address_;
-    PGconn *conn_;
+    PGconn *conn_ = nullptr;
     TimestampTz deadline_ = 0;
+    uint64_t statements_ = 0;
 };
 
 std::vector<std::string> CheckConnection::explain(const ExplainStatement &st) {
@@ -202,6 +214,7 @@ std::vector<std::string> CheckConnection::explain(const ExplainStatement &st) {
     if (!PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(values.size()), nullptr,
                            values.data(), nullptr, nullptr, 0))
         throw std::runtime_error(libpq_message(PQerrorMessage(conn_)));
+    stats::connection_state(this, true, PQTRANS_ACTIVE, ++statements_, 0);
     Waiter waiter{conn_, latch_checks_interrupts, deadline_, nullptr};
     ResultPtr last;
     IoOutcome outcome = flush_output(waiter);
@@ -217,6 +230,7 @@ std::vector<std::string> CheckConnection::explain(const ExplainStatement &st) {
     if (PQresultStatus(last.get()) != PGRES_TUPLES_OK)
         throw std::runtime_error(address_ + " refused " + st.sql + ": " +
                                  libpq_message(PQresultErrorMessage(last.get())));
+    stats::connection_state(this, false, PQtransactionStatus(conn_), statements_, 0);
     std::vector<std::string> rows;
     for (int r = 0; r < PQntuples(last.get()); r++)
         rows.emplace_back(PQnfields(last.get()) > 0 ? PQgetvalue(last.get(), r, 0) : "");

@@ -210,6 +210,7 @@ std::vector<Job> routed_jobs(RoutedStatement *st, KeyValues *keys, const char **
         jobs[i].may_span = st->statement->is_write && !st->setup->table->global &&
                            !one_replicaset(targets[i], st->setup->table->tier);
         jobs[i].sharded = !st->setup->table->global;
+        jobs[i].table = st->setup->table->relid;
         jobs[i].target = std::move(targets[i]);
     }
     st->last.keyless = keyless;
@@ -250,6 +251,7 @@ std::vector<Job> batched_jobs(RoutedStatement *st, const BatchedLookup &b, KeyVa
             Job job;
             job.target = group.target;
             job.sharded = !t->global;
+            job.table = t->relid;
             job.sql =
                 routing::key_list_text(b.base, b.has_where, b.column, b.ncond + 1, slice.padded) +
                 option;

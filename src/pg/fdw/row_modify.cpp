@@ -327,6 +327,7 @@ void send_rows(RowModifyState *s) {
                 job.sql = std::string(s->rows[r].sql) + option;
                 job.values.assign(s->rows[r].values, s->rows[r].values + s->rows[r].nvalues);
                 job.may_span = !t->global && !one_replicaset(job.target, t->tier);
+                job.table = t->relid;
                 jobs.push_back(std::move(job));
             }
         }

@@ -59,8 +59,11 @@ bool ChunkedRead::plan_next_part() {
     const ChunkPart &part = *parts_[part_++];
     std::vector<Job> jobs(1);
     jobs[0].target = part.base.target;
+    jobs[0].target.sent = routing::Sent::Chunk;  // a statement of the chunked read
     jobs[0].sql = part.count;
     jobs[0].values = part.base.values;
+    jobs[0].table = part.base.table;
+    jobs[0].rows_of_table = false;  // counts per bucket, not the table's rows
     run_jobs(jobs, params_, tier_, pref_, retry_, nullptr, &sent_again_);
     const PGresult *r = jobs[0].result.get();
     if (PQnfields(r) != 2)
@@ -87,8 +90,10 @@ Job ChunkedRead::job_for(const chunks::Chunk &chunk) const {
     const ChunkPart &part = *parts_[part_ - 1];
     Job job;
     job.target = part.base.target;
+    job.target.sent = routing::Sent::Chunk;
     job.sql = part.chunk_prefix + range_filter(chunk) + limits_.chunk_option;
     job.values = part.base.values;
+    job.table = part.base.table;
     return job;
 }
 

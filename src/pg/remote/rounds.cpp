@@ -18,6 +18,7 @@ extern "C" {
 #include "pg/lookup.h"
 #include "pg/remote/leader_reads.h"
 #include "pg/settings.h"
+#include "pg/stats/stats.h"
 #include "pg/worker_status.h"
 
 #include <optional>
@@ -158,6 +159,8 @@ void resend_as_leader_reads(std::vector<Job> &jobs, const ConnParams &params,
         return;
     if (sent_again != nullptr)
         *sent_again += static_cast<uint32_t>(again.size());
+    for (const Job &job : again)
+        stats::statement_resent(job.target.address);
     run_jobs(again, leader, tier, ReadPref::Leader, retry, nullptr, sent_again);
     for (size_t k = 0; k < refused.size(); k++)
         jobs[refused[k]] = std::move(again[k]);
@@ -255,6 +258,9 @@ routing::Attempt attempt(Job &job, const ConnParams &params, WriteLog *log) {
 // The failover of one job that did not run: the core's steps, until it runs or gives up.
 void fail_over(Job &job, const Failure &first, const ConnParams &params, const std::string &tier,
                ReadPref pref, WriteLog *log, TimestampTz since, uint32_t *sent_again) {
+    // Every job here waits for the map to say where it goes now (a failover wait), counted at
+    // the address that failed (the one it was held for, when it was never sent).
+    stats::failover_waited(first.address.empty() ? job.target.address : first.address);
     routing::Failover failover(log != nullptr, job.may_span, job.sharded, job.target, first, since,
                                setting_failover_wait);
     routing::Step step = failover.next(scope_now(tier, pref, params), GetCurrentTimestamp(), log);
@@ -264,6 +270,7 @@ void fail_over(Job &job, const Failure &first, const ConnParams &params, const s
                 job.target = step.target;
                 if (sent_again != nullptr)
                     ++*sent_again;
+                stats::statement_resent(job.target.address);
                 step = failover.attempted(attempt(job, params, log), GetCurrentTimestamp(), log);
                 break;
             case routing::Step::Kind::Wait:

@@ -15,6 +15,7 @@ extern "C" {
 #include "pg/lookup.h"
 #include "pg/remote/leader_reads.h"
 #include "pg/remote/remote_stmt.h"
+#include "pg/stats/stats.h"
 #include "pg/worker_status.h"
 
 #include <algorithm>
@@ -67,6 +68,12 @@ void RowStream::release(Source &s) noexcept {
     if (!finish_if_arrived(c)) {
         cancel_statement(c);
         discard_connection(c);
+        return;
+    }
+    try {
+        s.job.meter.end(s.job);  // its answer arrived whole (an error before the rows, say)
+    } catch (const PgError &) {
+        // the route's log line only, out of memory: the statistics were counted before it
     }
 }
 
@@ -126,6 +133,7 @@ bool RowStream::read_as_leader(Source &s, const PGresult *refusal) {
     pref_ = ReadPref::Leader;
     s.job.target = leader_target(s.job.target, tier_);
     sent_again_++;
+    stats::statement_resent(s.job.target.address);
     run_buffered(s);
     return true;
 }
@@ -135,6 +143,7 @@ bool RowStream::fall_back(Source &s, const PGresult *answer, routing::StreamRetr
         return true;
     if (!retry.again)
         return false;
+    stats::statement_resent(s.job.target.address);
     run_buffered(s);  // the first statement again, then run_jobs' retries if it fails again
     sent_again_++;
     return true;
@@ -172,8 +181,12 @@ bool RowStream::rows_in(const Source &s, const PGresult *result) {
 
 void RowStream::resend(Source &s) {
     Connection *c = s.conn;
-    while (next_result_of(s) != nullptr) {
+    // The end of the invalidated answer, read past the meter: the statement's answer is the
+    // second execution's.
+    while (ResultPtr rest{next_result(c)}) {
     }
+    c->reader = nullptr;
+    s.conn = nullptr;
     try {
         resend_invalidated(c);
     } catch (const ConnectionFailure &) {
@@ -193,6 +206,10 @@ ResultPtr RowStream::next_result_of(Source &s) {
     if (s.conn == nullptr)
         return nullptr;
     ResultPtr result(next_result(s.conn));
+    s.job.meter.add(result.get());
+    // An error is the whole answer: counted now, as a scan that fails on it does not read on.
+    if (result == nullptr || s.job.meter.failed())
+        s.job.meter.end(s.job);
     if (result == nullptr) {
         s.conn->reader = nullptr;
         s.conn = nullptr;
@@ -265,6 +282,7 @@ bool RowStream::next(const char **values) {
         try {
             result = next_result_of(s);
         } catch (const ConnectionFailure &f) {
+            count_lost(s.job);
             release(s);
             s.lost = false;
             if (routing::after_lost_connection(s.delivered) == StreamFallback::LostMidScan)
@@ -338,6 +356,7 @@ void RowStream::read_rest(Connection *connection) {
         try {
             read_ahead(s, connection);
         } catch (const ConnectionFailure &f) {
+            count_lost(s.job);
             s.failure = f.what();
             connection->busy = false;  // broken: the cache closes it and opens another
         }
@@ -352,6 +371,9 @@ void RowStream::read_rest(Connection *connection) {
 void RowStream::read_ahead(Source &s, Connection *connection) {
     for (;;) {
         ResultPtr result(next_result(connection));
+        s.job.meter.add(result.get());
+        if (result == nullptr || s.job.meter.failed())
+            s.job.meter.end(s.job);
         if (result == nullptr)
             return;
         ExecStatusType status = PQresultStatus(result.get());

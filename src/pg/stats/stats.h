@@ -13,17 +13,24 @@
 // Where each call belongs (the remote layer and the FDW's executor):
 //   a statement leaves for an instance      statement_sent(address, Sent::...) and, when it is
 //                                           run for a foreign table, table_statement(relid, ...)
+//                                           (remote/job.cpp, send_job)
 //   its whole answer arrived                answer_received(address, rows, bytes, watch.micros())
 //                                           with a Stopwatch started just before the send
+//                                           (remote/job.cpp, AnswerMeter, with table_rows; fed
+//                                           by collect_job and by the streams of stream.cpp)
 //   it failed                               statement_failed(address, Failure::...)
+//                                           (send_job, collect_job, AnswerMeter, stream.cpp)
 //   it is sent again after a failure        statement_resent(address of the new target)
+//                                           (remote/rounds.cpp, the failover's sends and leader
+//                                           reads; stream.cpp, a stream's own resends)
 //   a wait for a failover began             failover_waited(address that failed)
+//                                           (remote/rounds.cpp, fail_over)
 //   a connection is opened, used, closed    connections.h (counted and listed even while
 //                                           picoroute.track_statistics is off)
 //   an executor node of a table begins      table_started(relid, TableStart::...)
 //   rows read from / written to a table     table_rows(relid, read, written)
 //   an aggregate, sort or join on a table   table_work(relid, Work::..., pushed)
-//   a keyless read went to bucket chunks    table_chunked_read(relid)
+//   a keyless read went to bucket chunks    table_chunked_read(relid) (fdw/chunked.cpp)
 #pragma once
 
 extern "C" {
