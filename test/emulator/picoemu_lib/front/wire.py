@@ -79,3 +79,42 @@ def set_config_bind(portal: str, stmt: str, name: str, value: str) -> bytes:
         params += struct.pack("!I", len(b)) + b
     params += struct.pack("!H", 0)
     return msg(b"B", cstr(portal) + cstr(stmt) + params)
+
+
+class Frames:
+    """Cuts a byte stream into whole messages (type byte, length, body). A message longer than what
+    has arrived so far waits as a list of the pieces read and is joined once, when it is whole: a
+    100 MB DataRow read 256 kB at a time costs one copy, not one per read."""
+
+    def __init__(self) -> None:
+        self.rest = b""
+        self.pieces: List[bytes] = []
+        self.have = 0
+        self.need = 0
+
+    def feed(self, data: bytes) -> List[bytes]:
+        """The messages completed by data, in order (each with its type byte and length)."""
+        if self.need:
+            self.pieces.append(data)
+            self.have += len(data)
+            if self.have < self.need:
+                return []
+            data = b"".join(self.pieces)
+            self.pieces, self.have, self.need = [], 0, 0
+        elif self.rest:
+            data = self.rest + data
+        out = []
+        pos, n = 0, len(data)
+        while n - pos >= 5:
+            ln = int.from_bytes(data[pos + 1:pos + 5], "big")
+            if n - pos < ln + 1:
+                break
+            out.append(data[pos:pos + 1 + ln])
+            pos += 1 + ln
+        self.rest = data[pos:] if pos < n else b""
+        if len(self.rest) >= 5:
+            need = int.from_bytes(self.rest[1:5], "big") + 1
+            if need > 1 << 16:
+                self.pieces, self.have, self.need = [self.rest], len(self.rest), need
+                self.rest = b""
+        return out
