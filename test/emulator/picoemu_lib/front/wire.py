@@ -1,5 +1,6 @@
 """The wire protocol's messages as the front reads and writes them."""
 
+import functools
 import struct
 from typing import Iterator, List, Optional, Tuple
 
@@ -67,8 +68,16 @@ def bind_params(body: bytes, pos: int) -> Iterator[Tuple[int, Optional[bytes], i
 
 def bind_values(body: bytes, pos: int) -> List[Optional[str]]:
     """The parameter values of a Bind (from its format codes on) as text, None for NULL or binary."""
-    return [val.decode("utf-8", "replace") if val is not None and fmt == 0 else None
-            for _, val, fmt in bind_params(body, pos)]
+    return list(_bind_values(body, pos))
+
+
+# A Bind is read several times (its routing, its key_route.sql values, the parts of a write): a
+# batch of 1,000 rows has 4,000 parameters. The last few are remembered, as tuples (a new list
+# for each caller).
+@functools.lru_cache(maxsize=8)
+def _bind_values(body: bytes, pos: int) -> Tuple[Optional[str], ...]:
+    return tuple(val.decode("utf-8", "replace") if val is not None and fmt == 0 else None
+                 for _, val, fmt in bind_params(body, pos))
 
 
 def set_config_bind(portal: str, stmt: str, name: str, value: str) -> bytes:
