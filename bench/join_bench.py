@@ -29,7 +29,7 @@ has run the query once (its connections to the instances open), the variants int
 are medians with min and max. Every variant's answer is checked first.
 
 Usage: bench/join_bench.py [--rows 100000] [--keys 100,1000,10000] [--runs 7] [--base-port B]
-       [--port P] [--out FILE] [--quick]    (--quick: 10,000 rows, 20 keys, 2 runs)
+       [--port P] [--out FILE] [--quick]    (--quick: 10,000 rows, 20 keys, 1 run)
 Run as root or as the postgres user, after `make install`.
 """
 

@@ -364,7 +364,7 @@ def small_bench_args(doc):
     ap.add_argument("--base-port", type=int, default=None, help="emulator base port (default: a free range)")
     ap.add_argument("--port", type=int, default=None, help="node port (default: base port + 100)")
     ap.add_argument("--out")
-    ap.add_argument("--quick", action="store_true", help="10,000 rows, 2 runs (a smoke run)")
+    ap.add_argument("--quick", action="store_true", help="10,000 rows, 1 run (a smoke run)")
     ap.add_argument("--verdicts", default=None, help="append the verdict rows here (JSON lines)")
     return ap
 
@@ -372,7 +372,7 @@ def small_bench_args(doc):
 def parse_small_args(ap):
     args = ap.parse_args()
     if args.quick:
-        args.rows, args.runs = 10000, 2
+        args.rows, args.runs = 10000, 1
     args.base_port, args.port = free_ports(args.base_port, args.port)
     return args
 

@@ -54,7 +54,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 v="$tmp/verdicts.jsonl"
 : > "$v"
 if [ -n "$quick" ]; then
-    run_bench python3 bench/lookup_bench.py --runs 3 --calls 100000 \
+    run_bench python3 bench/lookup_bench.py --runs 1 --calls 20000 \
         --out "$tmp/lookup.md"
     run_bench python3 bench/peers_bench.py --quick --out "$tmp/peers.md" --verdicts "$v"
     run_bench python3 bench/scan_memory.py --quick --out "$tmp/scan_memory.md"

@@ -216,7 +216,8 @@ done
 if [ "$(id -u)" -eq 0 ]; then chown -R "$RUN_USER" "$TREE"; fi
 echo "version-dependent files: ${version_files[*]##*/}"
 # The longest first (seconds under prove -j3 on 2 cores), so that no long file starts last.
-slow_first="070_sqlsmith 050_routing 051_routing_failover 060_write_truth 060_live 010_topology_tracking 052_dialect"
+slow_first="069_batched_join 057_pgbench_churn 050_routing 052_dialect 051_routing_failover 070_sqlsmith 068_truncate
+    054_detected_version 059_bounded_reads 075_leader_reads 067_stream_handover 058_partial_write"
 all=(test/t/*.pl "${links[@]}")
 ordered=()
 for name in $slow_first; do

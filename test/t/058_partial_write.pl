@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Picoroute::TestCluster
   qw(emu emu_json emu_table emu_private_psql start_emulator start_routing_node create_servers
-  create_foreign_tables wait_for coordinator_session);
+  create_foreign_tables wait_for coordinator_session emu_locate);
 
 $ENV{PICOEMU_QUERY_TIMEOUT} = 3;  # the emulated instances' deadline (Picodata: 360 s)
 start_emulator();
@@ -30,7 +30,8 @@ create_foreign_tables($node, 'users', 'id bigint, name text, v bigint', 'id', 'p
 # The keys of each replicaset, as the emulator places them (its bucket rule), and as its masters
 # store them.
 my %keys;
-push @{ $keys{ emu_json('locate', 'users', '--key', "[$_]")->{replicaset} } }, $_ for 1 .. 60;
+my @located = emu_locate('users', map { "[$_]" } 1 .. 60);
+push @{ $keys{ $located[ $_ - 1 ]{replicaset} } }, $_ for 1 .. 60;
 my @k1 = @{ $keys{default_1} // [] };
 my @k2 = @{ $keys{default_2} // [] };
 ok(@k1 > 5 && @k2 > 5, sprintf('the 60 keys lie on both replicasets (%d and %d)', scalar @k1, scalar @k2));

@@ -15,7 +15,7 @@ use Test::More;
 use Time::HiRes qw(sleep);
 use Picoroute::TestCluster
   qw(emu emu_json emu_table start_emulator start_routing_node exec_options picodata_has emu_counters
-  counters_moved picodata_release_with);
+  counters_moved picodata_release_with emu_locate);
 
 $ENV{PICOEMU_LOG_STATEMENTS} = '1';
 my $dir = start_emulator(tiers => [ 'default:2:1:3000', 'small:2:1:600' ]);
@@ -64,7 +64,6 @@ sub run_and_touched {
     my $after = emu_counters($table);
     return ($result, counters_moved($before, $after));
 }
-sub owner_of { return emu_json('locate', $_[0], '--key', $_[1])->{master}; }
 
 # ---- keyed statements carry no bucket_id ---------------------------------------------------------
 sent();
@@ -89,7 +88,7 @@ is_deeply([ grep { /bucket_id/i } @keyed ], [], 'no keyed statement carries a bu
   or diag(join("\n", @keyed));
 
 # ---- a 100-key IN read: sent once, only the owners are touched --------------------------------------
-my %owners = map { (owner_of('users', "[$_]") => 1) } @keys100;
+my %owners = map { ($_->{master} => 1) } emu_locate('users', map { "[$_]" } @keys100);
 my ($r, $t) = run_and_touched('users', "SELECT count(*), sum(id) FROM users WHERE id IN ($in100)");
 my $sum = 0;
 $sum += $_ for @keys100;

@@ -18,9 +18,12 @@ use Picoroute::TestCluster qw(emu_json emu_private_psql emu_table start_emulator
 
 my $emu_dir = start_emulator(replicasets => 2, replication_factor => 1);
 
-# 300,000 rows of about 220 bytes: some 65 MB of text to hold when the scan hands over its
-# connection right after its first row.
-my $nrows = 300000;
+# 100,000 rows of about 220 bytes: some 22 MB of text to hold when the scan hands over its
+# connection right after its first row, under a work_mem of 64kB (its minimum): 340 times work_mem,
+# so that rows kept in memory would show far above the bounds below (4 MB of memory, more than
+# 4 MB of temporary file). Each instance's half (11 MB) is also well beyond what the sockets and
+# the fronts buffer (about 2 MB a connection) when the fronts are stopped below.
+my $nrows = 100000;
 emu_table('big', 'id int8, pad text', rows => $nrows);
 emu_table('small', 'id int8, name text', rows => 100);
 for my $inst (grep { $_->{running} } @{ emu_json('status', '--json')->{instances} }) {
@@ -61,7 +64,7 @@ $node->safe_psql('postgres', 'ALTER DATABASE postgres SET picoroute.keyless_row_
 # files while the cursor is still open; the cursor then serves the rest.
 my $peak = q{SELECT substring(pg_read_file('/proc/self/status') from 'VmHWM:\s+(\d+)')
   || ' ' || extract(epoch FROM clock_timestamp())};
-my @out = split /\n/, q1(qq{SET work_mem = '1MB';
+my @out = split /\n/, q1(qq{SET work_mem = '64kB';
 BEGIN;
 DECLARE c CURSOR FOR SELECT id, pad FROM big;
 FETCH 1 FROM c;
@@ -82,10 +85,10 @@ my $grown_kb = $hwm_after - $hwm_before;
 my $handover_s = $clock_after - $clock_before;
 diag(sprintf('peak backend memory grew by %d kB over the hand-over of %d rows (%.2f s)',
              $grown_kb, $nrows - 1, $handover_s));
-ok($grown_kb < 16384, "the hand-over raises peak memory by less than 16 MB (got $grown_kb kB)");
+ok($grown_kb < 4096, "the hand-over raises peak memory by less than 4 MB (got $grown_kb kB)");
 my ($tmp_files, $tmp_bytes) = split / /, $tmp;
 diag("temporary files while the cursor is open: $tmp_files, $tmp_bytes bytes");
-ok($tmp_files >= 1 && $tmp_bytes > 16 * 1024 * 1024,
+ok($tmp_files >= 1 && $tmp_bytes > 4 * 1024 * 1024,
    "the rows beyond work_mem went to a temporary file ($tmp_files files, $tmp_bytes bytes)");
 my ($n, $ids, $pads) = split /\|/, $rest;
 my ($wn, $wids, $wpads) = split /\|/, $whole;
@@ -97,7 +100,7 @@ is($busy, '0', 'no connection is left busy');
 is(q1('SELECT count(*) FROM pg_ls_tmpdir()'), '0', 'the temporary file is gone with the cursor');
 
 # The same from a PL/pgSQL loop over the scan with a query on the same instance in its body.
-my ($ret, $stdout, $stderr) = $node->psql('postgres', q{SET work_mem = '1MB';
+my ($ret, $stdout, $stderr) = $node->psql('postgres', q{SET work_mem = '64kB';
 DO $$
 DECLARE r record; n bigint := 0; ids numeric := 0; k bigint; hwm int;
 BEGIN
@@ -116,7 +119,7 @@ END $$;
 SELECT count(*) FROM pg_ls_tmpdir();});
 my ($loop_kb) = $stderr =~ /grown (-?\d+) kB, small 100\b/;
 diag('peak backend memory grew by ' . ($loop_kb // '?') . ' kB over the hand-over inside the loop');
-ok(defined $loop_kb && $loop_kb < 16384, 'PL/pgSQL loop: the hand-over raises peak memory by less than 16 MB')
+ok(defined $loop_kb && $loop_kb < 4096, 'PL/pgSQL loop: the hand-over raises peak memory by less than 4 MB')
   or diag($stderr);
 like($stderr, qr/rows $nrows ids $sum\b/, 'PL/pgSQL loop: every row once');
 is($stdout, '0', 'PL/pgSQL loop: the temporary file is gone with the loop');

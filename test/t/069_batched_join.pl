@@ -2,8 +2,8 @@
 # emulator: the planner picks the batched join (EXPLAIN shows the Custom Scan with its batch size and
 # remote SQL), which reads the outer rows in batches and sends each batch's distinct keys as IN lists,
 # one statement per owning instance. Its rows are those of the lookup per outer row
-# (picoroute.join_batch_size = 0) and those PostgreSQL computes over a local copy, for 1,000 outer
-# rows (10 batches of 100) with duplicate, NULL and absent keys, inner, left, semi and anti joins,
+# (picoroute.join_batch_size = 0) and those PostgreSQL computes over a local copy, for 500 outer
+# rows (10 batches of 50) with duplicate, NULL and absent keys, inner, left, semi and anti joins,
 # bigint, text, varchar and uuid keys, more conditions on both sides, expressions, a prepared statement, rescans of a subquery, a PL/pgSQL
 # loop, and a bucket moved between two executions and in the middle of one. A composite sharding key
 # gets no batched join. EXPLAIN ANALYZE counts the batches and the statements: one per owner per
@@ -58,26 +58,26 @@ $node->safe_psql('postgres',
     'CREATE TABLE loc_vusers AS SELECT code::varchar(20) AS code, id, note FROM loc_tusers');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM loc_users'), '20000', 'local copy of users');
 
-# 1,000 outer rows: 880 keys that exist, 40 that do not, 40 NULL, 40 repeating earlier keys; the
+# 500 outer rows: 440 keys that exist, 20 that do not, 20 NULL, 20 repeating earlier keys; the
 # text and uuid columns name rows of tusers and uusers (some absent, NULL with the NULL keys).
 $node->safe_psql('postgres', q{
 CREATE TABLE keys (ord int, k bigint, t text, u uuid, tv varchar(20));
 WITH base AS (
-  SELECT g AS ord, g * 197 % 20000 + 1 AS k FROM generate_series(1, 880) g
-  UNION ALL SELECT 880 + g, 30000 + g FROM generate_series(1, 40) g
-  UNION ALL SELECT 920 + g, NULL FROM generate_series(1, 40) g
-  UNION ALL SELECT 960 + g, g * 11 * 197 % 20000 + 1 FROM generate_series(1, 40) g),
+  SELECT g AS ord, g * 197 % 20000 + 1 AS k FROM generate_series(1, 440) g
+  UNION ALL SELECT 440 + g, 30000 + g FROM generate_series(1, 20) g
+  UNION ALL SELECT 460 + g, NULL FROM generate_series(1, 20) g
+  UNION ALL SELECT 480 + g, g * 11 * 197 % 20000 + 1 FROM generate_series(1, 20) g),
 uu AS (SELECT u, row_number() OVER (ORDER BY u) AS rn FROM loc_uusers)
 INSERT INTO keys
   SELECT b.ord, b.k, 'code_' || (b.k % 3500),
-         CASE WHEN b.ord BETWEEN 881 AND 920 THEN gen_random_uuid() ELSE uu.u END
+         CASE WHEN b.ord BETWEEN 441 AND 460 THEN gen_random_uuid() ELSE uu.u END
   FROM base b LEFT JOIN uu ON uu.rn = b.k % 3500 ORDER BY b.ord;
 UPDATE keys SET tv = t;
 ANALYZE keys;
 ANALYZE users; ANALYZE tusers; ANALYZE vusers; ANALYZE uusers; ANALYZE pairs;
 });
 is($node->safe_psql('postgres', 'SELECT count(*), count(k), count(DISTINCT k) FROM keys'),
-   '1000|960|920', '1,000 outer rows: 40 NULL, 40 repeated');
+   '500|480|460', '500 outer rows: 20 NULL, 20 repeated');
 
 # The rows of a query, sorted here (the plans compared need not give one order).
 sub sorted_rows {
@@ -85,12 +85,12 @@ sub sorted_rows {
     return join("\n", sort split /\n/, $node->safe_psql('postgres', $sql));
 }
 
-my $batch = 'SET picoroute.join_batch_size = 100;';
+my $batch = 'SET picoroute.join_batch_size = 50;';
 # Each kind of join executed batched: a filter can make one scan of the table and a hash join the
-# cheaper plan for 1,000 outer rows (a key looked up costs about ten rows of a scan), so the other
+# cheaper plan for 500 outer rows (a key looked up costs about ten rows of a scan), so the other
 # joins are off here; the planner's own choice is checked after the loop.
 my $batched = "$batch SET enable_hashjoin = off; SET enable_mergejoin = off;";
-# The lookup per outer row: a nested loop (for 1,000 outer rows the planner would scan the table).
+# The lookup per outer row: a nested loop (for 500 outer rows the planner would scan the table).
 my $per_row = 'SET picoroute.join_batch_size = 0; SET enable_hashjoin = off; SET enable_mergejoin = off;';
 my @joins = (
     [ 'bigint key', 'SELECT l.ord, u.id, u.name, u.v FROM keys l JOIN %s u ON u.id = l.k' ],
@@ -126,7 +126,7 @@ for my $j (@joins, @text_joins) {
     my $remote = sprintf($sql, $table);
     my $plan = $node->safe_psql('postgres', "$batched EXPLAIN (VERBOSE, COSTS OFF) $remote");
     my $kind = $name =~ /left join/ ? 'Left' : $name =~ /semi join/ ? 'Semi' : $name =~ /anti join/ ? 'Anti' : 'Inner';
-    like($plan, qr/Custom Scan \(PicorouteBatchedJoin\).*Join Type: $kind.*Batch Size: 100.*Remote SQL: SELECT [^\n]* IN \(\$\d+, \.\.\.\)/s,
+    like($plan, qr/Custom Scan \(PicorouteBatchedJoin\).*Join Type: $kind.*Batch Size: 50.*Remote SQL: SELECT [^\n]* IN \(\$\d+, \.\.\.\)/s,
          "$name: a batched join") or diag($plan);
     my $got = sorted_rows("$batched $remote");
     is($got, sorted_rows("$per_row $remote"), "$name: same rows as a lookup per row");
@@ -134,24 +134,24 @@ for my $j (@joins, @text_joins) {
     is($got, sorted_rows($local), "$name: same rows as computed locally");
 }
 isnt($node->safe_psql('postgres', sprintf($text_joins[-1][1], 'uusers')), '', 'the uuid join found rows');
-# The planner's choice by cost: 1,000 outer keys against the 20,000 rows of users take the batched
+# The planner's choice by cost: 500 outer keys against the 20,000 rows of users take the batched
 # join; 20,000 take one scan of the table and a hash join.
 like($node->safe_psql('postgres', "$batch EXPLAIN (COSTS OFF) " . sprintf($joins[0][1], 'users')),
-     qr/Custom Scan \(PicorouteBatchedJoin\)/, 'the planner picks the batched join for 1,000 keys');
+     qr/Custom Scan \(PicorouteBatchedJoin\)/, 'the planner picks the batched join for 500 keys');
 like($node->safe_psql('postgres', "$batch EXPLAIN (COSTS OFF) SELECT count(*) FROM "
                       . 'generate_series(1, 20000) g(k) JOIN users u ON u.id = g.k'),
      qr/(Hash|Merge) Join/, 'and one scan for as many keys as the table has rows');
 
-# One statement per owner per batch: 10 batches of 100 outer rows, each batch's keys on both
+# One statement per owner per batch: 10 batches of 50 outer rows, each batch's keys on both
 # replicasets. The lookup per row sends one statement per outer row (or per distinct key).
 my $analyzed = $node->safe_psql('postgres',
     "$batch EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT u.name FROM keys l JOIN users u ON u.id = l.k");
-like($analyzed, qr/Batches: 10\b/, '10 batches of 100 outer rows') or diag($analyzed);
+like($analyzed, qr/Batches: 10\b/, '10 batches of 50 outer rows') or diag($analyzed);
 my ($statements) = $analyzed =~ /Remote Statements: (\d+)/;
 is($statements, 20, 'one statement per replicaset per batch') or diag($analyzed);
 like($analyzed, qr/Last Batch: \d+ keys: 2 statements to 2 instances/, 'EXPLAIN ANALYZE shows the owners of the last batch')
   or diag($analyzed);
-like($analyzed, qr/Remote Rows: 920\b/, 'each distinct key fetched once per batch (40 again in the last)') or diag($analyzed);
+like($analyzed, qr/Remote Rows: 460\b/, 'each distinct key fetched once per batch (20 again in the last)') or diag($analyzed);
 # The same counted by the fronts (every statement sent unnamed, so that each is logged with its
 # text): 10 per replicaset master, each with that master's keys only.
 my $status = emu_json('status', '--json');
@@ -177,16 +177,16 @@ $node->safe_psql('postgres', "$unnamed $per_row SELECT u.name FROM keys l JOIN u
 my @per_row = split /,/, received(qr/FROM "users" WHERE \("id" = \$1\)/);
 my $sum = 0;
 $sum += $_ for @per_row;
-ok($sum >= 920, "the lookup per row: a statement per distinct key at least ($sum)");
+ok($sum >= 460, "the lookup per row: a statement per distinct key at least ($sum)");
 my $nested = $node->safe_psql('postgres',
     "$per_row EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT u.name FROM keys l JOIN users u ON u.id = l.k");
 my ($loops) = $nested =~ /Foreign Scan on users u \(actual rows=\d+ loops=(\d+)\)/;
-ok(defined $loops && $loops >= 920, "a lookup per row sends one statement per key (" . ($loops // '?') . ")")
+ok(defined $loops && $loops >= 460, "a lookup per row sends one statement per key (" . ($loops // '?') . ")")
   or diag($nested);
-# The default batch size: 1,000 rows in 4 batches.
+# The default batch size: 500 rows in 2 batches.
 like($node->safe_psql('postgres',
     'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT u.name FROM keys l JOIN users u ON u.id = l.k'),
-    qr/Batch Size: 256.*Batches: 4\b/s, 'the default batch size is 256');
+    qr/Batch Size: 256.*Batches: 2\b/s, 'the default batch size is 256');
 
 # A composite sharding key: no batched join (a lookup per row, or a scan).
 my $pairs = $node->safe_psql('postgres',
@@ -200,11 +200,11 @@ unlike($cast, qr/PicorouteBatchedJoin/, 'an int4 outer key against a bigint colu
 
 # A prepared statement (its parameter in the remote conditions, its generic plan after 5 runs).
 my $prepared = "$batch PREPARE q(int) AS SELECT l.ord, u.v FROM keys l JOIN users u ON u.id = l.k "
-  . 'WHERE l.ord <= $1 * 100 AND u.v <> $1 ORDER BY 1, 2;';
+  . 'WHERE l.ord <= $1 * 50 AND u.v <> $1 ORDER BY 1, 2;';
 my $local_q = 'SELECT l.ord, u.v FROM keys l JOIN loc_users u ON u.id = l.k WHERE l.ord <= %d AND u.v <> %d ORDER BY 1, 2';
 my $runs = join('', map { "EXECUTE q($_);" } (1 .. 8));
 my $prep_out = $node->safe_psql('postgres', "$prepared $runs");
-my $expected = join("\n", grep { $_ ne '' } map { $node->safe_psql('postgres', sprintf($local_q, $_ * 100, $_)) } (1 .. 8));
+my $expected = join("\n", grep { $_ ne '' } map { $node->safe_psql('postgres', sprintf($local_q, $_ * 50, $_)) } (1 .. 8));
 is($prep_out, $expected, 'a prepared statement, 8 executions (generic plan): same rows as computed locally');
 like($node->safe_psql('postgres', "$prepared SET plan_cache_mode = force_generic_plan; EXPLAIN (COSTS OFF) EXECUTE q(3)"),
      qr/PicorouteBatchedJoin.*Remote SQL: [^\n]*<> \$1[^\n]* IN \(\$2, \.\.\.\)/s,
@@ -317,9 +317,9 @@ is($gen_rc, 0, 'its forced generic plan runs, row by row') or diag($gen_err);
 is($node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM users'),
    $node->safe_psql('postgres', 'SELECT count(*), sum(v) FROM loc_users'), 'users unchanged');
 
-# Buckets moved: between two executions, and while the join runs (at outer row 500, between
+# Buckets moved: between two executions, and while the join runs (at outer row 250, between
 # batches, the bucket of one key moves to the other replicaset and the map is refreshed).
-my $key = 500 * 197 % 20000 + 1;
+my $key = 250 * 197 % 20000 + 1;
 my $owner = emu_json('locate', 'users', '--key', "[$key]");
 my $other = (grep { $_->{name} ne $owner->{replicaset} } @{ emu_json('status', '--json')->{replicasets} })[0];
 my $all = 'SELECT l.ord, u.id, u.name FROM keys l JOIN %s u ON u.id = l.k ORDER BY 1, 2';
@@ -333,7 +333,7 @@ $node->safe_psql('postgres', 'SELECT picoroute_refresh()');
 is(emu_json('locate', 'users', '--key', "[$key]")->{replicaset}, $other->{name}, 'the bucket moved');
 is($node->safe_psql('postgres', $batch . sprintf($all, 'users')), $local_all, 'after the move: same rows');
 define_move_at($node, 'move', 'default', $owner->{bucket_id}, $owner->{bucket_id}, $owner->{replicaset});
-my $moving = 'SELECT l.ord, u.id, u.name FROM (SELECT move_at(ord, 450) AS ord, k FROM keys OFFSET 0) l '
+my $moving = 'SELECT l.ord, u.id, u.name FROM (SELECT move_at(ord, 225) AS ord, k FROM keys OFFSET 0) l '
   . 'JOIN users u ON u.id = l.k ORDER BY 1, 2';
 like($node->safe_psql('postgres', "$batch EXPLAIN (COSTS OFF) $moving"), qr/PicorouteBatchedJoin/,
      'the moving join is batched');

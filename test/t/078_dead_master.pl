@@ -21,7 +21,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use Picoroute::TestCluster
   qw(emu emu_json emu_table emu_private_psql start_emulator start_routing_node create_servers
-  create_foreign_tables wait_for picodata_has coordinator_session);
+  create_foreign_tables wait_for picodata_has coordinator_session emu_locate);
 
 $ENV{PICOEMU_QUERY_TIMEOUT} = 3;  # the emulated instances' deadline (Picodata: 360 s)
 start_emulator(replication_factor => 1);
@@ -33,7 +33,8 @@ my $local = picodata_has('local_execution');
 note('the emulated version ' . ($local ? 'has' : 'has no') . ' local execution path');
 
 my %keys;
-push @{ $keys{ emu_json('locate', 'users', '--key', "[$_]")->{replicaset} } }, $_ for 1 .. 60;
+my @located = emu_locate('users', map { "[$_]" } 1 .. 60);
+push @{ $keys{ $located[ $_ - 1 ]{replicaset} } }, $_ for 1 .. 60;
 my ($k1, $k2) = ($keys{default_1}[0], $keys{default_2}[0]);
 sub stored {
     my ($master, $where) = @_;

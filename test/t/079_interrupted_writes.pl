@@ -17,7 +17,7 @@ use IPC::Run;
 use Time::HiRes qw(sleep time);
 use Picoroute::TestCluster
   qw(emu emu_json emu_table emu_private_psql start_emulator start_routing_node create_servers
-  create_foreign_tables wait_for picodata_has);
+  create_foreign_tables wait_for picodata_has emu_locate);
 
 $ENV{PICOEMU_QUERY_TIMEOUT} = 3;
 start_emulator(replication_factor => 1);
@@ -36,7 +36,8 @@ my $local = picodata_has('local_execution');
 my $addr1 = "127.0.0.1:$port_of{default_1_1}";
 
 my %keys;
-push @{ $keys{ emu_json('locate', 'users', '--key', "[$_]")->{replicaset} } }, $_ for 1000 .. 1100;
+my @located = emu_locate('users', map { "[$_]" } 1000 .. 1100);
+push @{ $keys{ $located[ $_ - 1000 ]{replicaset} } }, $_ for 1000 .. 1100;
 sub stored {
     my ($master, $where) = @_;
     return emu_private_psql($master, "SELECT count(*) FROM _picoemu_local.users WHERE $where");

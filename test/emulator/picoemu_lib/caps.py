@@ -9,6 +9,7 @@ applies the table's rule: a version has what the newest release at or before it 
 is pure (no I/O but reading the table once).
 """
 
+import functools
 import json
 import re
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -43,7 +44,14 @@ def table() -> Dict[str, Any]:
 def parse_version(text: object) -> Optional[Version]:
     """(major, minor, patch, rc, commits) ordered as released (a release after its candidates), or
     None for what is not a version. The grammar of caps::parse_version."""
-    m = _VERSION.match(str(text))
+    return _parse_text(str(text))
+
+
+# The fronts ask has() several times per statement, always of the same few versions: the answers
+# are remembered (the table does not change while a process runs).
+@functools.lru_cache(maxsize=256)
+def _parse_text(text: str) -> Optional[Version]:
+    m = _VERSION.match(text)
     if not m or (m.group(4) is not None and int(m.group(4)) == 0):
         return None
     major, minor, patch, rc, commits = (int(g) if g is not None else 0 for g in m.groups())
@@ -78,6 +86,11 @@ def governing_release(version: object) -> Optional[str]:
 def has(capability: str, version: object) -> bool:
     """Whether `version` has `capability` (a name of capabilities.json): whether its governing
     release lies in one of the capability's release ranges. caps::has."""
+    return _has(capability, str(version))
+
+
+@functools.lru_cache(maxsize=1024)
+def _has(capability: str, version: str) -> bool:
     r = governing_release(version)
     if r is None:
         return False

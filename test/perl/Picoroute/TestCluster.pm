@@ -17,7 +17,7 @@ use Test2::API qw(test2_add_callback_testing_done);
 our @EXPORT_OK = qw(emu emu_command emu_json emu_audit emu_audit_clear emu_private_psql emu_table
   start_emulator start_picoroute_node start_routing_node create_servers create_foreign_tables wait_for
   exec_options picodata_version picodata_has picodata_release_with free_port_range start_fake_instance fake_log
-  emu_counters counters_moved create_pgbench_tables define_move_at coordinator_session);
+  emu_counters counters_moved create_pgbench_tables define_move_at coordinator_session emu_locate);
 
 my $root = File::Spec->rel2abs(dirname(__FILE__) . '/../../..');
 
@@ -120,6 +120,14 @@ sub emu_table {
     emu('create-table', $name, '--columns', $columns, @{ $opts{args} // [] });
     emu('load', $name, '--rows', $opts{rows}) if $opts{rows};
     return;
+}
+
+# Where the sharding keys `keys` (JSON arrays, e.g. "[5]") of `table` live: one picoemu locate for
+# all of them; a list of its answers ({bucket_id, replicaset, master, port, private_port}), in order.
+sub emu_locate {
+    my ($table, @keys) = @_;
+    my $found = emu_json('locate', $table, map { ('--key', $_) } @keys);
+    return ref($found) eq 'ARRAY' ? @$found : ($found);
 }
 
 # The storage counters of `table` on every instance (seq_scan, idx_scan, n_tup_ins, n_tup_upd,

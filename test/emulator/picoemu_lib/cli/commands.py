@@ -77,20 +77,25 @@ def cmd_locate(cl: Cluster, args: argparse.Namespace) -> None:
     t = st.table(args.name)
     if t["global"]:
         raise EmuError("table %s is global: every instance holds every row" % t["name"])
-    try:
-        raw = json.loads(args.key, parse_float=decimal.Decimal)
-    except ValueError as exc:
-        raise EmuError("--key is not JSON: %s" % exc)
-    if not isinstance(raw, list) or len(raw) != len(t["sharding_key"]):
-        raise EmuError("--key must be a JSON array of %d value(s): %s" % (len(t["sharding_key"]), ", ".join(t["sharding_key"])))
     cols = {col["name"]: col for col in t["columns"]}
-    vals = [convert(cols[k], v) for k, v in zip(t["sharding_key"], raw)]
     tier = st.tier(t["tier"])
-    b = hashing.bucket_id(vals, tier["bucket_count"], st.hash_rule())
-    owner = next(o for a, e, o in st.d["buckets"][t["tier"]] if a <= b <= e)
-    m = st.master(owner)
-    print(json.dumps({"bucket_id": b, "replicaset": owner, "master": m["name"], "port": st.advertised_port(m),
-                      "private_port": m["port"]}))
+    found = []
+    for key in args.key:
+        try:
+            raw = json.loads(key, parse_float=decimal.Decimal)
+        except ValueError as exc:
+            raise EmuError("--key is not JSON: %s" % exc)
+        if not isinstance(raw, list) or len(raw) != len(t["sharding_key"]):
+            raise EmuError("--key must be a JSON array of %d value(s): %s"
+                           % (len(t["sharding_key"]), ", ".join(t["sharding_key"])))
+        vals = [convert(cols[k], v) for k, v in zip(t["sharding_key"], raw)]
+        b = hashing.bucket_id(vals, tier["bucket_count"], st.hash_rule())
+        owner = next(o for a, e, o in st.d["buckets"][t["tier"]] if a <= b <= e)
+        m = st.master(owner)
+        found.append({"bucket_id": b, "replicaset": owner, "master": m["name"], "port": st.advertised_port(m),
+                      "private_port": m["port"]})
+    # one key: its object; several (--key repeated): a list of them, in the order of the keys
+    print(json.dumps(found[0] if len(found) == 1 else found))
 
 
 def cmd_psql(cl: Cluster, args: argparse.Namespace) -> None:

@@ -137,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--values", action="append", required=True, metavar="JSON")
     c = cmd("locate", commands.cmd_locate, "print the bucket and owner of a sharding key", locked=False)
     c.add_argument("name")
-    c.add_argument("--key", required=True, metavar="JSON", help="JSON array of the sharding-key values")
+    c.add_argument("--key", required=True, action="append", metavar="JSON",
+                   help="JSON array of the sharding-key values; repeated: a JSON list of the answers, in order")
     c = cmd("counters", commands.cmd_counters, "per-instance access counters of the storage tables", locked=False)
     c.add_argument("name", nargs="?")
     c.add_argument("--json", action="store_true")

@@ -30,6 +30,7 @@ class Reject(Exception):
 
 _ident_re = re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*")
 _num_re = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?")
+_param_re = re.compile(r"\$(\d+)")
 _op_chars = set("+-*/<>=~!@#%^&|`?")
 
 
@@ -72,10 +73,10 @@ def tokenize(sql: str) -> List[Token]:
             i = _quoted_end(sql, start)
             toks.append(Token("str" if c == "'" else "qident", sql[start:i], start, i, space))
         elif c == "$":
-            m = re.match(r"\$(\d+)", sql[i:])
+            m = _param_re.match(sql, i)  # at i: no copy of the rest of the statement per parameter
             if not m:
                 raise Reject("string", "dollar quoting is not in Picodata's grammar")
-            i += m.end()
+            i = m.end()
             toks.append(Token("param", sql[start:i], start, i, space))
         elif c.isdigit():
             num = _num_re.match(sql, i)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Protocol
 from .entry import Entry
 from .log import log
 from .texts import picodata_error, read_only_refusal, row_limit_text, vdbe_limit_text
-from .wire import error_msg, null_data_row
+from .wire import Frames, error_msg, null_data_row
 
 if TYPE_CHECKING:
     from .session import Session
@@ -124,24 +124,15 @@ class Link:
     # ---- server -> client --------------------------------------------------------------------------
     async def server_pump(self) -> None:
         assert self.sr is not None
-        buf = b""
+        frames = Frames()
         try:
             while True:
                 data = await self.sr.read(262144)
                 if not data:
                     break
-                buf = buf + data if buf else data
                 out = bytearray()
-                pos, n = 0, len(buf)
-                while n - pos >= 5:
-                    ln = int.from_bytes(buf[pos + 1:pos + 5], "big")
-                    if n - pos < ln + 1:
-                        break
-                    typ = buf[pos:pos + 1]
-                    m = buf[pos:pos + 1 + ln]
-                    pos += 1 + ln
-                    self.on_server_message(typ, m, out)
-                buf = buf[pos:]
+                for m in frames.feed(data):
+                    self.on_server_message(m[:1], m, out)
                 if out:
                     self.cw.write(bytes(out))
                 if self.cw.transport.get_write_buffer_size() > 1 << 20:

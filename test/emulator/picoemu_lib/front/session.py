@@ -19,7 +19,8 @@ from .prepared import Prepared
 from .rerun import Rerun
 from .runner import Runner
 from .stall import Stall
-from .wire import CANCEL_REQUEST, GSS_REQUEST, HOST, PROTO_3, SSL_REQUEST, cstr, error_msg, msg, read_cstr
+from .wire import (CANCEL_REQUEST, GSS_REQUEST, HOST, PROTO_3, SSL_REQUEST, Frames, cstr, error_msg, msg,
+                   read_cstr)
 from .writeparts import WriteParts
 
 if TYPE_CHECKING:
@@ -159,24 +160,16 @@ class Session:
     async def client_loop(self) -> None:
         link = self.link
         cr = link.cr
-        buf = b""
+        frames = Frames()
         while True:
             link.flush_server()
             data = await cr.read(262144)
             if not data:
                 return
-            buf = buf + data if buf else data
-            pos, n = 0, len(buf)
-            while n - pos >= 5:
-                ln = int.from_bytes(buf[pos + 1:pos + 5], "big")
-                if n - pos < ln + 1:
-                    break
-                raw = buf[pos:pos + 1 + ln]
-                pos += 1 + ln
+            for raw in frames.feed(data):
                 if await self.on_client_message(raw[:1], raw[5:], raw):
                     link.flush_server()
                     return
-            buf = buf[pos:]
 
     async def on_client_message(self, typ: bytes, body: bytes, raw: bytes) -> bool:
         """Handles one client message; True when the session ends."""

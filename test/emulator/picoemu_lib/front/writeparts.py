@@ -113,10 +113,11 @@ class WriteParts:
             return False
         # Each part prepares the statement afresh as the front's own: a statement without parameters
         # keeps the generic plan of its first Bind, folded for another part (sql/part.sql)
-        try:
-            text = dialect.validate(info["sql"], s.front.settings.version).sql
-        except dialect.Reject:
+        # (the front's cached verdict: the statement was judged at its Parse)
+        verdict = s.judge.verdict(info["sql"])
+        if isinstance(verdict, dialect.Reject):
             return False
+        text = verdict.sql
         batch_rec["ok"] = False
         link.send_server(msg(b"H"))
         link.flush_server()

@@ -166,6 +166,10 @@ def sharded_data(tc: unittest.TestCase, d: str, ports: List[int]) -> Doc:
     with tc.subTest("locate: id 1 -> bucket 1934 on default_2"):
         tc.assertEqual(loc["bucket_id"], 1934)
         tc.assertEqual(loc["replicaset"], "default_2")
+    with tc.subTest("locate: --key repeated answers a list, each as locate of its key alone"):
+        many = json.loads(emu(d, "locate", "users", "--key", "[2]", "--key", "[1]", "--key", "[2]").stdout)
+        two = json.loads(emu(d, "locate", "users", "--key", "[2]").stdout)
+        tc.assertEqual(many, [two, loc, two])
     with tc.subTest("storage: trigger refuses a row of a bucket not owned"):
         tc.assertIn("does not own bucket 1934", qerr(p1, "INSERT INTO _picoemu_local.users VALUES (1, 'x', 1, 1934)"))
     with tc.subTest("storage: trigger refuses a wrong bucket_id"):
