@@ -17,6 +17,7 @@ void _PG_init(void);
 }
 
 #include "pg/batch_join/batch_join.h"
+#include "pg/fdw/plan_work.h"
 #include "pg/map_store.h"
 #include "pg/remote/write_ledger.h"
 #include "pg/route_checks.h"
@@ -72,4 +73,5 @@ void _PG_init(void) {
     shmem_startup_hook = startup_shmem;
     picoroute::pg::register_worker();
     picoroute::pg::remote::install_write_ledger_hooks();
+    picoroute::pg::fdw::install_plan_work_hook();
 }

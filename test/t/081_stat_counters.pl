@@ -144,6 +144,45 @@ is(join(',', map { $st->{$owner1}{$_} } qw(routed_statements answers remote_erro
     "$owner1: the statement routed there and its remote error");
 is(total($st, 'remote_errors'), 1, 'one remote error in all');
 
+# ---- work pushed to Picodata or done here, per table ---------------------------------------------
+# Counted once per execution from the plan: a pushed ForeignScan's aggregate, sort or join, and the
+# Agg, Sort and join nodes of this server above a table's scan (the batched join too).
+$q->('CREATE TABLE local_ids (id int8)');
+$q->('INSERT INTO local_ids VALUES (1), (2), (3)');
+$q->('ANALYZE local_ids');
+$q->(q{CREATE FOREIGN TABLE users_j (id bigint, name text) SERVER pico
+       OPTIONS (table_name 'users', sharding_key 'id')});
+my $work = sub {
+    $q->(q{SELECT pushed_aggregates, pushed_sorts, pushed_joins, local_aggregates, local_sorts,
+                  local_joins FROM picoroute_stat_tables WHERE relname = 'users'});
+};
+my @work_cases = (
+    [ 'SELECT count(*) FROM users', '1|0|0|0|0|0', 'a pushed count' ],
+    [ 'SELECT id FROM users ORDER BY id DESC LIMIT 2', '0|1|0|0|0|0', 'a pushed ORDER BY ... LIMIT' ],
+    [ 'SELECT count(*), name FROM users GROUP BY name ORDER BY name LIMIT 1', '1|0|0|0|1|0',
+      'a pushed GROUP BY, its ORDER BY here' ],
+    [ 'SELECT max(length(name)) FROM users WHERE id < 5', '0|0|0|1|0|0',
+      'an aggregate over a function Picodata lacks: here' ],
+    [ 'SELECT name FROM users WHERE id < 5 ORDER BY length(name), id', '0|0|0|0|1|0',
+      'a sort by a function Picodata lacks: here' ],
+    [ 'SELECT u.name FROM local_ids l JOIN users u ON u.id = l.id', '0|0|0|0|0|1',
+      'a join with a local table: here' ],
+    [ 'SELECT u.name FROM users u JOIN users_m m ON m.id = u.id WHERE u.id = 1', '0|0|0|0|0|1',
+      'a join of tables of two servers: here' ],
+    [ 'SELECT u.name FROM users u JOIN users_j j ON j.id = u.id WHERE u.id = 1', '0|0|1|0|0|0',
+      'a join of two tables of one server on the key: pushed' ],
+);
+for my $case (@work_cases) {
+    my ($sql, $want, $what) = @$case;
+    $q->('SELECT picoroute_stat_reset()');
+    $s->query_safe($sql);
+    is($work->(), $want, "pushed|local aggregates, sorts, joins of users: $what")
+      or diag($q->("EXPLAIN (VERBOSE, COSTS OFF) $sql"));
+}
+$q->('SELECT picoroute_stat_reset()');
+$s->query_safe('EXPLAIN SELECT count(*) FROM users');
+is($work->(), '0|0|0|0|0|0', 'EXPLAIN without ANALYZE counts no work');
+
 # ---- picoroute.track_statistics off: nothing moves ----------------------------------------------
 $q->('SELECT picoroute_stat_reset()');
 $s->query_safe('SET picoroute.track_statistics = off');

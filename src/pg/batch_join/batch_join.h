@@ -17,6 +17,10 @@ inline constexpr const char *kBatchedJoinName = "PicorouteBatchedJoin";
 
 extern CustomScanMethods batched_join_scan_methods;
 
+// The oid of the foreign table a batched join looks up (in `rtable`, the statement's range table);
+// InvalidOid when `plan` is another CustomScan.
+Oid batched_join_table(CustomScan *plan, List *rtable);
+
 // Installs the join path hook and registers the CustomScan (once per backend, at load).
 void register_batched_join();
 // The executing half's share of it (executor.cpp).

@@ -21,6 +21,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
+#include "parser/parsetree.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -507,6 +508,13 @@ Node *create_batched_state(CustomScan *) {
 }
 
 }  // namespace
+
+Oid batched_join_table(CustomScan *plan, List *rtable) {
+    if (plan->methods != &batched_join_scan_methods)
+        return InvalidOid;
+    BatchedJoinPlan decoded = decode_plan(plan->custom_private);
+    return rt_fetch(inner_rti(plan, decoded.sources), rtable)->relid;
+}
 
 void register_batched_join_exec() {
     batched_join_scan_methods.CustomName = kBatchedJoinName;

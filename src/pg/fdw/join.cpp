@@ -380,6 +380,7 @@ ForeignScan *join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *ou
     plan.statement.key_kinds = key_kinds;
     plan.tail = pstrdup("");
     plan.anchor = anchor;
+    plan.work = kPushedJoin;
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, encode(plan), j->tlist, NIL, outer_plan);
 }
 

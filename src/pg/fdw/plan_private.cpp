@@ -79,6 +79,7 @@ static List *write_pushed_scan(const PushedScanPlan &plan) {
     w.put_string(plan.tail);
     w.put_int64(plan.offset);
     w.put_int(static_cast<int>(plan.anchor));
+    w.put_int(plan.work);
     return w.list();
 }
 
@@ -93,6 +94,7 @@ PushedScanPlan decode_pushed_scan(List *fdw_private) {
     plan.tail = r.get_string();
     plan.offset = r.get_int64();
     plan.anchor = static_cast<Index>(r.get_int());
+    plan.work = r.get_int();
     r.finish();
     return plan;
 }

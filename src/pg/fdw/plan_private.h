@@ -62,7 +62,14 @@ struct PushedScanPlan {
     // The range-table index of the table whose key routes a join (its columns are "r<anchor>");
     // 0: the only table of fs_relids (an upper relation over one table).
     Index anchor = 0;
+    // What Picodata computes for this node beyond reading rows (picoroute_stat_tables' pushed_*):
+    // kPushedAggregate | kPushedSort | kPushedJoin; 0: nothing.
+    int work = 0;
 };
+
+constexpr int kPushedAggregate = 1;
+constexpr int kPushedSort = 2;
+constexpr int kPushedJoin = 4;
 
 // An UPDATE or DELETE run remotely as one statement (PlanKind::DirectModify).
 struct DirectModifyPlan {

@@ -551,6 +551,7 @@ ForeignScan *upper_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *o
     plan.tail = tail.data;
     plan.offset = u->offset;
     plan.anchor = anchor;
+    plan.work = (u->grouped ? kPushedAggregate : 0) | (u->order_exprs != NIL ? kPushedSort : 0);
     return make_foreignscan(tlist, NIL, 0, fdw_exprs, encode(plan), u->tlist, NIL, outer_plan);
 }
 

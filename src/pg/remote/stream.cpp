@@ -243,6 +243,12 @@ bool RowStream::next_ahead_row(Source &s, const char **values) {
     return false;
 }
 
+void RowStream::after_lost(Source &s, const std::string &failure) {
+    if (routing::after_lost_connection(s.delivered) == StreamFallback::LostMidScan)
+        lost_mid_scan(s.job, s.delivered, failure);
+    run_buffered(s);
+}
+
 bool RowStream::next(const char **values) {
     row_.reset();
     while (current_ < sources_.size()) {
@@ -269,9 +275,7 @@ bool RowStream::next(const char **values) {
         if (!s.failure.empty()) {
             std::string failure = std::move(s.failure);
             s.failure.clear();
-            if (routing::after_lost_connection(s.delivered) == StreamFallback::LostMidScan)
-                lost_mid_scan(s.job, s.delivered, failure);
-            run_buffered(s);
+            after_lost(s, failure);
             continue;
         }
         if (s.conn == nullptr && !s.lost) {
@@ -285,9 +289,7 @@ bool RowStream::next(const char **values) {
             count_lost(s.job);
             release(s);
             s.lost = false;
-            if (routing::after_lost_connection(s.delivered) == StreamFallback::LostMidScan)
-                lost_mid_scan(s.job, s.delivered, f.what());
-            run_buffered(s);
+            after_lost(s, f.what());
             continue;
         }
         if (result == nullptr) {

@@ -103,6 +103,9 @@ class RowStream final : public ConnectionReader {
     // The job being read is done: sends the next job deferred to the same instance, and moves on.
     void advance();
     void run_buffered(Source &s);
+    // The connection of `s` was lost (`failure` says how): run again the buffered way, or throw
+    // when rows were handed over already (the core's after_lost_connection).
+    void after_lost(Source &s, const std::string &failure);
     // read_rest() for the source reading `connection`: its answer up to its end, into s.ahead.
     void read_ahead(Source &s, Connection *connection);
     // The answer of `s` said its prepared statement was invalidated (42999, before any row):
