@@ -4,10 +4,11 @@
 Sets up the emulated cluster and the node as bench/peers_bench.py does (the same foreign tables,
 servers and remote statements; the instances' private ports, `picoemu up --private-pgproto`), then
 restarts the node's postmaster under `valgrind --tool=callgrind` (its backends are forked, so each
-runs under callgrind and writes its own profile). For each case a protocol session (pgwire) prepares
-the node statement, runs it 10 times (connections open, remote statement prepared, the node's plan
-generic when the case is), has callgrind's counters zeroed, runs it N times with keys of the pool,
-and has them dumped; the dump's instructions (Ir) / N is the cost per statement, by shared object
+runs under callgrind and writes its own profile when it exits). For each case two protocol
+sessions (after a first one, which does what the node then remembers) prepare the node statement
+and run it with keys of the pool, one 10 times (connections open, remote statement prepared, the
+node's plan generic when the case is), the other 10 + N times; the difference of their profiles'
+instructions (Ir) / N is the cost per statement, by shared object
 and by function (callgrind_annotate, inclusive and exclusive). Instruction counts do not depend on
 the machine's load (unlike time), so this runs on a shared machine.
 
@@ -23,7 +24,6 @@ Run as root (servers then run as the postgres user); valgrind, picoroute install
 """
 
 import argparse
-import glob
 import os
 import re
 import shutil
@@ -57,7 +57,8 @@ class Profile(pb.Bench):
         os.chmod(self.cg_dir, 0o777)
         log = open(os.path.join(self.cg_dir, "postmaster.log"), "w")
         self.postmaster = subprocess.Popen(pb.as_server_user(
-            ["valgrind", "--tool=callgrind", "--quiet",
+            # Zeroed when a backend starts: it does not keep the postmaster's counts
+            ["valgrind", "--tool=callgrind", "--quiet", "--zero-before=PostgresMain",
              f"--callgrind-out-file={self.cg_dir}/callgrind.out.%p",
              f"{pb.BIN}/postgres", "-D", node.data]), stdout=log, stderr=subprocess.STDOUT)
         for _ in range(600):  # valgrind starts slowly: at most 120 s
@@ -70,6 +71,9 @@ class Profile(pb.Bench):
         node.use_catalog(self.emu)
 
     def case(self, name, setting, sql, n):
+        """One backend: prepares `sql`, runs it 10 + n times, disconnects; the path of the profile
+        callgrind writes when the backend exits (a forked backend has no vgdb channel, so its
+        counters cannot be zeroed or dumped while it runs)."""
         c = pgwire.Conn(self.node.port, "postgres", "", dbname="postgres",
                         application_name="profile", timeout=300)
         try:
@@ -84,8 +88,9 @@ class Profile(pb.Bench):
                 for _ in range(count):
                     counter[0] += 1
                     k, b = self.pool[counter[0] % len(self.pool)]
-                    if "pr_events" in sql:
-                        params = [10 ** 12 + counter[0], k]
+                    if "pr_events" in sql:  # a new id for every row of every backend
+                        self.inserted = getattr(self, "inserted", 0) + 1
+                        params = [10 ** 12 + self.inserted, k]
                     elif "UPDATE" in sql:
                         params = [k, counter[0]]
                     else:
@@ -94,42 +99,60 @@ class Profile(pb.Bench):
                     answers = c.until_ready()
                     if pgwire.errors(answers):
                         raise pb.BenchError(f"{name}: {pgwire.errors(answers)}")
-            run(10)
-            subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, timeout=120)
-            c.query("SELECT 1")  # the backend takes the command when it runs
-            run(n)
-            before = set(glob.glob(f"{self.cg_dir}/callgrind.out.{pid}*"))
-            ctl = subprocess.Popen(["callgrind_control", "-d", str(pid)], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
-            time.sleep(0.5)
-            c.query("SELECT 1")
-            ctl.communicate(timeout=120)
-            for _ in range(100):
-                new = set(glob.glob(f"{self.cg_dir}/callgrind.out.{pid}*")) - before
-                if new:
-                    break
-                time.sleep(0.2)
+            run(10 + n)
         finally:
             c.close()
-        if not new:
-            raise pb.BenchError(f"{name}: no callgrind dump for backend {pid}")
-        time.sleep(0.5)
-        return sorted(new)[-1]
+        path = f"{self.cg_dir}/callgrind.out.{pid}"
+        for _ in range(600):  # written when the backend exits
+            if not os.path.exists(f"/proc/{pid}") and os.path.exists(path) \
+                    and os.path.getsize(path) > 0:
+                return path
+            time.sleep(0.2)
+        raise pb.BenchError(f"{name}: no callgrind profile for backend {pid}")
 
-    def annotate(self, path, n, inclusive):
+    def annotate(self, path, inclusive):
+        """The profile's total and its instructions by function (a dict)."""
         out = subprocess.run(["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}",
-                              "--threshold=99", path], capture_output=True, text=True,
-                             timeout=300).stdout
+                              "--auto=no", "--threshold=100", path], capture_output=True,
+                             text=True, timeout=300).stdout
         total = None
-        rows = []
+        rows = {}
         for line in out.splitlines():
             m = re.match(r"\s*([0-9,]+)\s+(?:\([^)]*\)\s+)?PROGRAM TOTALS", line)
             if m:
                 total = int(m.group(1).replace(",", ""))
             m = re.match(r"\s*([0-9,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)\s*$", line)
             if m and ":" in m.group(2) and total is not None:
-                rows.append((int(m.group(1).replace(",", "")) / n, m.group(2)))
-        return (total or 0) / n, rows
+                rows[m.group(2)] = rows.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+        return total or 0, rows
+
+    @staticmethod
+    def opening(fn):
+        """Whether `fn` is (or only serves) the opening of a connection: its SCRAM exchange costs
+        some 67M instructions, and when a backend opens one (a check, an idle close) is not a
+        statement's cost, so opened connections are left out of the counts."""
+        return "remote::open_connection(" in fn or "libcrypto" in fn or "PQconnectPoll" in fn \
+            or "finish_connect(" in fn
+
+    def per_statement(self, base, full, n, inclusive):
+        """(full - base) / n: the instructions of n statements, without the backend's start, its
+        first 10 statements (connections opened, remote statements prepared) and its exit, and
+        without opening connections."""
+        t0, r0 = self.annotate(base, True)
+        t1, r1 = self.annotate(full, True)
+        opens = [max([v for fn, v in r.items() if "remote::open_connection(" in fn] or [0])
+                 for r in (r0, r1)]
+        if not inclusive:
+            _, r0 = self.annotate(base, False)
+            _, r1 = self.annotate(full, False)
+        rows = [((r1.get(fn, 0) - r0.get(fn, 0)) / n, fn)
+                for fn in set(r0) | set(r1) if not self.opening(fn)]
+        total = ((t1 - opens[1]) - (t0 - opens[0])) / n
+        # A self cost above the total is the start of the call chain, which callgrind credits
+        # with what it zeroed (--zero-before) or what a connection's opening left: not shown.
+        rows = [r for r in rows if inclusive or r[0] <= total]
+        rows.sort(key=lambda r: -r[0])
+        return total, rows
 
     def main(self):
         a = self.args
@@ -139,9 +162,13 @@ class Profile(pb.Bench):
         results = {}
         for name, setting, sql, _ in CASES:
             self.log(f"profile: {name} ({a.statements} statements under callgrind)")
+            # The first backend does once what the node then remembers (the route check of the
+            # table, the relation cache's file): a third backend, before the two compared.
+            self.case(name, setting, sql, 0)
+            base = self.case(name, setting, sql, 0)
             path = self.case(name, setting, sql, a.statements)
-            total, incl = self.annotate(path, a.statements, True)
-            _, excl = self.annotate(path, a.statements, False)
+            total, incl = self.per_statement(base, path, a.statements, True)
+            _, excl = self.per_statement(base, path, a.statements, False)
             results[name] = (total, incl, excl, path)
             self.log(f"  {total:,.0f} instructions per statement")
         self.report(results)
@@ -151,9 +178,11 @@ class Profile(pb.Bench):
         say = self.say
         say("## Node backend per point statement, in instructions (bench/node_profile.py)")
         say()
-        say(f"callgrind on the node's backend; {a.statements} statements after 10 (counters "
-            "zeroed in between); instructions (Ir) per statement, from the node receiving the "
-            "Bind to its answer sent, waiting excluded (callgrind counts instructions, not time).")
+        say(f"callgrind on the node's backend; a backend running 10 + {a.statements} statements "
+            f"less one running 10, over {a.statements}: instructions (Ir) per statement, from "
+            "the node receiving the Bind to its answer sent, waiting excluded (callgrind counts "
+            "instructions, not time); connections opened (picoroute's open_connection, with "
+            "libcrypto) left out.")
         say()
         say("| case | instructions per statement | picoroute.so (inclusive of what it calls) | "
             "postgres | libpq | libc | kernel (not counted) |")
@@ -161,11 +190,11 @@ class Profile(pb.Bench):
         for name, (total, incl, excl, _) in results.items():
             by_obj = {}
             for ir, fn in excl:
-                obj = fn.split(":")[0]
+                obj = object_of(fn)
                 key = ("picoroute" if "picoroute" in obj else "postgres" if obj.endswith("postgres")
                        else "libpq" if "libpq" in obj else "libc" if "libc" in obj else "other")
                 by_obj[key] = by_obj.get(key, 0) + ir
-            pico_incl = max([ir for ir, fn in incl if "picoroute" in fn.split(":")[0]] or [0])
+            pico_incl = max([ir for ir, fn in incl if "picoroute" in object_of(fn)] or [0])
             say(f"| {name} | {total:,.0f} | {pico_incl:,.0f} (own {by_obj.get('picoroute', 0):,.0f}) "
                 f"| {by_obj.get('postgres', 0):,.0f} | {by_obj.get('libpq', 0):,.0f} | "
                 f"{by_obj.get('libc', 0):,.0f} | - |")
@@ -178,10 +207,10 @@ class Profile(pb.Bench):
             say()
             say("```")
             for ir, fn in incl[:40]:
-                say(f"{ir:12,.0f}  {100 * ir / total:5.1f}%  {fn[:140]}")
+                say(f"{ir:12,.0f}  {100 * ir / max(total, 1):5.1f}%  {name_of(fn)[:140]}")
             say()
             for ir, fn in excl[:25]:
-                say(f"{ir:12,.0f}  {100 * ir / total:5.1f}%  {fn[:140]}")
+                say(f"{ir:12,.0f}  {100 * ir / max(total, 1):5.1f}%  {name_of(fn)[:140]}")
             say("```")
             say()
 
@@ -203,6 +232,16 @@ class Profile(pb.Bench):
 
 
 pgwire = pb.pgwire
+
+
+def object_of(fn):
+    """The shared object of callgrind_annotate's "file:function [object]"."""
+    m = re.search(r"\[([^]]*)\]$", fn)
+    return m.group(1) if m else ""
+
+
+def name_of(fn):
+    return re.sub(r"\s+\[[^]]*\]$", "", fn)
 
 
 def main():

@@ -350,7 +350,17 @@ RoutedStatement *init_routed_statement(PlanState *ps, RoutedSetup setup,
     int nkeys = list_length(statement.plan.key_kinds);
     st->keys.types = static_cast<Oid *>(palloc0(sizeof(Oid) * (nkeys + 1)));
     st->keys.typmods = static_cast<int32 *>(palloc0(sizeof(int32) * (nkeys + 1)));
+    // The scanned relation's descriptor has the key columns' types: no catalog lookup per
+    // execution.
+    bool own_rel = setup.rel != nullptr && RelationGetRelid(setup.rel) == table->relid;
     for (int k = 0; k < nkeys && k < table->nkeys; k++) {
+        if (own_rel) {
+            Form_pg_attribute att =
+                TupleDescAttr(RelationGetDescr(setup.rel), table->key_attnums[k] - 1);
+            st->keys.types[k] = att->atttypid;
+            st->keys.typmods[k] = att->atttypmod;
+            continue;
+        }
         Oid type, collation;
         get_atttypetypmodcoll(table->relid, table->key_attnums[k], &type, &st->keys.typmods[k],
                               &collation);

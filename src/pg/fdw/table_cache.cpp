@@ -137,7 +137,9 @@ ReadPref table_read_pref(const TableInfo *table) {
 
 ConnParams read_conn_params(const TableInfo *table, Oid userid) {
     ConnParams params = conn_params_for(table->serverid, userid);
-    return table_read_pref(table) == ReadPref::Leader ? leader_params(params) : params;
+    if (table_read_pref(table) == ReadPref::Leader)  // moved, not copied again
+        return leader_params(std::move(params));
+    return params;
 }
 
 TableInfo *get_table_info(Oid relid) {

@@ -46,17 +46,6 @@ Key key_for(const std::string &address, const ConnParams &params) {
                params.read_preference);
 }
 
-std::string fingerprint_of(const ConnParams &params) {
-    std::string out;
-    for (const auto &[keyword, value] : params.options) {
-        out += keyword;
-        out += '\x1f';
-        out += value;
-        out += '\x1e';
-    }
-    return out;
-}
-
 // How a backend waits on a cached connection: on its kept wait event set, checking for interrupts
 // (a query cancel or statement_timeout becomes a PgError that unwinds C++ frames), no deadline.
 Waiter waiter_of(Connection *c) {
@@ -266,13 +255,12 @@ void before_remote_write(const char *relation) {
 Connection *get_connection(const std::string &address, const ConnParams &params) {
     ensure_callbacks();
     Key key = key_for(address, params);
-    std::string fingerprint = fingerprint_of(params);
     auto it = cache.find(key);
     if (it != cache.end()) {
         Connection *c = it->second.get();
         if (c->busy && c->reader != nullptr)
             c->reader->read_rest(c);  // a streaming scan reads (buffers) the rest first
-        if (!c->busy && c->fingerprint == fingerprint && idle_connection_alive(c->conn))
+        if (!c->busy && c->options == params.options && idle_connection_alive(c->conn))
             return c;
         if (c->busy)
             throw SqlError(ERRCODE_OBJECT_IN_USE,
@@ -285,7 +273,7 @@ Connection *get_connection(const std::string &address, const ConnParams &params)
     entry->conn = open_connection(address, params);
     entry->address = address;
     entry->remote_user = PQuser(entry->conn) ? PQuser(entry->conn) : "";
-    entry->fingerprint = fingerprint;
+    entry->options = params.options;
     entry->umid = params.umid;
     entry->userid = params.userid;
     entry->server_name = params.server_name;

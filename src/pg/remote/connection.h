@@ -66,7 +66,9 @@ class Connection : public KeptWaitSet {
     PGconn *conn = nullptr;
     std::string address;  // host:port
     std::string remote_user;
-    std::string fingerprint;  // the connection options, to notice a changed user mapping
+    // The connection options, to notice a changed user mapping (compared as they are: a
+    // statement on a cached connection builds no string).
+    std::vector<std::pair<std::string, std::string>> options;
     Oid umid = InvalidOid;
     Oid userid = InvalidOid;
     std::string server_name;

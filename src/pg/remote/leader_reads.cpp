@@ -30,15 +30,14 @@ void forget_writes(XactEvent event, void *) {
 
 }  // namespace
 
-ConnParams leader_params(const ConnParams &params) {
+ConnParams leader_params(ConnParams params) {
     if (!routing::names_other_than_leader(params.read_preference))
         return params;
-    ConnParams out = params;
-    out.read_preference = "leader";
-    for (auto &[keyword, value] : out.options)
+    params.read_preference = "leader";
+    for (auto &[keyword, value] : params.options)
         if (keyword == "options")
             value = with_read_preference(value, "leader");
-    return out;
+    return params;
 }
 
 void learn_leader_reads(const std::string &server) {

@@ -29,7 +29,7 @@ namespace picoroute::pg::remote {
 // `params` for a read that means the leader: the same with read_preference=leader in the startup
 // options when they name another; `params` itself when they name the leader or none (a version
 // without the option, execution_options 'off': nothing can be said then).
-ConnParams leader_params(const ConnParams &params);
+ConnParams leader_params(ConnParams params);
 
 // Picodata refused a read of `server` (a foreign server's name, "" for picoroute.conninfo)
 // because sql_preemption is on: the session's later reads of that server are leader reads.
