@@ -62,6 +62,7 @@ if [ -n "$quick" ]; then
     run_bench python3 bench/join_bench.py --quick --out "$tmp/join.md"
     run_bench python3 bench/oltp_bench.py --quick --out "$tmp/oltp.md" --verdicts "$v"
     run_bench python3 bench/tpcb_bench.py --quick --out "$tmp/tpcb.md"
+    run_bench python3 bench/stats_bench.py --quick --out "$tmp/stats.md" --verdicts "$v"
 else
     run_bench python3 bench/lookup_bench.py --out "$tmp/lookup.md"
     run_bench python3 bench/peers_bench.py --seconds1 4 --out "$tmp/peers.md" --verdicts "$v"
@@ -70,6 +71,7 @@ else
     run_bench python3 bench/join_bench.py --runs 5 --out "$tmp/join.md"
     run_bench python3 bench/oltp_bench.py --runs 3 --seconds 15 --out "$tmp/oltp.md" --verdicts "$v"
     run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
+    run_bench python3 bench/stats_bench.py --runs 7 --seconds 6 --out "$tmp/stats.md" --verdicts "$v"
 fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -117,6 +119,8 @@ for line in open(sys.argv[1]):
     cat "$tmp/oltp.md"
     echo
     cat "$tmp/tpcb.md"
+    echo
+    cat "$tmp/stats.md"
     echo
     cat "$tmp/lookup.md"
 } > "$tmp/RESULTS.md"
