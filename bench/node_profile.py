@@ -13,13 +13,14 @@ and by function (callgrind_annotate, inclusive and exclusive). Instruction count
 the machine's load (unlike time), so this runs on a shared machine.
 
   select_generic   SELECT id, name, v FROM pr_users WHERE id = $1 (the plan generic after 5)
+  select_generic_stats_off   the same with picoroute.track_statistics off (the counters' cost)
   select_custom    the same with plan_cache_mode = force_custom_plan (planned every execution)
   insert           INSERT INTO pr_events (id, sk, note) VALUES ($1, $2, 'x')
   update           UPDATE pr_users SET v = $2 WHERE id = $1
   plproxy          SELECT id, name, v FROM px_get($1, $2), for comparison
   pg_fdw           SELECT id, name, v FROM fdw_users_owner WHERE id = $1, for comparison
 
-Usage: bench/node_profile.py [--statements 300] [--out FILE] [--keep DIR]
+Usage: bench/node_profile.py [--statements 300] [--cases a,b] [--out FILE] [--keep DIR]
 Run as root (servers then run as the postgres user); valgrind, picoroute installed.
 """
 
@@ -37,6 +38,8 @@ import peers_bench as pb  # noqa: E402
 
 CASES = [
     ("select_generic", "", "SELECT id, name, v FROM pr_users WHERE id = $1", 1),
+    ("select_generic_stats_off", "SET picoroute.track_statistics = off",
+     "SELECT id, name, v FROM pr_users WHERE id = $1", 1),
     ("select_custom", "SET plan_cache_mode = force_custom_plan",
      "SELECT id, name, v FROM pr_users WHERE id = $1", 1),
     ("insert", "", "INSERT INTO pr_events (id, sk, note) VALUES ($1, $2, 'x')", 0),
@@ -161,6 +164,8 @@ class Profile(pb.Bench):
         self.start_under_callgrind()
         results = {}
         for name, setting, sql, _ in CASES:
+            if a.cases and name not in a.cases.split(","):
+                continue
             self.log(f"profile: {name} ({a.statements} statements under callgrind)")
             # The first backend does once what the node then remembers (the route check of the
             # table, the relation cache's file): a third backend, before the two compared.
@@ -200,6 +205,8 @@ class Profile(pb.Bench):
                 f"{by_obj.get('libc', 0):,.0f} | - |")
         say()
         for name in ("select_generic", "select_custom", "insert", "update"):
+            if name not in results:
+                continue
             total, incl, excl, _ = results[name]
             say(f"### {name}: the top functions")
             say()
@@ -253,6 +260,7 @@ def main():
     ap.add_argument("--base-port", type=int, default=None)
     ap.add_argument("--node-port", type=int, default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     args = ap.parse_args()
     args.base_port, args.node_port = pb.free_ports(args.base_port, args.node_port)
     args.clients, args.threads = 1, 1

@@ -243,6 +243,37 @@ $q->('ALTER SYSTEM RESET picoroute.max_connections_per_instance');
 $q->('SELECT pg_reload_conf()');
 ok(wait_for($node, 'SHOW picoroute.max_connections_per_instance', '0', 10), 'no budget again');
 
+# ---- a bucket move: a stale map costs a hop, not an error --------------------------------------
+# The map is refreshed only on request here (refresh_interval 1h): after the move the read still
+# goes to the old owner, which answers it through Picodata's own routing; after a refresh, to the
+# new owner. Each is counted where it went, with no error. A new map makes the session check its
+# table's declaration again at its next use: one catalog read through a coordinator.
+my $moved = emu_json('locate', 'users', '--key', '[7]');
+my $move_to = $moved->{replicaset} eq 'default_1' ? 'default_2' : 'default_1';
+my $before_move = master_address(7);
+emu('move', 'default', $moved->{bucket_id}, $moved->{bucket_id}, $move_to);
+my $after_move = $address_of{ (grep { $_->{name} eq $move_to }
+    @{ emu_json('status', '--json')->{replicasets} })[0]{master} };
+isnt($after_move, $before_move, "bucket $moved->{bucket_id} moved to $move_to");
+$q->('SELECT picoroute_stat_reset()');
+is($s->query_safe('SELECT name FROM users WHERE id = 7'), 'name_7', 'read with the stale map');
+$q->('SELECT picoroute_refresh(10000)');
+is($s->query_safe('SELECT name FROM users WHERE id = 7'), 'name_7', 'read after the refresh');
+$st = stats_of();
+is($st->{$before_move}{routed_statements} // 0, 1,
+    "$before_move (the old owner): the read with the stale map");
+is($st->{$after_move}{routed_statements} // 0, 1,
+    "$after_move (the new owner): the read after the refresh");
+is(join(',', map { total($st, $_) } qw(statements routed_statements coordinator_statements answers
+    rows_received refused_errors remote_errors connection_errors resent_statements failover_waits)),
+    '3,2,1,3,3,0,0,0,0,0',
+    'the two reads and the declaration check, all answered; no error, nothing sent again')
+  or diag($q->('SELECT * FROM picoroute_stat_instances WHERE statements > 0'));
+emu('move', 'default', $moved->{bucket_id}, $moved->{bucket_id}, $moved->{replicaset});
+$q->('SELECT picoroute_refresh(10000)');
+# The declaration check that new map brings happens here, before the next reset.
+is($s->query_safe('SELECT name FROM users WHERE id = 7'), 'name_7', 'read after the move back');
+
 # ---- a write refused by a demoted master, sent again after a failover wait ----------------------
 my $key1 = (grep { emu_json('locate', 'users', '--key', "[$_]")->{master} eq 'default_1_1' } 1 .. 100)[0];
 my $old = $address_of{default_1_1};
