@@ -89,6 +89,23 @@ is(total($st, 'statements'), 5, 'nothing else was sent');
 is(table_stats('users'), '5|0|0|0|5|5|0|0|0|0|5|0|0',
     'picoroute_stat_tables: 5 scans, 5 statements routed by key, 5 rows read');
 
+# ---- exact under concurrent backends ------------------------------------------------------------
+# Four pgbench clients at once, 50 point reads each (prepared: the plans turn generic): every read
+# counted once, by instance and by table, however the backends interleave.
+my $script = $node->basedir . '/point_read.sql';
+open(my $fh, '>', $script) or die "cannot write $script: $!";
+print $fh "\\set k random(1, 100)\nSELECT name FROM users WHERE id = :k;\n";
+close($fh);
+$q->('SELECT picoroute_stat_reset()');
+$node->command_ok([ 'pgbench', '-n', '-c', '4', '-j', '2', '-t', '50', '-M', 'prepared', '-f', $script,
+    'postgres' ], 'pgbench: 4 clients x 50 point reads');
+# Each new backend also checks the table's declaration at its first use: one catalog read each.
+is($q->(q{SELECT sum(routed_statements), sum(coordinator_statements), sum(statements), sum(answers)
+          FROM picoroute_stat_instances}), '200|4|204|204',
+    'the 200 reads routed by key, the 4 declaration checks, each answered once');
+is($q->(q{SELECT scans, routed_statements, rows_read FROM picoroute_stat_tables WHERE relname = 'users'}),
+    '200|200|200', 'picoroute_stat_tables: 200 scans, 200 routed statements, 200 rows');
+
 # ---- a coordinator, a masters scatter, key batches, chunks, a remote error ----------------------
 $q->('SELECT picoroute_stat_reset()');
 is($s->query_safe('SELECT count(*) FROM users'), '100', 'a count through a coordinator');
