@@ -71,7 +71,7 @@ else
     run_bench python3 bench/join_bench.py --runs 5 --out "$tmp/join.md"
     run_bench python3 bench/oltp_bench.py --runs 3 --seconds 15 --out "$tmp/oltp.md" --verdicts "$v"
     run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
-    run_bench python3 bench/stats_bench.py --runs 7 --seconds 6 --out "$tmp/stats.md" --verdicts "$v"
+    run_bench python3 bench/stats_bench.py --runs 9 --seconds 8 --out "$tmp/stats.md" --verdicts "$v"
 fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
