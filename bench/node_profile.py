@@ -20,11 +20,16 @@ the machine's load (unlike time), so this runs on a shared machine.
   plproxy          SELECT id, name, v FROM px_get($1, $2), for comparison
   pg_fdw           SELECT id, name, v FROM fdw_users_owner WHERE id = $1, for comparison
 
-Usage: bench/node_profile.py [--statements 300] [--cases a,b] [--out FILE] [--keep DIR]
+With --syscalls, no valgrind: `strace -c` is attached to each case's backend after its first 10
+statements, and the report gives system calls per statement by name (the kernel's share, which
+instructions do not show).
+
+Usage: bench/node_profile.py [--statements 300] [--cases a,b] [--syscalls] [--out FILE] [--keep]
 Run as root (servers then run as the postgres user); valgrind, picoroute installed.
 """
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -73,10 +78,11 @@ class Profile(pb.Bench):
             raise pb.BenchError("the node did not start under callgrind")
         node.use_catalog(self.emu)
 
-    def case(self, name, setting, sql, n):
+    def case(self, name, setting, sql, n, traced=None):
         """One backend: prepares `sql`, runs it 10 + n times, disconnects; the path of the profile
         callgrind writes when the backend exits (a forked backend has no vgdb channel, so its
-        counters cannot be zeroed or dumped while it runs)."""
+        counters cannot be zeroed or dumped while it runs). With `traced` (syscall mode), the
+        last n statements run inside traced(pid) and what it yields is returned."""
         c = pgwire.Conn(self.node.port, "postgres", "", dbname="postgres",
                         application_name="profile", timeout=300)
         try:
@@ -102,6 +108,11 @@ class Profile(pb.Bench):
                     answers = c.until_ready()
                     if pgwire.errors(answers):
                         raise pb.BenchError(f"{name}: {pgwire.errors(answers)}")
+            if traced is not None:
+                run(10)
+                with traced(pid) as result:
+                    run(n)
+                return result
             run(10 + n)
         finally:
             c.close()
@@ -157,10 +168,45 @@ class Profile(pb.Bench):
         rows.sort(key=lambda r: -r[0])
         return total, rows
 
+    def syscalls(self):
+        """Syscall mode: the node's backends as they run (no valgrind); each case's backend runs
+        10 statements, then n more under `strace -c` attached to it: system calls per statement,
+        by name (where the backend's kernel time goes, which callgrind does not count)."""
+        a = self.args
+        results = {}
+        for name, setting, sql, _ in CASES:
+            if a.cases and name not in a.cases.split(","):
+                continue
+            self.log(f"syscalls: {name} ({a.statements} statements under strace -c)")
+            # What the node then remembers, as in callgrind mode: a first backend, not counted.
+            self.case(name, setting, sql, 0, traced=lambda pid: contextlib.nullcontext({}))
+            results[name] = self.case(name, setting, sql, a.statements, traced=StraceCounts)
+        say = self.say
+        say("## Node backend per point statement, in system calls (bench/node_profile.py "
+            "--syscalls)")
+        say()
+        say(f"`strace -c` attached to the node's backend for {a.statements} statements after "
+            "10 (connections open, statements prepared): calls per statement by system call "
+            "(those made at least once per 100 statements; the total counts all).")
+        say()
+        names = sorted({sc for r in results.values() for sc, k in r.items()
+                        if k >= a.statements / 100},  # at least once per 100 statements
+                       key=lambda sc: -max(r.get(sc, 0) for r in results.values()))
+        say("| system call | " + " | ".join(results) + " |")
+        say("|---|" + "---|" * len(results))
+        for sc in names:
+            say(f"| {sc} | " + " | ".join(f"{r.get(sc, 0) / a.statements:.2f}"
+                                         for r in results.values()) + " |")
+        say("| **total** | " + " | ".join(f"{sum(r.values()) / a.statements:.2f}"
+                                         for r in results.values()) + " |")
+
     def main(self):
         a = self.args
         self.setup()
         self.node.use_catalog(self.emu)
+        if a.syscalls:
+            self.syscalls()
+            return
         self.start_under_callgrind()
         results = {}
         for name, setting, sql, _ in CASES:
@@ -241,6 +287,32 @@ class Profile(pb.Bench):
 pgwire = pb.pgwire
 
 
+class StraceCounts:
+    """Context manager: `strace -c` attached to a pid while the block runs; what it yields (a
+    dict, system call -> calls) is filled in when the block ends."""
+
+    def __init__(self, pid):
+        self.pid, self.counts = pid, {}
+        self.out = tempfile.NamedTemporaryFile(prefix="picoroute-strace-", delete=False).name
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["strace", "-c", "-q", "-o", self.out, "-p", str(self.pid)],
+                                     stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # attached by then (strace says nothing when it is)
+        return self.counts
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(2)
+        self.proc.wait(timeout=30)
+        with open(self.out) as f:
+            for line in f:
+                m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
+                if m and m.group(2) != "total":
+                    self.counts[m.group(2)] = int(m.group(1))
+        os.unlink(self.out)
+        return False
+
+
 def object_of(fn):
     """The shared object of callgrind_annotate's "file:function [object]"."""
     m = re.search(r"\[([^]]*)\]$", fn)
@@ -261,6 +333,8 @@ def main():
     ap.add_argument("--node-port", type=int, default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="count system calls per statement (strace -c) instead of instructions")
     args = ap.parse_args()
     args.base_port, args.node_port = pb.free_ports(args.base_port, args.node_port)
     args.clients, args.threads = 1, 1

@@ -1,7 +1,8 @@
 #!/bin/sh
 # One command for the benchmarks: bench/lookup_bench.py, bench/peers_bench.py,
 # bench/scan_memory.py, bench/upper_bench.py, bench/join_bench.py, bench/oltp_bench.py and
-# bench/tpcb_bench.py, in that order, and one report with all of them: first the verdict of every
+# bench/tpcb_bench.py, bench/stats_bench.py (and, in the full run, the system calls of
+# bench/node_profile.py --syscalls), in that order, and one report with all of them: first the verdict of every
 # target (the benches append their rows to one file), then the date, the core count, the machine's
 # load before and after, the PostgreSQL version and each bench's section.
 #
@@ -72,6 +73,10 @@ else
     run_bench python3 bench/oltp_bench.py --runs 3 --seconds 15 --out "$tmp/oltp.md" --verdicts "$v"
     run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
     run_bench python3 bench/stats_bench.py --runs 9 --seconds 8 --out "$tmp/stats.md" --verdicts "$v"
+    # The node backend's system calls per point statement (its kernel time, which the CPU
+    # verdict includes and instructions do not show).
+    run_bench python3 bench/node_profile.py --syscalls --statements 1000 \
+        --cases select_generic,select_custom,insert,update,plproxy,pg_fdw --out "$tmp/syscalls.md"
 fi
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -106,6 +111,10 @@ for line in open(sys.argv[1]):
     echo
     cat "$tmp/peers.md"
     echo
+    if [ -z "$quick" ]; then
+        cat "$tmp/syscalls.md"
+        echo
+    fi
     if [ -z "$quick" ] && [ -f bench/peers_notes.md ]; then
         cat bench/peers_notes.md
         echo

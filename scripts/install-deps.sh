@@ -10,7 +10,7 @@ PACKAGES=(
     nlohmann-json3-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang-format libipc-run-perl perl python3 pyflakes3 mypy python3-psycopg
     debhelper dpkg-dev postgresql-server-dev-all lintian
-    sqlsmith sysbench
+    sqlsmith sysbench strace
     python3-psycopg libpostgresql-jdbc-java default-jdk-headless
 )
 
