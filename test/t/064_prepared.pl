@@ -159,6 +159,8 @@ is($node->safe_psql('postgres', 'SHOW picoroute.remote_statement_cache_size'), '
 if ($named) {
     emu('set', 'pg_statement_max', '8');
     select(undef, undef, undef, 0.3);    # the fronts read the settings at most every 0.1 s
+    my $errors_sql = 'SELECT sum(refused_errors + remote_errors + unknown_outcome_errors) FROM picoroute_stat_instances';
+    my $errors_before = $node->safe_psql('postgres', $errors_sql);
     my $filler = $node->background_psql('postgres');
     # 12 texts, each run twice (prepared at its second run), all on the instance that owns id 11:
     # past 8 statements of the instance's clients together the storage is full.
@@ -175,6 +177,8 @@ if ($named) {
     is($closed, $prepares, 'then closed every one of them');
     my $refused = grep { $_->{message} =~ /Statement storage is full/ } @{ emu_audit() };
     is($refused, 1, 'one Parse was refused for lack of storage');
+    is($node->safe_psql('postgres', $errors_sql), $errors_before,
+       'the refused Parse, answered by sending the statement again, is no error in picoroute_stat_instances');
     like(slurp_file($node->logfile), qr/statement storage of Picodata instance .* is full; this connection closes its prepared statements/,
          'the server log says the connection went unnamed');
     # The session is still open: another role's statements, repeated, find room.

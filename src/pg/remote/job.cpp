@@ -29,13 +29,6 @@ stats::Sent counted_kind(routing::Sent sent) {
     return static_cast<stats::Sent>(static_cast<uint32_t>(sent));
 }
 
-// Picodata's SQLSTATE for a prepared statement invalidated by DDL: prepared again and sent once
-// more by remote_stmt.h, not an answer of its own.
-bool invalidated_answer(const PGresult *result) {
-    const char *code = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-    return code != nullptr && strcmp(code, "42999") == 0;
-}
-
 }  // namespace
 
 void AnswerMeter::start() noexcept {
@@ -47,7 +40,7 @@ void AnswerMeter::start() noexcept {
         INSTR_TIME_SET_CURRENT(start_);
 }
 
-void AnswerMeter::add(const PGresult *result) noexcept {
+void AnswerMeter::add(const PGresult *result, bool final) noexcept {
     if (!armed_ || result == nullptr)
         return;
     switch (PQresultStatus(result)) {
@@ -68,8 +61,8 @@ void AnswerMeter::add(const PGresult *result) noexcept {
         }
         case PGRES_FATAL_ERROR:
         case PGRES_NONFATAL_ERROR: {
-            if (invalidated_answer(result))
-                break;
+            if (!final && may_be_resent(result))
+                break;  // sent again by remote_stmt: the second answer is the statement's
             routing::Answer answer = answer_of(result);
             error_ = routing::refused_before_running(answer.message) ||
                              routing::leader_read_refusal(answer)
@@ -173,7 +166,7 @@ void collect_job(Job &job, Connection *connection) {
         count_lost(job);
         throw;
     }
-    job.meter.add(job.result.get());
+    job.meter.add(job.result.get(), true);  // collect_routed sent it again when it was due
     job.meter.end(job);
 }
 

@@ -31,7 +31,10 @@ struct Job;
 class AnswerMeter {
   public:
     void start() noexcept;
-    void add(const PGresult *result) noexcept;
+    // One result of the answer. Unless `final`, an error that remote_stmt may answer by sending
+    // the statement again (may_be_resent) is not counted: a streamed answer's meter sees it before
+    // that decision (so an invalidation met twice, which ends the statement, goes uncounted there).
+    void add(const PGresult *result, bool final = false) noexcept;
     // The whole answer arrived: answer_received, the table's rows, statement_failed for an
     // error answer (refused before running, or the statement's own), and the route's log line
     // (which may raise an out-of-memory error, as any ereport).

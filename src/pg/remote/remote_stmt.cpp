@@ -169,6 +169,13 @@ Connection *send_routed(const std::string &address, const ConnParams &params,
         address, params, [&](Connection *c) { send_on(c, params.stmt_invalidation, sql, values); });
 }
 
+bool may_be_resent(const PGresult *result) {
+    if (result == nullptr || PQresultStatus(result) != PGRES_FATAL_ERROR)
+        return false;
+    const char *state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+    return storage_full(result) || (state != nullptr && strcmp(state, kInvalidatedState) == 0);
+}
+
 bool statement_invalidated(Connection *c, const PGresult *result) {
     RemoteStatements *rs = cache_of(c);
     if (rs == nullptr || !rs->in_flight || result == nullptr ||

@@ -41,6 +41,10 @@ Connection *send_routed(const std::string &address, const ConnParams &params,
 // (closed) and the statement goes unnamed. Call with every result that ends a statement sent by
 // send_routed.
 bool statement_invalidated(Connection *c, const PGresult *result);
+// Whether `result` is one of the two answers statement_invalidated may answer by sending the
+// statement again (an invalidation, a Parse refused for full storage), without its side effects:
+// what a meter of a streamed answer, which sees the result before the decision, leaves uncounted.
+bool may_be_resent(const PGresult *result);
 // After statement_invalidated: prepares the statement again (or closes the statements given back)
 // and sends it once more, with the same parameter values. The connection must be idle (its answer
 // read).
