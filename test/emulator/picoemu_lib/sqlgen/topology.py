@@ -102,6 +102,9 @@ def _storage(x: _TableText) -> List[str]:
     # _bucket repeats bucket_id: the views restrict each branch by _bucket, so that only an
     # equality on bucket_id (through the equivalence bucket_id = _bucket) can prune a branch, never
     # a range such as bucket_id BETWEEN a AND b (see _branch_pred)
+    # the index on bucket_id: every Picodata storage has one (a non-unique TREE index, created with
+    # the space: src/storage/schema.rs:443-451 at 25.5.10, :419-443 at 26.1.6), and a statement
+    # restricted to a list of buckets reads it (see README, "The DNF limit")
     # an unlogged table (26.1+) is a PostgreSQL UNLOGGED table: not replicated to the standbys
     # (which cannot read it) and empty on a promoted standby, as Picodata's (data-temporary
     # spaces, truncated when an instance becomes read-only: src/schema.rs:77-86 at 26.1.1)
