@@ -42,11 +42,14 @@ trap cleanup EXIT
 trap stop INT TERM HUP
 
 # Runs a benchmark in the background and waits for it, so that a signal reaches it.
+# Each one's duration goes into the report.
 run_bench() {
+    t=$(date +%s)
     "$@" &
     child=$!
     wait "$child"
     child=""
+    echo "| $2 | $(( $(date +%s) - t )) s |" >> "$tmp/durations.md"
 }
 
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -96,6 +99,10 @@ if [ -n "$(git status --porcelain -- src 2>/dev/null)" ]; then commit="$commit +
     echo "- Command: \`bench/run.sh${quick:+ --quick}\`, $(( ($(date +%s) - t0) / 60 )) min $(( ($(date +%s) - t0) % 60 )) s"
     echo "- Load average (1, 5, 15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)" \
          "(the figures mean something only on an idle machine)"
+    echo
+    echo "| bench | duration |"
+    echo "|---|---|"
+    cat "$tmp/durations.md"
     echo
     echo "## Verdicts"
     echo
