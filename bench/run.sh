@@ -6,8 +6,8 @@
 # target (the benches append their rows to one file), then the date, the core count, the machine's
 # load before and after, the PostgreSQL version and each bench's section.
 #
-#   bench/run.sh                 full run (about 18 minutes on 2 cores), writes bench/RESULTS.md
-#   bench/run.sh --quick         smoke run (under 3 minutes); prints the report and writes
+#   bench/run.sh                 full run (about 18 minutes on 2 cores; each bench's duration is in the report), writes bench/RESULTS.md
+#   bench/run.sh --quick         smoke run (about 4 minutes); prints the report and writes
 #                                it only when --out is given (its figures are not meaningful)
 #   bench/run.sh --out FILE      write the report to FILE instead
 #
@@ -69,13 +69,13 @@ if [ -n "$quick" ]; then
     run_bench python3 bench/stats_bench.py --quick --out "$tmp/stats.md" --verdicts "$v"
 else
     run_bench python3 bench/lookup_bench.py --out "$tmp/lookup.md"
-    run_bench python3 bench/peers_bench.py --seconds1 4 --out "$tmp/peers.md" --verdicts "$v"
+    run_bench python3 bench/peers_bench.py --seconds 5 --seconds1 3 --insert-tx 1500 --out "$tmp/peers.md" --verdicts "$v"
     run_bench python3 bench/scan_memory.py --out "$tmp/scan_memory.md"
-    run_bench python3 bench/upper_bench.py --runs 5 --out "$tmp/upper.md" --verdicts "$v"
-    run_bench python3 bench/join_bench.py --runs 5 --out "$tmp/join.md"
-    run_bench python3 bench/oltp_bench.py --runs 3 --seconds 15 --out "$tmp/oltp.md" --verdicts "$v"
-    run_bench python3 bench/tpcb_bench.py --out "$tmp/tpcb.md"
-    run_bench python3 bench/stats_bench.py --runs 9 --seconds 8 --out "$tmp/stats.md" --verdicts "$v"
+    run_bench python3 bench/upper_bench.py --runs 4 --out "$tmp/upper.md" --verdicts "$v"
+    run_bench python3 bench/join_bench.py --runs 4 --out "$tmp/join.md"
+    run_bench python3 bench/oltp_bench.py --runs 3 --seconds 12 --out "$tmp/oltp.md" --verdicts "$v"
+    run_bench python3 bench/tpcb_bench.py --runs 2 --out "$tmp/tpcb.md"
+    run_bench python3 bench/stats_bench.py --runs 7 --seconds 6 --out "$tmp/stats.md" --verdicts "$v"
     # The node backend's system calls per point statement (its kernel time, which the CPU
     # verdict includes and instructions do not show).
     run_bench python3 bench/node_profile.py --syscalls --statements 1000 \
